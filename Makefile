@@ -1,0 +1,29 @@
+# Every target sets itself up on a fresh machine: `make train` and `make test` work as first commands.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+# The CPU build of torch; override for a CUDA machine, e.g. `make install TORCH=torch==2.13.0+cu128`.
+TORCH  ?= torch==2.13.0
+STAMP  := $(VENV)/.installed
+
+.PHONY: install train test bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --disable-pip-version-check "$(TORCH)"
+	$(PIP) install -q --disable-pip-version-check -e ".[dev]"
+	touch $(STAMP)
+
+train: install
+	$(PY) train.py
+
+test: install
+	$(PY) -m pytest -q -n 2 --dist loadfile
+
+bench: install
+	$(PY) bench/throughput.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache
