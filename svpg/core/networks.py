@@ -1,0 +1,96 @@
+"""MLPs whose every layer is a :class:`StructuralLinear`, evaluated for all particles at once.
+
+A forward pass is one ``torch.baddbmm`` per layer on weights (M, in, out) and inputs (M, B, in)
+(DESIGN §2). Effective weights are computed once per parameter update by :meth:`ParticleMLP.weights`
+and reused for any number of forward passes (a whole rollout), so the structure costs nothing per
+environment step.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+import torch
+
+from svpg.core.layers import StructuralLinear
+from svpg.core.particles import ParticleLayout
+from svpg.core.priors import make_prior
+
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"tanh": torch.tanh, "relu": torch.relu}
+
+LayerWeights = list[tuple[torch.Tensor, torch.Tensor]]
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    """Everything that fixes a particle network's layout (stored in checkpoints).
+
+    :param sizes: layer widths including input and output, e.g. (4, 25, 10, 2).
+    :param activation: ``"tanh"`` or ``"relu"`` between layers (none after the last).
+    :param householder: K reflections per side in every layer, capped at min(ℓ1, ℓ2) per layer.
+    :param learn_scales: learn the diagonal scales Λ1, Λ2 (S²VGD) or fix Λ = I (plain SVGD).
+    :param prior: ``"mvg"`` (eq. 14) or ``"flat"``.
+    :param prior_a: Inv-Gamma shape a; :param prior_b: Inv-Gamma scale b (§5: a = 1, b = 0.1).
+    """
+
+    sizes: tuple[int, ...]
+    activation: str = "tanh"
+    householder: int = 0
+    learn_scales: bool = False
+    prior: str = "mvg"
+    prior_a: float = 1.0
+    prior_b: float = 0.1
+
+    def __post_init__(self):
+        object.__setattr__(self, "sizes", tuple(int(s) for s in self.sizes))
+        if len(self.sizes) < 2 or min(self.sizes) < 1:
+            raise ValueError(f"network sizes must be ≥ 2 positive widths, got {self.sizes}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {self.activation!r}; choose from {sorted(ACTIVATIONS)}")
+        if self.householder < 0:
+            raise ValueError(f"Householder K must be ≥ 0, got {self.householder}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class ParticleMLP:
+    """An MLP declared into a layout; all maps take the (M, D) particle tensor θ."""
+
+    def __init__(self, layout: ParticleLayout, spec: NetworkSpec, name: str = "net"):
+        self.spec = spec
+        self.activation = ACTIVATIONS[spec.activation]
+        prior = make_prior(spec.prior, spec.prior_a, spec.prior_b)
+        self.layers = [
+            StructuralLinear(
+                layout,
+                f"{name}.{i}",
+                l1,
+                l2,
+                householder=min(spec.householder, l1, l2),
+                learn_scales=spec.learn_scales,
+                prior=prior,
+            )
+            for i, (l1, l2) in enumerate(zip(spec.sizes[:-1], spec.sizes[1:]))
+        ]
+
+    def weights(self, theta: torch.Tensor) -> LayerWeights:
+        """Effective (W, b) of every layer, W (M, ℓ1, ℓ2), b (M, 1, ℓ2)."""
+        return [(layer.weight(theta), layer.bias(theta)) for layer in self.layers]
+
+    def forward(self, weights: LayerWeights, x: torch.Tensor) -> torch.Tensor:
+        """x (M, B, in) → (M, B, out)."""
+        last = len(weights) - 1
+        for i, (w, b) in enumerate(weights):
+            x = torch.baddbmm(b, x, w)
+            if i < last:
+                x = self.activation(x)
+        return x
+
+    def log_prior(self, theta: torch.Tensor) -> torch.Tensor:
+        """Σ over layers of eq. 14: (M,)."""
+        return sum(layer.log_prior(theta) for layer in self.layers)
+
+    def init_(self, theta: torch.Tensor, generator: torch.Generator | None = None, out_scale: float = 1.0) -> None:
+        for i, layer in enumerate(self.layers):
+            layer.init_(theta, generator, scale=out_scale if i == len(self.layers) - 1 else 1.0)
