@@ -1,0 +1,201 @@
+"""M tanh-MLP policies ("particles") stored as one θ (M, D), with categorical or Gaussian heads.
+
+Sampling uses direct formulas on pre-drawn noise (Gumbel-max for categorical, μ + σ ε for Gaussian)
+rather than ``torch.distributions`` objects, which cost ~40× more per step (DESIGN §3).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from svpg.core.networks import LayerWeights, NetworkSpec, ParticleMLP
+from svpg.core.particles import ParticleLayout
+
+LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """What fixes a policy ensemble's shape; stored in every checkpoint.
+
+    :param obs_dim: observation size.
+    :param discrete: categorical head (True) or Gaussian head with learned log-std (False).
+    :param action_dim: number of actions (discrete) or action dimensions (continuous).
+    :param network: the particle MLP (input obs_dim, output action_dim).
+    :param num_particles: M.
+    :param action_low: lower bounds of a Box action space (clipping in :meth:`predict`).
+    :param action_high: upper bounds of a Box action space.
+    :param init_log_std: initial log σ of the Gaussian head.
+    """
+
+    obs_dim: int
+    discrete: bool
+    action_dim: int
+    network: NetworkSpec
+    num_particles: int
+    action_low: tuple[float, ...] = field(default=())
+    action_high: tuple[float, ...] = field(default=())
+    init_log_std: float = 0.0
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["network"] = self.network.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "PolicySpec":
+        d = dict(d)
+        d["network"] = NetworkSpec(**d["network"])
+        d["action_low"] = tuple(d.get("action_low", ()))
+        d["action_high"] = tuple(d.get("action_high", ()))
+        return cls(**d)
+
+    @classmethod
+    def for_spaces(cls, obs_space: gym.Space, action_space: gym.Space, network: dict, num_particles: int) -> "PolicySpec":
+        """Build from Gymnasium spaces; ``network`` holds NetworkSpec fields except ``sizes``' ends."""
+        if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
+            raise ValueError(f"svpg policies need a flat Box observation space, got {obs_space}")
+        obs_dim = obs_space.shape[0]
+        hidden = tuple(network.pop("hidden"))
+        if isinstance(action_space, gym.spaces.Discrete):
+            n = int(action_space.n)
+            return cls(obs_dim, True, n, NetworkSpec((obs_dim, *hidden, n), **network), num_particles)
+        if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
+            a = action_space.shape[0]
+            return cls(
+                obs_dim, False, a, NetworkSpec((obs_dim, *hidden, a), **network), num_particles,
+                tuple(float(x) for x in action_space.low), tuple(float(x) for x in action_space.high),
+            )
+        raise ValueError(f"svpg policies support Discrete or flat Box action spaces, got {action_space}")
+
+
+class ParticlePolicy:
+    """An ensemble of M policies; every method works on all particles at once.
+
+    Follows the Stable-Baselines3 convention in :meth:`predict`, acting with one chosen particle
+    (``policy.particle``, by default the best one at the end of training), so
+    ``stable_baselines3.common.evaluation.evaluate_policy(policy, env)`` works on it.
+    """
+
+    def __init__(self, spec: PolicySpec, theta: torch.Tensor | None = None, *, device="cpu", seed: int | None = None):
+        self.spec = spec
+        self.layout = ParticleLayout()
+        self.net = ParticleMLP(self.layout, spec.network, name="pi")
+        if not spec.discrete:
+            self.layout.add("pi.log_std", (spec.action_dim,))
+        self.particle = 0
+        if theta is None:
+            theta = torch.empty(spec.num_particles, self.layout.size, device=device)
+            gen = torch.Generator(device=theta.device)
+            gen.manual_seed(0 if seed is None else seed)
+            # small last layer: every particle starts close to the uniform / zero-mean policy
+            self.net.init_(theta, gen, out_scale=0.01)
+            if not spec.discrete:
+                self.layout.get(theta, "pi.log_std").fill_(spec.init_log_std)
+        elif tuple(theta.shape) != (spec.num_particles, self.layout.size):
+            raise ValueError(
+                f"θ has shape {tuple(theta.shape)} but this policy needs ({spec.num_particles}, {self.layout.size})"
+            )
+        self.theta = torch.nn.Parameter(theta.detach().clone(), requires_grad=True)
+
+    # -- all particles, batched ------------------------------------------------------------
+    @property
+    def num_particles(self) -> int:
+        return self.spec.num_particles
+
+    @property
+    def device(self) -> torch.device:
+        return self.theta.device
+
+    def weights(self, theta: torch.Tensor | None = None) -> tuple[LayerWeights, torch.Tensor | None]:
+        """Effective layer weights and log-std of every particle (compute once per update)."""
+        theta = self.theta if theta is None else theta
+        log_std = None if self.spec.discrete else self.layout.get(theta, "pi.log_std")
+        return self.net.weights(theta), log_std
+
+    def draw_noise(self, shape: tuple[int, ...], generator: torch.Generator | None) -> torch.Tensor:
+        """Noise for :meth:`sample`: Gumbel(0, 1) for categorical heads, N(0, 1) for Gaussian ones."""
+        full = (*shape, self.spec.action_dim)
+        if self.spec.discrete:
+            u = torch.rand(full, generator=generator, device=self.device).clamp_(1e-20, 1.0)
+            return -torch.log(-torch.log(u))
+        return torch.randn(full, generator=generator, device=self.device)
+
+    def sample(self, weights, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        """Actions for obs (M, N, obs_dim) given noise from :meth:`draw_noise`: (M, N) or (M, N, A)."""
+        layer_weights, log_std = weights
+        out = self.net.forward(layer_weights, obs)
+        if self.spec.discrete:
+            return torch.argmax(out + noise, dim=-1)  # Gumbel-max: exact categorical sample
+        return torch.addcmul(out, log_std.exp().unsqueeze(1), noise)
+
+    def mode(self, weights, obs: torch.Tensor) -> torch.Tensor:
+        """Deterministic actions (argmax / mean) for obs (M, N, obs_dim)."""
+        layer_weights, _ = weights
+        out = self.net.forward(layer_weights, obs)
+        return out.argmax(-1) if self.spec.discrete else out
+
+    def log_prob_entropy(self, theta: torch.Tensor, obs: torch.Tensor, actions: torch.Tensor):
+        """log π(a|s) (M, B) and the mean entropy per particle (M,), differentiable in θ."""
+        layer_weights, log_std = self.weights(theta)
+        out = self.net.forward(layer_weights, obs)
+        if self.spec.discrete:
+            logits = torch.log_softmax(out, dim=-1)
+            logp = logits.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
+            entropy = -(logits.exp() * logits).sum(-1).mean(-1)
+            return logp, entropy
+        z = (actions - out) * torch.exp(-log_std).unsqueeze(1)
+        logp = (-0.5 * z.square() - log_std.unsqueeze(1) - LOG_SQRT_2PI).sum(-1)
+        entropy = (log_std + 0.5 + LOG_SQRT_2PI).sum(-1)
+        return logp, entropy
+
+    def log_prior(self, theta: torch.Tensor | None = None) -> torch.Tensor:
+        """log p(θ) of every particle (eq. 14; the log-std has a flat prior): (M,)."""
+        return self.net.log_prior(self.theta if theta is None else theta)
+
+    # -- one particle, Stable-Baselines3 style ----------------------------------------------
+    def set_particle(self, index: int) -> "ParticlePolicy":
+        if not 0 <= index < self.num_particles:
+            raise ValueError(f"particle must be in [0, {self.num_particles - 1}], got {index}")
+        self.particle = int(index)
+        return self
+
+    @torch.no_grad()
+    def predict(self, observation, state=None, episode_start=None, deterministic: bool = False):
+        """Actions of particle ``self.particle`` for a batch of observations: ``(actions, None)``.
+
+        :param observation: array (obs_dim,) or (n_envs, obs_dim).
+        :param deterministic: argmax / mean action instead of a sample.
+        """
+        obs = np.asarray(observation, dtype=np.float32)
+        single = obs.ndim == 1
+        if single:
+            obs = obs[None]
+        if obs.ndim != 2 or obs.shape[1] != self.spec.obs_dim:
+            raise ValueError(
+                f"observation has shape {np.shape(observation)}, but this policy expects "
+                f"({self.spec.obs_dim},) or (n_envs, {self.spec.obs_dim})"
+            )
+        i = self.particle
+        layer_weights, log_std = self.weights(self.theta.detach()[i : i + 1])
+        x = torch.as_tensor(obs, device=self.device).unsqueeze(0)
+        if deterministic:
+            act = self.mode((layer_weights, log_std), x)
+        else:
+            act = self.sample((layer_weights, log_std), x, self.draw_noise(x.shape[:2], None))
+        act = act[0].cpu().numpy()
+        if not self.spec.discrete:
+            act = np.clip(act, self.spec.action_low, self.spec.action_high).astype(np.float32)
+        return (act[0] if single else act), None
+
+    def __repr__(self) -> str:
+        net = self.spec.network
+        head = "categorical" if self.spec.discrete else "gaussian"
+        return (
+            f"ParticlePolicy(M={self.num_particles}, sizes={net.sizes}, K={net.householder}, "
+            f"scales={net.learn_scales}, prior={net.prior}, head={head}, D={self.layout.size})"
+        )

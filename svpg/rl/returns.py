@@ -1,0 +1,60 @@
+"""Return and advantage estimators on (T, ...) rollout tensors.
+
+Episode boundaries are exact: ``done[t]`` (terminated or truncated at step t) stops every sum, so no
+return crosses from one episode into the next even when environments auto-reset mid-batch.
+"""
+from __future__ import annotations
+
+import torch
+
+
+def discounted_returns(
+    rewards: torch.Tensor, dones: torch.Tensor, gamma: float, bootstrap: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Reward-to-go G_t = r_t + γ (1 − done_t) G_{t+1} (REINFORCE).
+
+    :param rewards: (T, ...) rewards.
+    :param dones: (T, ...) bool, True where the episode ended at step t.
+    :param bootstrap: value after the last step for episodes the batch cuts off (default 0).
+    """
+    keep = gamma * (~dones).to(rewards.dtype)
+    g = torch.zeros_like(rewards[0]) if bootstrap is None else bootstrap
+    out = torch.empty_like(rewards)
+    for t in range(rewards.shape[0] - 1, -1, -1):
+        g = torch.addcmul(rewards[t], keep[t], g)
+        out[t] = g
+    return out
+
+
+def standardize(x: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
+    """(x − mean) / (std + 1e-8) over ``dims``; a constant batch maps to zeros, not NaN."""
+    mean = x.mean(dim=dims, keepdim=True)
+    std = x.std(dim=dims, keepdim=True, unbiased=False) if x[0].numel() > 0 else torch.ones_like(mean)
+    return (x - mean) / (std + 1e-8)
+
+
+def episode_statistics(rewards: torch.Tensor, dones: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean return and length of the episodes that *finish* inside the batch, per particle.
+
+    :param rewards: (T, M, N); :param dones: (T, M, N) bool.
+    :return: (mean return (M,), mean length (M,)). A particle with no finished episode reports its
+        unfinished ones instead (sum over the batch per environment), so no NaN is ever produced.
+
+    Vectorised: with S = cumsum(r), an episode ending at t has return S_t − S_{t0} where t0 is the
+    previous end in that environment (found with a cumulative max over end indices).
+    """
+    t_len = rewards.shape[0]
+    steps = torch.arange(t_len, device=rewards.device).view(-1, 1, 1).expand_as(rewards)
+    csum = rewards.cumsum(0)
+    end_idx = torch.where(dones, steps, torch.full_like(steps, -1))
+    prev_end = torch.cummax(end_idx, dim=0).values.roll(1, dims=0)
+    prev_end[0] = -1
+    prev_sum = torch.where(prev_end >= 0, csum.gather(0, prev_end.clamp_min(0)), torch.zeros_like(csum))
+    ep_ret = torch.where(dones, csum - prev_sum, torch.zeros_like(csum))
+    ep_len = torch.where(dones, (steps - prev_end).to(rewards.dtype), torch.zeros_like(csum))
+    count = dones.sum(dim=(0, 2)).to(rewards.dtype)
+    finished = count > 0
+    n_env = rewards.shape[2]
+    mean_ret = torch.where(finished, ep_ret.sum((0, 2)) / count.clamp_min(1), rewards.sum((0, 2)) / n_env)
+    mean_len = torch.where(finished, ep_len.sum((0, 2)) / count.clamp_min(1), torch.full_like(count, float(t_len)))
+    return mean_ret, mean_len

@@ -1,0 +1,82 @@
+"""Batched rollouts: all particles × all environments step together as (M, N, ·) tensors.
+
+Sampling runs without autograd on effective weights computed once for the whole rollout; the update
+recomputes log-probabilities in one batched pass afterwards (DESIGN §3). No host syncs in the loop.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from envs import BatchedEnv
+from svpg.rl.policies import ParticlePolicy
+
+
+@dataclass
+class Rollout:
+    """One iteration's samples; leading axes (T, M, N)."""
+
+    obs: torch.Tensor  # (T, M, N, obs_dim)
+    actions: torch.Tensor  # (T, M, N) or (T, M, N, A)
+    rewards: torch.Tensor  # (T, M, N)
+    terminated: torch.Tensor  # (T, M, N) bool
+    truncated: torch.Tensor  # (T, M, N) bool
+    final_obs: torch.Tensor | None  # (T, M, N, obs_dim): next obs before reset (for bootstrapping)
+    last_obs: torch.Tensor  # (M, N, obs_dim): where the cut-off episodes stand after the last step
+
+    @property
+    def dones(self) -> torch.Tensor:
+        return self.terminated | self.truncated
+
+    @property
+    def num_steps(self) -> int:
+        return self.rewards.numel()
+
+
+@torch.no_grad()
+def collect_rollout(
+    env: BatchedEnv,
+    policy: ParticlePolicy,
+    steps: int,
+    generator: torch.Generator | None = None,
+    *,
+    reset: bool = True,
+    keep_final_obs: bool = False,
+    obs: torch.Tensor | None = None,
+) -> Rollout:
+    """Run every particle's policy on its own N = env.num_envs / M environments for ``steps`` steps.
+
+    :param reset: start every environment afresh (rllab's sampler, used by REINFORCE); otherwise
+        continue from ``obs``.
+    :param keep_final_obs: also store the pre-reset next observations (A2C bootstraps from them).
+    """
+    m = policy.num_particles
+    n = env.num_envs // m
+    weights = policy.weights(policy.theta.detach())
+    noise = policy.draw_noise((steps, m, n), generator)
+    if reset or obs is None:
+        obs = env.reset()
+    obs_l, act_l, rew_l, term_l, trunc_l, final_l = [], [], [], [], [], []
+    for t in range(steps):
+        o = obs.view(m, n, -1)
+        a = policy.sample(weights, o, noise[t])
+        res = env.step(a.reshape(m * n, *a.shape[2:]))
+        obs_l.append(o)
+        act_l.append(a)
+        rew_l.append(res.reward)
+        term_l.append(res.terminated)
+        trunc_l.append(res.truncated)
+        if keep_final_obs:
+            final_l.append(res.final_obs)
+        obs = res.obs
+    shape = (steps, m, n)
+    return Rollout(
+        obs=torch.stack(obs_l),
+        actions=torch.stack(act_l),
+        rewards=torch.stack(rew_l).view(shape),
+        terminated=torch.stack(term_l).view(shape),
+        truncated=torch.stack(trunc_l).view(shape),
+        final_obs=torch.stack(final_l).view(*shape, -1) if keep_final_obs else None,
+        last_obs=obs.view(m, n, -1),
+    )
