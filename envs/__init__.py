@@ -1,0 +1,88 @@
+"""Batched control tasks (DESIGN §4), registered with Gymnasium on import.
+
+Fast path (batched torch, no host syncs in ``step``)::
+
+    svpg/CartPole-v1          Gymnasium's CartPole-v1, ported (plain ``CartPole-v1`` maps here too)
+    svpg/CartPoleBalance-v0   rllab's cart-pole balancing task
+    svpg/CartPoleSwingUp-v0   rllab's cart-pole swing-up task
+    svpg/DoublePendulum-v0    rllab's double pendulum (torque at the elbow)
+
+Any other Gymnasium id runs on the slower generic path (:class:`envs.generic.GymVectorEnv`).
+
+>>> import envs
+>>> env = envs.make_batched("svpg/CartPole-v1", 160, seed=0)
+>>> obs = env.reset()
+>>> out = env.step(torch.zeros(160, dtype=torch.int64))
+"""
+
+from __future__ import annotations
+
+import difflib
+
+import gymnasium as gym
+import torch
+
+from .base import BatchedEnv, StepResult, TorchEnv, check_num_envs
+from .cartpole import CartPole
+
+__all__ = ["BatchedEnv", "StepResult", "TorchEnv", "make_batched", "is_fast", "FAST_ENVS"]
+
+#: Fast-path task classes by Gymnasium id.
+FAST_ENVS: dict[str, type[TorchEnv]] = {
+    "svpg/CartPole-v1": CartPole,
+}
+#: Other ids served by a fast-path class (a faithful port of the original).
+_ALIASES = {"CartPole-v1": "svpg/CartPole-v1"}
+
+
+def is_fast(env_id: str) -> bool:
+    """True if ``env_id`` runs on the batched torch fast path."""
+    return env_id in FAST_ENVS or env_id in _ALIASES
+
+
+def make_batched(
+    env_id: str,
+    num_envs: int,
+    *,
+    device: str | torch.device = "cpu",
+    seed: int | None = None,
+    max_episode_steps: int | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> BatchedEnv:
+    """Create ``num_envs`` environments of ``env_id`` as one :class:`BatchedEnv`.
+
+    :param env_id: a fast-path id (see :data:`FAST_ENVS`) or any registered Gymnasium id.
+    :param num_envs: batch size (>= 1).
+    :param device: torch device of states, actions and results.
+    :param seed: seed of the reset-state generator; same seed, same reset states.
+    :param max_episode_steps: time limit override (default: the task's / the id's own).
+    :param dtype: floating dtype of observations and rewards.
+    :raises ValueError: for an unknown id (with suggestions) or a bad ``num_envs``.
+    """
+    num_envs = check_num_envs(num_envs)
+    env_id = _ALIASES.get(env_id, env_id)
+    if env_id in FAST_ENVS:
+        return FAST_ENVS[env_id](
+            num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed
+        )
+    _check_registered(env_id)
+    from .generic import GymVectorEnv
+
+    return GymVectorEnv(
+        env_id, num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed
+    )
+
+
+def _check_registered(env_id: str) -> None:
+    try:
+        gym.spec(env_id)
+        return
+    except (gym.error.Error, ModuleNotFoundError, ImportError):
+        pass
+    known = sorted(set(gym.registry) | set(FAST_ENVS) | set(_ALIASES))
+    close = difflib.get_close_matches(env_id, known, n=5, cutoff=0.5)
+    hint = f" Did you mean one of {close}?" if close else ""
+    raise ValueError(
+        f"Environment id {env_id!r} is not registered with Gymnasium (nor a fast-path task).{hint}"
+        f" Fast-path tasks: {sorted(FAST_ENVS)}."
+    )
