@@ -24,12 +24,31 @@ import torch
 
 from .base import BatchedEnv, StepResult, TorchEnv, check_num_envs
 from .cartpole import CartPole
+from .double_pendulum import DoublePendulum
+from .generic import GymVectorEnv
+from .gym_api import register_all
+from .rllab_cartpole import CartPoleBalance, CartPoleSwingUp
 
-__all__ = ["BatchedEnv", "StepResult", "TorchEnv", "make_batched", "is_fast", "FAST_ENVS"]
+__all__ = [
+    "BatchedEnv",
+    "StepResult",
+    "TorchEnv",
+    "GymVectorEnv",
+    "CartPole",
+    "CartPoleBalance",
+    "CartPoleSwingUp",
+    "DoublePendulum",
+    "make_batched",
+    "is_fast",
+    "FAST_ENVS",
+]
 
 #: Fast-path task classes by Gymnasium id.
 FAST_ENVS: dict[str, type[TorchEnv]] = {
     "svpg/CartPole-v1": CartPole,
+    "svpg/CartPoleBalance-v0": CartPoleBalance,
+    "svpg/CartPoleSwingUp-v0": CartPoleSwingUp,
+    "svpg/DoublePendulum-v0": DoublePendulum,
 }
 #: Other ids served by a fast-path class (a faithful port of the original).
 _ALIASES = {"CartPole-v1": "svpg/CartPole-v1"}
@@ -66,8 +85,6 @@ def make_batched(
             num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed
         )
     _check_registered(env_id)
-    from .generic import GymVectorEnv
-
     return GymVectorEnv(
         env_id, num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed
     )
@@ -86,3 +103,6 @@ def _check_registered(env_id: str) -> None:
         f"Environment id {env_id!r} is not registered with Gymnasium (nor a fast-path task).{hint}"
         f" Fast-path tasks: {sorted(FAST_ENVS)}."
     )
+
+
+register_all()

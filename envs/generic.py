@@ -1,0 +1,121 @@
+"""Generic (slow) path: any Gymnasium environment id as a :class:`~envs.base.BatchedEnv`.
+
+Wraps ``gym.make_vec(env_id, num_envs, vectorization_mode="sync")`` with same-step autoreset and
+converts numpy <-> torch at every step (a host round trip, so this path is for coverage, not speed).
+Observations are flattened (``Discrete`` observations are one-hot encoded); ``Box`` actions are clipped
+to the action space before they are applied, as Stable-Baselines3 does.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from .base import BatchedEnv, StepResult
+
+
+class GymVectorEnv(BatchedEnv):
+    """``num_envs`` copies of a Gymnasium environment in a ``SyncVectorEnv``, torch in and out.
+
+    :param env_id: a registered Gymnasium id.
+    :param num_envs: number of environments (>= 1).
+    :param max_episode_steps: time limit override (default: the id's registered limit; ``None`` if it
+        has none).
+    :param env_kwargs: extra keyword arguments for ``gym.make``.
+    """
+
+    def __init__(
+        self,
+        env_id: str,
+        num_envs: int,
+        *,
+        device: str | torch.device = "cpu",
+        dtype: torch.dtype = torch.float32,
+        max_episode_steps: int | None = None,
+        seed: int | None = None,
+        **env_kwargs,
+    ):
+        super().__init__(
+            num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed
+        )
+        self.env_id = env_id
+        if max_episode_steps is not None:
+            env_kwargs["max_episode_steps"] = int(max_episode_steps)
+        self.vec_env = gym.make_vec(
+            env_id,
+            num_envs=self.num_envs,
+            vectorization_mode="sync",
+            vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP},
+            **env_kwargs,
+        )
+        if self.max_episode_steps is None:
+            self.max_episode_steps = gym.spec(env_id).max_episode_steps
+        self._seed = seed
+        obs_space = self.vec_env.single_observation_space
+        if isinstance(obs_space, gym.spaces.Discrete):
+            self._obs_n = int(obs_space.n)
+            self.single_observation_space = gym.spaces.Box(0.0, 1.0, (self._obs_n,), np.float32)
+        elif isinstance(obs_space, gym.spaces.Box):
+            self._obs_n = None
+            self.single_observation_space = gym.spaces.Box(
+                obs_space.low.reshape(-1).astype(np.float32),
+                obs_space.high.reshape(-1).astype(np.float32),
+                dtype=np.float32,
+            )
+        else:
+            raise ValueError(
+                f"{env_id}: only Box and Discrete observation spaces are supported, got {obs_space}"
+            )
+        act_space = self.vec_env.single_action_space
+        if not isinstance(act_space, (gym.spaces.Discrete, gym.spaces.Box)):
+            raise ValueError(
+                f"{env_id}: only Discrete and Box action spaces are supported, got {act_space}"
+            )
+        self.single_action_space = act_space
+        self._started = False
+
+    def _to_torch(self, obs: np.ndarray) -> torch.Tensor:
+        if self._obs_n is not None:
+            obs = np.eye(self._obs_n, dtype=np.float32)[np.asarray(obs, dtype=np.int64)]
+        obs = np.asarray(obs).reshape(self.num_envs, -1)
+        return torch.as_tensor(obs, device=self.device).to(self.dtype)
+
+    def reset(self, seed: int | None = None) -> torch.Tensor:
+        if seed is None and not self._started:
+            seed = self._seed
+        self._started = True
+        obs, _ = self.vec_env.reset(seed=seed)
+        return self._to_torch(obs)
+
+    def step(self, actions: torch.Tensor) -> StepResult:
+        if not self._started:
+            raise RuntimeError(f"{type(self).__name__}: call reset() before step()")
+        space = self.single_action_space
+        actions = actions.detach().cpu().numpy()
+        if isinstance(space, gym.spaces.Discrete):
+            actions = actions.reshape(self.num_envs).astype(space.dtype)
+        else:
+            actions = np.clip(actions.reshape(self.num_envs, *space.shape), space.low, space.high)
+            actions = actions.astype(space.dtype)
+        obs, reward, terminated, truncated, infos = self.vec_env.step(actions)
+        final_obs = obs
+        if "final_obs" in infos:
+            final_obs = np.array(obs, copy=True)
+            for i in np.flatnonzero(infos["_final_obs"]):
+                final_obs[i] = infos["final_obs"][i]
+        terminated = torch.as_tensor(np.asarray(terminated, dtype=bool), device=self.device)
+        truncated = torch.as_tensor(np.asarray(truncated, dtype=bool), device=self.device)
+        return StepResult(
+            self._to_torch(obs),
+            torch.as_tensor(np.asarray(reward, dtype=np.float64), device=self.device).to(self.dtype),
+            terminated,
+            truncated & ~terminated,
+            self._to_torch(final_obs),
+        )
+
+    def close(self) -> None:
+        self.vec_env.close()
+
+    def __repr__(self) -> str:
+        return f"GymVectorEnv({self.env_id!r}, num_envs={self.num_envs})"

@@ -1,0 +1,192 @@
+"""Gymnasium front doors for the fast-path tasks: ``gym.make`` and ``gym.make_vec``.
+
+- :class:`TorchTaskEnv` (``entry_point``): one environment, a ``gym.Env`` over the batched task with
+  ``num_envs=1`` in float64, numpy in and out, ``render_mode="rgb_array"`` drawn with numpy. Like
+  Gymnasium's own classic-control envs it has no time limit of its own; ``gym.make`` adds the
+  ``TimeLimit`` wrapper from the registration.
+- :class:`TorchTaskVectorEnv` (``vector_entry_point``): a ``gymnasium.vector.VectorEnv`` over the
+  batched task, numpy in and out, same-step autoreset (the last observation of a finished episode is
+  in ``infos["final_obs"]``, masked by ``infos["_final_obs"]``, as ``SyncVectorEnv`` reports it).
+
+Both draw their torch seed from Gymnasium's ``np_random`` at every ``reset``, so ``reset(seed=s)``
+is reproducible and unseeded resets continue the seeded stream.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from .base import TorchEnv
+from .cartpole import CartPole
+from .double_pendulum import DoublePendulum
+from .rllab_cartpole import CartPoleBalance, CartPoleSwingUp
+
+_NO_LIMIT = 2**62  # the single env leaves the time limit to Gymnasium's TimeLimit wrapper
+
+
+def _torch_seed(np_random: np.random.Generator) -> int:
+    return int(np_random.integers(0, 2**63 - 1))
+
+
+def _to_action_tensor(space: gym.spaces.Space, action: Any, n: int, dtype: torch.dtype) -> torch.Tensor:
+    if isinstance(space, gym.spaces.Discrete):
+        return torch.as_tensor(np.asarray(action, dtype=np.int64).reshape(n))
+    return torch.as_tensor(np.asarray(action, dtype=np.float64).reshape(n, *space.shape)).to(dtype)
+
+
+class TorchTaskEnv(gym.Env):
+    """One environment of a fast-path task as a ``gym.Env`` (subclassed once per task)."""
+
+    task_cls: type[TorchEnv]
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 50}
+
+    def __init__(self, render_mode: str | None = None, dtype: torch.dtype = torch.float64):
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.render_mode = render_mode
+        self.task = self.task_cls(1, dtype=dtype, max_episode_steps=_NO_LIMIT, seed=0)
+        self.observation_space = self.task.single_observation_space
+        self.action_space = self.task.single_action_space
+        self._obs: np.ndarray | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        obs = self.task.reset(seed=_torch_seed(self.np_random))
+        self._obs = obs[0].numpy().astype(np.float32)
+        return self._obs.copy(), {}
+
+    def step(self, action):
+        if self._obs is None:
+            raise RuntimeError("call reset() before step()")
+        out = self.task.step(_to_action_tensor(self.action_space, action, 1, self.task.dtype))
+        self._obs = out.final_obs[0].numpy().astype(np.float32)
+        return self._obs.copy(), float(out.reward[0]), bool(out.terminated[0]), False, {}
+
+    def render(self):
+        if self.render_mode != "rgb_array":
+            gym.logger.warn("render() needs render_mode='rgb_array'")
+            return None
+        if self._obs is None:
+            raise RuntimeError("call reset() before render()")
+        return self.task_cls.render_obs(self._obs)
+
+
+class TorchTaskVectorEnv(gym.vector.VectorEnv):
+    """``num_envs`` environments of a fast-path task as a Gymnasium ``VectorEnv`` (same-step autoreset).
+
+    :param num_envs: batch size.
+    :param max_episode_steps: time limit (``make_vec`` passes the registered one).
+    :param render_mode: ``"rgb_array"`` renders a tuple of frames, one per environment.
+    :param device: torch device of the batched task (results are returned as numpy).
+    :param dtype: torch dtype of the batched task (observations are returned as float32).
+    """
+
+    task_cls: type[TorchEnv]
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 50, "autoreset_mode": AutoresetMode.SAME_STEP}
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        max_episode_steps: int | None = None,
+        render_mode: str | None = None,
+        device: str | torch.device = "cpu",
+        dtype: torch.dtype = torch.float32,
+    ):
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.task = self.task_cls(num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=0)
+        self.num_envs = self.task.num_envs
+        self.render_mode = render_mode
+        self.single_observation_space = self.task.single_observation_space
+        self.single_action_space = self.task.single_action_space
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self._obs: np.ndarray | None = None
+
+    def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
+        if seed is not None and not isinstance(seed, (int, np.integer)):
+            seed = int(np.random.SeedSequence([int(s) for s in seed if s is not None]).generate_state(1)[0])
+        super().reset(seed=seed)
+        obs = self.task.reset(seed=_torch_seed(self.np_random))
+        self._obs = obs.cpu().numpy().astype(np.float32)
+        return self._obs.copy(), {}
+
+    def step(self, actions):
+        if self._obs is None:
+            raise RuntimeError("call reset() before step()")
+        actions = _to_action_tensor(self.single_action_space, actions, self.num_envs, self.task.dtype)
+        out = self.task.step(actions.to(self.task.device))
+        obs = out.obs.cpu().numpy().astype(np.float32)
+        terminated = out.terminated.cpu().numpy()
+        truncated = out.truncated.cpu().numpy()
+        done = terminated | truncated
+        infos: dict[str, Any] = {}
+        if done.any():
+            final = out.final_obs.cpu().numpy().astype(np.float32)
+            final_obs = np.full(self.num_envs, None, dtype=object)
+            for i in np.flatnonzero(done):
+                final_obs[i] = final[i]
+            infos = {"final_obs": final_obs, "_final_obs": done.copy(), "final_info": {}, "_final_info": done.copy()}
+        self._obs = obs
+        reward = out.reward.cpu().numpy().astype(np.float64)
+        return obs.copy(), reward, terminated, truncated, infos
+
+    def render(self):
+        if self.render_mode != "rgb_array":
+            gym.logger.warn("render() needs render_mode='rgb_array'")
+            return None
+        if self._obs is None:
+            raise RuntimeError("call reset() before render()")
+        return tuple(self.task_cls.render_obs(o) for o in self._obs)
+
+
+def _pair(name: str, task: type[TorchEnv]) -> tuple[type[TorchTaskEnv], type[TorchTaskVectorEnv]]:
+    fps = task.render_fps
+    single = type(
+        f"{name}Env",
+        (TorchTaskEnv,),
+        {"task_cls": task, "metadata": {"render_modes": ["rgb_array"], "render_fps": fps},
+         "__doc__": f"One ``{task.__name__}`` environment as a ``gym.Env`` (see :class:`TorchTaskEnv`)."},
+    )
+    vector = type(
+        f"{name}VectorEnv",
+        (TorchTaskVectorEnv,),
+        {"task_cls": task,
+         "metadata": {"render_modes": ["rgb_array"], "render_fps": fps, "autoreset_mode": AutoresetMode.SAME_STEP},
+         "__doc__": f"``{task.__name__}`` as a Gymnasium ``VectorEnv`` (see :class:`TorchTaskVectorEnv`)."},
+    )
+    single.__module__ = vector.__module__ = __name__
+    return single, vector
+
+
+CartPoleEnv, CartPoleVectorEnv = _pair("CartPole", CartPole)
+CartPoleBalanceEnv, CartPoleBalanceVectorEnv = _pair("CartPoleBalance", CartPoleBalance)
+CartPoleSwingUpEnv, CartPoleSwingUpVectorEnv = _pair("CartPoleSwingUp", CartPoleSwingUp)
+DoublePendulumEnv, DoublePendulumVectorEnv = _pair("DoublePendulum", DoublePendulum)
+
+#: Gymnasium id -> (single-env class name, vector-env class name, registered time limit)
+REGISTRATIONS = {
+    "svpg/CartPole-v1": ("CartPoleEnv", "CartPoleVectorEnv", 500),
+    "svpg/CartPoleBalance-v0": ("CartPoleBalanceEnv", "CartPoleBalanceVectorEnv", 500),
+    "svpg/CartPoleSwingUp-v0": ("CartPoleSwingUpEnv", "CartPoleSwingUpVectorEnv", 500),
+    "svpg/DoublePendulum-v0": ("DoublePendulumEnv", "DoublePendulumVectorEnv", 500),
+}
+
+
+def register_all() -> None:
+    """Register the fast-path tasks with Gymnasium (idempotent)."""
+    for env_id, (single, vector, limit) in REGISTRATIONS.items():
+        if env_id in gym.registry:
+            continue
+        gym.register(
+            id=env_id,
+            entry_point=f"{__name__}:{single}",
+            vector_entry_point=f"{__name__}:{vector}",
+            max_episode_steps=limit,
+        )
