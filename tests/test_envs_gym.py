@@ -1,0 +1,159 @@
+"""The fast-path tasks through Gymnasium's front doors: gym.make, gym.make_vec, env checkers, SB3."""
+
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from gymnasium.utils.env_checker import check_env as gym_check_env
+from gymnasium.vector import AutoresetMode
+from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+import envs
+from envs import FAST_ENVS
+
+IDS = sorted(FAST_ENVS)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_registered(env_id):
+    spec = gym.spec(env_id)
+    assert spec.max_episode_steps == 500
+    assert spec.entry_point.startswith("envs.") and spec.vector_entry_point.startswith("envs.")
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_gymnasium_env_checker(env_id):
+    env = gym.make(env_id, render_mode="rgb_array")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*infinity.*")  # unbounded velocities
+        gym_check_env(env.unwrapped)
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_sb3_env_checker(env_id):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # SB3 reports problems as warnings
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        sb3_check_env(gym.make(env_id), warn=True)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_single_env_episode(env_id):
+    env = gym.make(env_id)
+    obs, info = env.reset(seed=3)
+    assert obs.dtype == np.float32 and env.observation_space.contains(obs) and info == {}
+    obs2, _ = env.reset(seed=3)
+    np.testing.assert_array_equal(obs, obs2)
+    env.action_space.seed(0)
+    for t in range(1, 501):
+        obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+        assert isinstance(reward, float) and obs.dtype == np.float32
+        if terminated or truncated:
+            break
+    # the TimeLimit wrapper from the registration truncates at 500
+    assert terminated or (truncated and t == 500)
+
+
+def test_single_env_matches_batched():
+    env = gym.make("svpg/CartPoleSwingUp-v0")
+    obs, _ = env.reset(seed=0)
+    batched = envs.make_batched("svpg/CartPoleSwingUp-v0", 1, dtype=torch.float64)
+    batched.reset()
+    batched.state = env.unwrapped.task.state
+    for a in np.linspace(-1.5, 1.5, 20):
+        obs, r, term, trunc, _ = env.step(np.array([a], dtype=np.float32))
+        out = batched.step(torch.tensor([[a]], dtype=torch.float32))
+        np.testing.assert_allclose(obs, out.final_obs[0].numpy(), rtol=1e-6, atol=1e-6)
+        assert r == pytest.approx(out.reward.item(), abs=1e-6) and term == out.terminated.item()
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_make_vec(env_id):
+    venv = gym.make_vec(env_id, num_envs=4)
+    assert venv.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+    assert venv.num_envs == 4 and venv.observation_space.shape[0] == 4
+    obs, _ = venv.reset(seed=0)
+    obs_again, _ = venv.reset(seed=0)
+    np.testing.assert_array_equal(obs, obs_again)
+    assert obs.dtype == np.float32 and venv.observation_space.contains(obs)
+    venv.action_space.seed(0)
+    seen_final = 0
+    for _ in range(520):
+        obs, reward, term, trunc, infos = venv.step(venv.action_space.sample())
+        assert obs.shape == (4, venv.single_observation_space.shape[0]) and reward.shape == (4,)
+        assert term.dtype == trunc.dtype == np.bool_
+        done = term | trunc
+        if done.any():
+            np.testing.assert_array_equal(infos["_final_obs"], done)
+            for i in np.flatnonzero(done):
+                final = infos["final_obs"][i]
+                assert final.shape == obs[i].shape and not np.array_equal(final, obs[i])
+            seen_final += int(done.sum())
+        else:
+            assert "final_obs" not in infos
+    assert seen_final >= 4  # every env finished at least once (by the 500-step limit at the latest)
+    venv.close()
+
+
+def test_make_vec_max_episode_steps_override_and_sync_mode():
+    venv = gym.make_vec("svpg/CartPoleBalance-v0", num_envs=3, max_episode_steps=4)
+    venv.reset(seed=1)
+    for t in range(4):
+        _, _, term, trunc, _ = venv.step(np.zeros((3, 1), dtype=np.float32))
+    assert trunc.all() and not term.any()
+    # Gymnasium's own vectoriser works with the single-env entry point too
+    sync = gym.make_vec(
+        "svpg/DoublePendulum-v0", num_envs=2, vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
+    )
+    sync.reset(seed=0)
+    obs, reward, *_ = sync.step(np.zeros((2, 1), dtype=np.float32))
+    assert obs.shape == (2, 6) and (reward < 0).all()
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_render_rgb_array(env_id):
+    env = gym.make(env_id, render_mode="rgb_array")
+    env.reset(seed=0)
+    frame = env.render()
+    assert frame.ndim == 3 and frame.shape[2] == 3 and frame.dtype == np.uint8
+    assert frame.shape[0] >= 300 and frame.shape[1] >= 300
+    colors = np.unique(frame.reshape(-1, 3), axis=0)
+    assert len(colors) >= 3  # background plus drawn bodies
+    assert (frame != 255).any(axis=2).mean() > 0.005  # not blank
+    for _ in range(10):
+        env.step(np.ones(env.action_space.shape, dtype=np.float32) if env_id != "svpg/CartPole-v1" else 1)
+    assert not np.array_equal(env.render(), frame)  # the picture follows the state
+    venv = gym.make_vec(env_id, num_envs=2, render_mode="rgb_array")
+    venv.reset(seed=0)
+    frames = venv.render()
+    assert len(frames) == 2 and frames[0].shape == frame.shape
+
+
+def test_render_geometry():
+    """The pole is drawn where the state puts it: upright above the cart, leaning the right way."""
+    from envs.render import draw_cartpole, draw_double_pendulum
+
+    up = draw_cartpole(0.0, 0.0, x_limit=2.4, pole_length=1.0)
+    left = draw_cartpole(0.0, 0.8, x_limit=2.4, pole_length=1.0)  # CCW: leans towards -x
+    h, w, _ = up.shape
+    pole = np.array([202, 152, 101])
+    cols_up = np.nonzero((up == pole).all(2))[1]
+    cols_left = np.nonzero((left == pole).all(2))[1]
+    assert abs(cols_up.mean() - w / 2) < 3 and cols_left.mean() < w / 2 - 20
+    hanging = draw_double_pendulum(0.0, 0.0)
+    rows = np.nonzero((hanging == np.array([200, 80, 70])).all(2))[0]
+    assert rows.mean() > hanging.shape[0] / 2  # second link below the pivot
+
+
+def test_sb3_ppo_learns_briefly():
+    from stable_baselines3 import PPO
+
+    model = PPO("MlpPolicy", "svpg/CartPoleBalance-v0", n_steps=128, batch_size=64, n_epochs=1, seed=0, device="cpu")
+    model.learn(total_timesteps=256)
+    obs = model.get_env().reset()
+    action, _ = model.predict(obs, deterministic=True)
+    assert action.shape == (1, 1)
