@@ -144,7 +144,7 @@ class StructuralLinear:
                 v = self._get(theta, block)
                 v.copy_(torch.randn(v.shape, generator=generator, dtype=v.dtype, device=v.device))
         if self.prior.learns_variances:
-            self._get(theta, "log_var_C").fill_(math.log(bound**2 / 3.0))
+            self._get(theta, "log_var_C").fill_(0.0)
             if self.learn_scales:
                 self._get(theta, "log_var_lam").fill_(0.0)
             if self.k:

@@ -199,3 +199,33 @@ class ParticlePolicy:
             f"ParticlePolicy(M={self.num_particles}, sizes={net.sizes}, K={net.householder}, "
             f"scales={net.learn_scales}, prior={net.prior}, head={head}, D={self.layout.size})"
         )
+
+
+POLICY_KIND = "policy"
+
+
+def save_policy(policy: ParticlePolicy, path, extra: dict | None = None):
+    """Write the ensemble (θ, spec and ``extra`` metadata such as the config) to ``path``."""
+    from svpg.io import save_tensors
+
+    meta = {"spec": policy.spec.to_dict(), "particle": policy.particle, **(extra or {})}
+    return save_tensors(path, {"theta": policy.theta}, POLICY_KIND, meta)
+
+
+def load_policy(path, device="cpu") -> ParticlePolicy:
+    """Load a policy ensemble saved by :func:`save_policy` (a run folder or a .safetensors file)."""
+    from svpg.io import CheckpointError, load_tensors
+
+    tensors, meta, _ = load_tensors(path, expected_kind=POLICY_KIND)
+    try:
+        spec = PolicySpec.from_dict(meta["spec"])
+        theta = tensors["theta"]
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: checkpoint metadata does not describe a policy ({e})") from None
+    try:
+        policy = ParticlePolicy(spec, theta.to(device))
+    except ValueError as e:
+        raise CheckpointError(f"{path}: θ does not match the network it describes ({e})") from None
+    policy.set_particle(int(meta.get("particle", 0)))
+    policy.metadata = meta
+    return policy

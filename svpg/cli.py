@@ -1,0 +1,51 @@
+"""Command-line parsers generated from config dataclasses (so ``--help`` documents every field)."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import typing
+
+
+def _parse_bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
+
+
+def _int_tuple(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.replace(" ", "").split(",") if v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers such as 25,10, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one width, e.g. 25,10")
+    return values
+
+
+def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = ()) -> None:
+    """One ``--field-name`` option per dataclass field, with its default and help text."""
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        hint = hints[f.name]
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        kwargs: dict = {"default": default, "help": f.metadata.get("help", "") + " (default: %(default)s)"}
+        if hint is bool:
+            kwargs.update(type=_parse_bool, metavar="BOOL")
+        elif hint == tuple[int, ...]:
+            kwargs.update(type=_int_tuple, metavar="W1,W2")
+            kwargs["help"] = f.metadata.get("help", "") + f" (default: {','.join(map(str, default))})"
+        else:
+            kwargs["type"] = hint
+        if "choices" in f.metadata:
+            kwargs["choices"] = f.metadata["choices"]
+        parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, **kwargs)
+
+
+def dataclass_from_args(cls, args: argparse.Namespace):
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in vars(args).items() if k in names})

@@ -1,0 +1,94 @@
+"""Checkpoint files: safetensors tensors + JSON metadata, written atomically, loaded safely.
+
+Nothing here unpickles arbitrary objects: tensors come from safetensors and auxiliary state (the
+optimizer, RNG states) from ``torch.load(weights_only=True)``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+FORMAT = "svpg-checkpoint-v1"
+MODEL_FILE = "model.safetensors"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used: corrupt, truncated, foreign or of the wrong shape."""
+
+
+def _atomic_write(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)  # atomic: readers see the old file or the new one, never half of one
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def save_tensors(path: str | Path, tensors: dict[str, torch.Tensor], kind: str, metadata: dict) -> Path:
+    """Write tensors and JSON-serialisable metadata to a .safetensors file atomically."""
+    path = Path(path)
+    tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
+    header = {"format": FORMAT, "kind": kind, "metadata": json.dumps(metadata)}
+    _atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=header))
+    return path
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """A run folder means its ``model.safetensors``; a file means itself."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / MODEL_FILE
+    if not path.exists():
+        raise FileNotFoundError(
+            f"no checkpoint at {path}: pass a run folder (runs/<run-name>) or a .safetensors file written by svpg"
+        )
+    return path
+
+
+def load_tensors(path: str | Path, expected_kind: str | None = None) -> tuple[dict[str, torch.Tensor], dict, str]:
+    """Read a checkpoint: (tensors, metadata, kind), with a clear error for a bad file."""
+    path = resolve_checkpoint(path)
+    try:
+        tensors = load_file(str(path))
+        from safetensors import safe_open
+
+        with safe_open(str(path), framework="pt") as f:
+            header = f.metadata() or {}
+    except (SafetensorError, OSError, ValueError) as e:
+        raise CheckpointError(
+            f"{path} is corrupt or truncated ({e}); load an earlier checkpoint from its checkpoints/ folder"
+        ) from None
+    if header.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is not an svpg checkpoint (format {header.get('format')!r}, expected {FORMAT!r})")
+    kind = header.get("kind", "")
+    if expected_kind is not None and kind != expected_kind:
+        raise CheckpointError(f"{path} holds a {kind!r} checkpoint, not a {expected_kind!r} one")
+    try:
+        metadata = json.loads(header["metadata"])
+    except (KeyError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{path} has unreadable metadata ({e})") from None
+    return tensors, metadata, kind
+
+
+def save_state(path: str | Path, state: dict) -> None:
+    """Auxiliary training state (optimizer, RNG) with torch.save, atomically."""
+    _atomic_write(Path(path), lambda tmp: torch.save(state, tmp))
+
+
+def load_state(path: str | Path) -> dict:
+    try:
+        return torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as e:  # torch raises several types for damaged zip files
+        raise CheckpointError(f"{path} is corrupt or truncated ({type(e).__name__}: {e})") from None

@@ -1,0 +1,75 @@
+"""Roll out particles for whole episodes on a batched environment and report their returns."""
+from __future__ import annotations
+
+import torch
+
+import envs
+from svpg.rl.policies import ParticlePolicy
+
+
+@torch.no_grad()
+def evaluate_particles(
+    policy: ParticlePolicy,
+    env_id: str,
+    episodes: int = 20,
+    *,
+    seed: int = 0,
+    particles: list[int] | None = None,
+    deterministic: bool = True,
+    max_episode_steps: int | None = None,
+) -> torch.Tensor:
+    """Undiscounted returns of ``episodes`` episodes of each chosen particle: (P, episodes).
+
+    All particles × episodes run at once, one episode per environment.
+    """
+    if episodes < 1:
+        raise ValueError(f"episodes must be ≥ 1, got {episodes}")
+    idx = list(range(policy.num_particles)) if particles is None else list(particles)
+    for i in idx:
+        if not 0 <= i < policy.num_particles:
+            raise ValueError(f"particle {i} does not exist: this ensemble has {policy.num_particles} (0…{policy.num_particles - 1})")
+    p = len(idx)
+    env = envs.make_batched(env_id, p * episodes, device=policy.device, seed=seed, max_episode_steps=max_episode_steps)
+    if env.obs_dim != policy.spec.obs_dim or env.is_discrete != policy.spec.discrete:
+        raise ValueError(
+            f"{env_id} has observations of size {env.obs_dim} and {'discrete' if env.is_discrete else 'continuous'} "
+            f"actions, but the policy was trained for size {policy.spec.obs_dim} and "
+            f"{'discrete' if policy.spec.discrete else 'continuous'} actions: evaluate on the training env"
+        )
+    weights = policy.weights(policy.theta.detach()[idx])
+    gen = torch.Generator(device=policy.device)
+    gen.manual_seed(seed)
+    obs = env.reset()
+    returns = torch.zeros(p * episodes, device=policy.device)
+    alive = torch.ones(p * episodes, dtype=torch.bool, device=policy.device)
+    for _ in range(env.max_episode_steps):
+        o = obs.view(p, episodes, -1)
+        if deterministic:
+            a = policy.mode(weights, o)
+        else:
+            a = policy.sample(weights, o, policy.draw_noise((p, episodes), gen))
+        res = env.step(a.reshape(p * episodes, *a.shape[2:]))
+        returns += res.reward * alive
+        alive &= ~(res.terminated | res.truncated)
+        obs = res.obs
+    env.close()
+    return returns.view(p, episodes)
+
+
+def format_table(returns: torch.Tensor, particles: list[int] | None = None) -> str:
+    """Per-particle mean ± std table plus the ensemble's mean ± std, as Markdown."""
+    idx = list(range(returns.shape[0])) if particles is None else particles
+    rows = ["| particle | mean return | std | min | max |", "|---:|---:|---:|---:|---:|"]
+    for i, r in zip(idx, returns):
+        rows.append(f"| {i} | {r.mean():.1f} | {r.std(unbiased=False):.1f} | {r.min():.1f} | {r.max():.1f} |")
+    means = returns.mean(1)
+    rows.append(
+        f"| **ensemble** | {returns.mean():.1f} | {returns.std(unbiased=False):.1f} | "
+        f"{returns.min():.1f} | {returns.max():.1f} |"
+    )
+    rows.append("")
+    rows.append(
+        f"particle means: mean {means.mean():.1f}, worst {means.min():.1f} (particle {idx[int(means.argmin())]}), "
+        f"best {means.max():.1f} (particle {idx[int(means.argmax())]})"
+    )
+    return "\n".join(rows)

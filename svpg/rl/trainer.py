@@ -1,0 +1,203 @@
+"""The SVPG training loop (eqs. 17–19 of S²VGD; Liu et al. 2017).
+
+Each iteration every particle collects its own batch, estimates ∇J(θ_j), and all particles take one
+SVGD step on ∇log q(θ) = ∇J(θ)/α + ∇log p(θ) (eq. 19).
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import gymnasium as gym
+import torch
+from tqdm.auto import tqdm
+
+import envs
+from svpg.core.svgd import SVGD
+from svpg.io import load_state, save_state
+from svpg.rl.config import SVPGConfig
+from svpg.rl.policies import ParticlePolicy, PolicySpec, load_policy, save_policy
+from svpg.rl.returns import discounted_returns, episode_statistics, standardize
+from svpg.rl.rollout import Rollout, collect_rollout
+from svpg.runs import TensorBoardLogger, make_run_dir, run_name, write_json
+from svpg.io import MODEL_FILE
+
+STATE_FILE = "trainer_state.pt"
+
+# TensorBoard custom-scalars layout: mean ± std over particles (Figure 4 of S²VGD).
+CHART_LAYOUT = {
+    "svpg": {
+        "return over particles (mean ± std)": ["Margin", ["rollout/ep_rew_mean", "rollout/ep_rew_lower", "rollout/ep_rew_upper"]],
+        "return over particles (mean, max, min)": ["Multiline", ["rollout/ep_rew_mean", "rollout/ep_rew_max", "rollout/ep_rew_min"]],
+        "SVGD terms": ["Multiline", ["svgd/driving_norm", "svgd/repulsive_norm"]],
+    }
+}
+
+
+def default_horizon(env_id: str) -> int:
+    try:
+        steps = gym.spec(env_id).max_episode_steps
+    except Exception:
+        steps = None
+    return int(steps or 1000)
+
+
+class SVPGTrainer:
+    """Builds everything a run needs from an :class:`SVPGConfig` and trains it.
+
+    >>> trainer = SVPGTrainer(SVPGConfig(iterations=5, progress=False))
+    >>> policy = trainer.train()
+    """
+
+    def __init__(self, config: SVPGConfig):
+        if config.resume:
+            config = self._resumed_config(config)
+        self.config = cfg = config.validate()
+        torch.set_num_threads(cfg.threads or os.cpu_count() or 1)
+        torch.manual_seed(cfg.seed)
+        self.device = torch.device(cfg.device)
+        if self.device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError("--device cuda was asked for but torch sees no CUDA device; use --device cpu")
+        m = cfg.num_particles
+        self.horizon = cfg.horizon or default_horizon(cfg.env_id)
+        # rllab's sampler: every iteration each environment starts afresh and may run a full horizon
+        self.envs_per_particle = max(1, cfg.samples_per_particle // self.horizon)
+        self.steps_per_iteration = math.ceil(cfg.samples_per_particle / self.envs_per_particle)
+        self.env = envs.make_batched(
+            cfg.env_id, m * self.envs_per_particle, device=self.device, seed=cfg.seed, max_episode_steps=self.horizon
+        )
+        spec = PolicySpec.for_spaces(
+            self.env.single_observation_space, self.env.single_action_space, cfg.network_kwargs(), m
+        )
+        self.policy = ParticlePolicy(spec, device=self.device, seed=cfg.seed)
+        self.svgd = SVGD(self.policy.theta, cfg.kernel_spec(), cfg.optimizer, cfg.lr)
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(cfg.seed + 1)
+        per_iter = m * self.envs_per_particle * self.steps_per_iteration
+        self.iterations = math.ceil(cfg.total_steps / per_iter) if cfg.total_steps else cfg.iterations
+        self.iteration = 0
+        self.run_dir = Path(cfg.resume) if cfg.resume else make_run_dir(
+            cfg.log_dir, cfg.run_name or run_name(cfg.env_id, cfg.method, cfg.seed)
+        )
+        if cfg.resume:
+            self._load_state()
+
+    # -- one iteration -----------------------------------------------------------------------
+    def policy_gradient_surrogate(self, batch: Rollout) -> tuple[torch.Tensor, torch.Tensor]:
+        """REINFORCE: Σ_t log π(a_t|s_t) Â_t over each particle's batch, Â the standardised reward-to-go.
+
+        Its gradient estimates ∇J up to a positive scale. Summing (not averaging) over the batch
+        scales the "likelihood" exp(J/α) with the number of samples, as a Bayesian likelihood scales
+        with the data-set size; α then sets how strongly these samples outweigh the prior p(θ).
+        Returns the per-particle surrogate (M,) and the policy entropy (M,).
+        """
+        returns = discounted_returns(batch.rewards, batch.dones, self.config.gamma)
+        adv = standardize(returns, dims=(0, 2))  # per particle, as rllab's center_adv
+        m = self.policy.num_particles
+        obs = batch.obs.transpose(0, 1).reshape(m, -1, batch.obs.shape[-1])
+        actions = batch.actions.transpose(0, 1).reshape(m, -1, *batch.actions.shape[3:])
+        logp, entropy = self.policy.log_prob_entropy(self.policy.theta, obs, actions)
+        return (logp * adv.transpose(0, 1).reshape(m, -1)).sum(1), entropy
+
+    def update(self, batch: Rollout) -> dict[str, torch.Tensor]:
+        """One SVGD step on ∇log q = ∇J/α + ∇log p (eq. 19)."""
+        theta = self.policy.theta
+        surrogate, entropy = self.policy_gradient_surrogate(batch)
+        log_q = surrogate / self.config.alpha + self.policy.log_prior(theta)
+        (grad,) = torch.autograd.grad(log_q.sum(), theta)
+        terms = self.svgd.step(grad)
+        return {**terms.diagnostics(theta.detach()), "policy/entropy": entropy.mean().detach()}
+
+    # -- the loop ----------------------------------------------------------------------------
+    def train(self) -> ParticlePolicy:
+        cfg = self.config
+        write_json(self.run_dir / "config.json", asdict(cfg) | {"resume": ""})
+        logger = TensorBoardLogger(self.run_dir, CHART_LAYOUT)
+        steps_done = self.iteration * self.policy.num_particles * self.envs_per_particle * self.steps_per_iteration
+        bar = tqdm(total=self.iterations, initial=self.iteration, disable=not cfg.progress, unit="it", dynamic_ncols=True)
+        try:
+            while self.iteration < self.iterations:
+                t0 = time.perf_counter()
+                batch = collect_rollout(self.env, self.policy, self.steps_per_iteration, self.generator)
+                ret, length = episode_statistics(batch.rewards, batch.dones)
+                diagnostics = self.update(batch)
+                steps_done += batch.num_steps
+                self.iteration += 1
+                std = ret.std(unbiased=False)
+                scalars = {
+                    "rollout/ep_rew_mean": ret.mean(),
+                    "rollout/ep_rew_max": ret.max(),
+                    "rollout/ep_rew_min": ret.min(),
+                    "rollout/ep_rew_std": std,
+                    "rollout/ep_rew_lower": ret.mean() - std,
+                    "rollout/ep_rew_upper": ret.mean() + std,
+                    "rollout/ep_len_mean": length.mean(),
+                    **diagnostics,
+                }
+                values = logger.log(scalars, steps_done)  # the one host sync per iteration
+                fps = batch.num_steps / (time.perf_counter() - t0)
+                logger.writer.add_scalar("time/fps", fps, steps_done)
+                logger.writer.add_scalar("time/iterations", self.iteration, steps_done)
+                self.last_returns = ret.detach()
+                bar.update(1)
+                bar.set_postfix(mean=f"{values['rollout/ep_rew_mean']:.1f}", max=f"{values['rollout/ep_rew_max']:.1f}", sps=f"{fps:,.0f}")
+                if cfg.checkpoint_every and self.iteration % cfg.checkpoint_every == 0:
+                    self.save_checkpoint()
+        except KeyboardInterrupt:
+            bar.write("interrupted: saving a checkpoint; resume with --resume " + str(self.run_dir))
+        finally:
+            bar.close()
+            self.save_checkpoint()
+            logger.close()
+        return self.policy
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def save_checkpoint(self) -> Path:
+        """Ensemble to ``model.safetensors`` (and ``checkpoints/``), optimizer and RNG to a state file."""
+        if hasattr(self, "last_returns"):
+            self.policy.set_particle(int(self.last_returns.argmax()))
+        meta = {"config": asdict(self.config), "iteration": self.iteration, "env_id": self.config.env_id}
+        save_policy(self.policy, self.run_dir / "checkpoints" / f"iter_{self.iteration:06d}.safetensors", meta)
+        path = save_policy(self.policy, self.run_dir / MODEL_FILE, meta)
+        save_state(
+            self.run_dir / STATE_FILE,
+            {
+                "iteration": self.iteration,
+                "optimizer": self.svgd.optimizer.state_dict(),
+                "generator": self.generator.get_state(),
+                "env_generator": self.env.generator.get_state() if hasattr(self.env, "generator") else torch.empty(0),
+                "torch_rng": torch.get_rng_state(),
+            },
+        )
+        return path
+
+    @staticmethod
+    def _resumed_config(config: SVPGConfig) -> SVPGConfig:
+        path = Path(config.resume) / "config.json"
+        if not path.exists():
+            raise FileNotFoundError(f"cannot resume: {path} does not exist (is {config.resume} a run folder?)")
+        import json
+
+        saved = SVPGConfig.from_dict(json.loads(path.read_text()))
+        saved.resume, saved.progress = config.resume, config.progress
+        if config.iterations != saved.iterations and config.iterations != SVPGConfig.iterations:
+            saved.iterations = config.iterations  # allow extending a finished run
+        return saved
+
+    def _load_state(self) -> None:
+        loaded = load_policy(self.run_dir, device=self.device)
+        if loaded.spec != self.policy.spec:
+            raise ValueError(f"cannot resume: {self.run_dir} holds a different network ({loaded.spec} vs {self.policy.spec})")
+        with torch.no_grad():
+            self.policy.theta.copy_(loaded.theta)
+        state = load_state(self.run_dir / STATE_FILE)
+        self.iteration = int(state["iteration"])
+        self.svgd.optimizer.load_state_dict(state["optimizer"])
+        self.generator.set_state(state["generator"])
+        if hasattr(self.env, "generator") and state["env_generator"].numel():
+            self.env.generator.set_state(state["env_generator"])
+        torch.set_rng_state(state["torch_rng"])
+
