@@ -1,0 +1,354 @@
+"""Structural Householder–MVG layer (§3 of S²VGD, eqs. 10–13), ParticleMLP and ParticleLayout.
+
+Independent references built here:
+
+* H = I − 2 v vᵀ / ‖v‖² (eq. 12) and P = H_K ⋯ H_1 (eq. 13) as an explicit sequential matrix product;
+* W = P Λ1 C Λ2 Qᵀ (Proposition 3) as explicit dense matrix products per particle;
+* the forward pass as a per-particle loop of ``torch.nn.functional.linear`` and as a
+  ``torch.func.vmap`` oracle.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from svpg.core.layers import (
+    StructuralLinear,
+    apply_householder_left,
+    apply_householder_right_t,
+    householder_matrix,
+)
+from svpg.core.networks import NetworkSpec, ParticleMLP
+from svpg.core.particles import ParticleLayout
+from svpg.core.priors import HierarchicalGaussianPrior
+
+F64 = torch.float64
+
+
+# ----------------------------------------------------------------------------- references
+def ref_reflection(v: torch.Tensor) -> torch.Tensor:
+    """Eq. 12 for one vector v (ℓ,)."""
+    return torch.eye(v.numel(), dtype=v.dtype) - 2.0 * torch.outer(v, v) / (v @ v)
+
+
+def ref_flow(vs: torch.Tensor) -> torch.Tensor:
+    """Eq. 13 for one particle: vs (K, ℓ) -> H_K ⋯ H_1, by sequential products (H_1 acts first)."""
+    out = torch.eye(vs.shape[1], dtype=vs.dtype)
+    for k in range(vs.shape[0]):
+        out = ref_reflection(vs[k]) @ out
+    return out
+
+
+def _randn(*shape, seed, dtype=F64):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+# ----------------------------------------------------------------------------- Householder flow
+@pytest.mark.parametrize("ell", [1, 2, 5])
+def test_householder_matrix_orthogonal_and_matches_sequential_product(ell):
+    for k in range(1, ell + 1):
+        v = _randn(3, k, ell, seed=10 * ell + k)
+        h = householder_matrix(v)
+        assert h.shape == (3, ell, ell)
+        eye = torch.eye(ell, dtype=F64).expand(3, -1, -1)
+        # float64; 1e-9 leaves room for the implementation's 1e-12 regulariser in ‖v‖² (see below)
+        torch.testing.assert_close(h @ h.mT, eye, rtol=0, atol=1e-9)
+        torch.testing.assert_close(h.mT @ h, eye, rtol=0, atol=1e-9)
+        for m in range(3):
+            torch.testing.assert_close(h[m], ref_flow(v[m]), rtol=0, atol=1e-9)
+
+
+def test_single_reflection_by_hand():
+    # v = (1, 1)/any scale: H = I − v vᵀ = [[0, −1], [−1, 0]] (swaps and negates the coordinates).
+    v = torch.tensor([[[3.0, 3.0]]], dtype=F64)
+    torch.testing.assert_close(householder_matrix(v)[0], torch.tensor([[0.0, -1.0], [-1.0, 0.0]], dtype=F64))
+    # Two reflections with v_1 = e_1, v_2 = (1, 1): P = H_2 H_1 = [[0,−1],[−1,0]] @ [[−1,0],[0,1]]
+    # = [[0, −1], [1, 0]] (a rotation by +90°); the other order would give [[0, 1], [−1, 0]].
+    v2 = torch.tensor([[[1.0, 0.0], [1.0, 1.0]]], dtype=F64)
+    torch.testing.assert_close(householder_matrix(v2)[0], torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=F64))
+
+
+def test_householder_float32_large_k_orthogonal():
+    v = _randn(4, 25, 25, seed=1, dtype=torch.float32)
+    h = householder_matrix(v)
+    torch.testing.assert_close(h @ h.mT, torch.eye(25).expand(4, -1, -1), rtol=0, atol=1e-4)
+
+
+def test_householder_scale_invariant():
+    # H depends only on the direction of each v (eq. 12).
+    v = _randn(2, 3, 6, seed=4)
+    h = householder_matrix(v)
+    for c in (1e-3, 1e3):
+        torch.testing.assert_close(householder_matrix(c * v), h, rtol=0, atol=1e-6)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="layers._wy_factor adds an absolute _EPS = 1e-12 to ½‖v‖², so H = I − 2vvᵀ/(‖v‖² + 2e-12) "
+    "stops being a reflection for short but non-zero v: ‖v‖ ~ 1e-5 gives ~0.6% error and "
+    "‖HHᵀ − I‖ ~ 1e-2 (float64). Guarding only exact zeros, e.g. "
+    "torch.where(diag > 0, 0.5 * diag, 1.0), keeps eq. 12 scale-invariant and a zero v still "
+    "reflects nothing.",
+)
+def test_householder_scale_invariant_short_vectors():
+    v = _randn(1, 2, 4, seed=0)
+    h = householder_matrix(v)
+    hs = householder_matrix(1e-5 * v)  # ‖v‖² ~ 1e-10: a perfectly valid Householder vector in float64
+    torch.testing.assert_close(hs @ hs.mT, torch.eye(4, dtype=F64)[None], rtol=0, atol=1e-9)
+    torch.testing.assert_close(hs, h, rtol=0, atol=1e-9)
+
+
+def test_apply_left_and_right_match_dense_products():
+    v_in, v_out = _randn(3, 2, 4, seed=1), _randn(3, 2, 5, seed=2)
+    a = _randn(3, 4, 5, seed=3)
+    p = torch.stack([ref_flow(v_in[m]) for m in range(3)])
+    q = torch.stack([ref_flow(v_out[m]) for m in range(3)])
+    torch.testing.assert_close(apply_householder_left(v_in, a), p @ a, rtol=0, atol=1e-9)
+    torch.testing.assert_close(apply_householder_right_t(v_out, a), a @ q.mT, rtol=0, atol=1e-9)
+
+
+def test_zero_householder_vector_no_nan_and_reflects_nothing():
+    # A zero v must not give NaN (the implementation's guard makes it the identity). Forward and
+    # backward stay finite, and P equals the flow of the remaining (non-zero) vectors.
+    v = _randn(2, 3, 4, seed=6).requires_grad_(True)
+    with torch.no_grad():
+        v[0, 1] = 0.0
+        v[1] = 0.0
+    h = householder_matrix(v)
+    assert torch.isfinite(h).all()
+    (g,) = torch.autograd.grad((h * _randn(2, 4, 4, seed=7)).sum(), v)
+    assert torch.isfinite(g).all()
+    vd = v.detach()
+    torch.testing.assert_close(h[0].detach(), ref_flow(vd[0, [0, 2]]), rtol=0, atol=1e-10)
+    torch.testing.assert_close(h[1].detach(), torch.eye(4, dtype=F64), rtol=0, atol=1e-10)
+
+
+# ----------------------------------------------------------------------------- StructuralLinear
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_structural_weight_equals_explicit_product(k):
+    layout = ParticleLayout()
+    layer = StructuralLinear(layout, "l", 4, 3, householder=k, learn_scales=True)
+    theta = _randn(3, layout.size, seed=k)
+    w = layer.weight(theta)
+    assert w.shape == (3, 4, 3)
+    for m in range(3):
+        c = layout.get(theta, "l.C")[m]
+        lam1 = torch.diag(layout.get(theta, "l.lam_in")[m])
+        lam2 = torch.diag(layout.get(theta, "l.lam_out")[m])
+        p = ref_flow(layout.get(theta, "l.v_in")[m])
+        q = ref_flow(layout.get(theta, "l.v_out")[m])
+        torch.testing.assert_close(w[m], p @ lam1 @ c @ lam2 @ q.T, rtol=0, atol=1e-9)
+    torch.testing.assert_close(layer.bias(theta), layout.get(theta, "l.bias").unsqueeze(1))
+
+
+def test_k0_scales_is_diagonal_mvg():
+    # K = 0 with learnt scales: W = Λ1 C Λ2, i.e. W_ab = λ1_a C_ab λ2_b (Louizos & Welling).
+    layout = ParticleLayout()
+    layer = StructuralLinear(layout, "l", 3, 2, householder=0, learn_scales=True)
+    theta = _randn(2, layout.size, seed=0)
+    c, l1, l2 = (layout.get(theta, f"l.{b}") for b in ("C", "lam_in", "lam_out"))
+    expected = torch.tensor(
+        [[[float(l1[m, a] * c[m, a, b] * l2[m, b]) for b in range(2)] for a in range(3)] for m in range(2)], dtype=F64
+    )
+    torch.testing.assert_close(layer.weight(theta), expected)
+
+
+def test_k0_no_scales_is_plain_dense_layer():
+    layout = ParticleLayout()
+    layer = StructuralLinear(layout, "l", 5, 4)  # K = 0, learn_scales=False
+    assert set(layout) == {"l.C", "l.bias"}
+    theta = _randn(3, layout.size, seed=1)
+    torch.testing.assert_close(layer.weight(theta), layout.get(theta, "l.C"), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("l1,l2,k", [(4, 3, 4), (2, 6, 3), (3, 3, 4), (3, 3, -1)])
+def test_k_out_of_range_raises_with_fix(l1, l2, k):
+    with pytest.raises(ValueError, match=r"min\(ℓ1, ℓ2\).*lower --householder"):
+        StructuralLinear(ParticleLayout(), "l", l1, l2, householder=k)
+
+
+def test_nonpositive_sizes_raise():
+    with pytest.raises(ValueError, match="sizes must be positive"):
+        StructuralLinear(ParticleLayout(), "l", 0, 3)
+
+
+def test_layout_blocks_per_configuration():
+    layout = ParticleLayout()
+    StructuralLinear(layout, "a", 4, 3, householder=2, learn_scales=True, prior=HierarchicalGaussianPrior())
+    assert layout.describe() == {
+        "a.C": [4, 3], "a.bias": [3], "a.lam_in": [4], "a.lam_out": [3],
+        "a.v_in": [2, 4], "a.v_out": [2, 3],
+        "a.log_var_C": [1], "a.log_var_lam": [1], "a.log_var_v": [1],
+    }  # fmt: skip
+    # (K + 1)(ℓ1 + ℓ2) + ℓ1ℓ2 structural parameters (§3.2) + ℓ2 bias + 3 log-variances
+    assert layout.size == 3 * 7 + 12 + 3 + 3
+
+
+# ----------------------------------------------------------------------------- ParticleMLP
+def _per_particle_loop(ws, bs, x, act):
+    outs = []
+    for m in range(x.shape[0]):
+        h = x[m]
+        for i, (w, b) in enumerate(zip(ws, bs)):
+            h = F.linear(h, w[m].T, b[m])  # F.linear computes h Aᵀ + b with A (out, in)
+            if i < len(ws) - 1:
+                h = act(h)
+        outs.append(h)
+    return torch.stack(outs)
+
+
+@pytest.mark.parametrize("activation", ["tanh", "relu"])
+def test_plain_mlp_forward_matches_loop_and_vmap(activation):
+    layout = ParticleLayout()
+    spec = NetworkSpec(sizes=(4, 7, 5, 2), activation=activation, householder=0, learn_scales=False, prior="flat")
+    mlp = ParticleMLP(layout, spec)
+    m = 5
+    theta = _randn(m, layout.size, seed=2)
+    x = _randn(m, 6, 4, seed=3)
+    out = mlp.forward(mlp.weights(theta), x)
+    assert out.shape == (m, 6, 2)
+
+    cs = [layout.get(theta, f"net.{i}.C") for i in range(3)]
+    bs = [layout.get(theta, f"net.{i}.bias") for i in range(3)]
+    act = torch.tanh if activation == "tanh" else torch.relu
+    torch.testing.assert_close(out, _per_particle_loop(cs, bs, x, act), rtol=1e-12, atol=1e-12)
+
+    def single(cs_, bs_, x_):
+        h = x_
+        for i, (c, b) in enumerate(zip(cs_, bs_)):
+            h = F.linear(h, c.T, b)
+            if i < 2:
+                h = act(h)
+        return h
+
+    torch.testing.assert_close(out, torch.func.vmap(single)(cs, bs, x), rtol=1e-12, atol=1e-12)
+
+
+def test_structural_mlp_forward_matches_explicit_weights():
+    layout = ParticleLayout()
+    spec = NetworkSpec(sizes=(4, 6, 3), householder=2, learn_scales=True, prior="mvg")
+    mlp = ParticleMLP(layout, spec)
+    theta = _randn(3, layout.size, seed=8)
+    x = _randn(3, 5, 4, seed=9)
+    ws, bs = [], []
+    for i in range(2):
+        g = lambda b: layout.get(theta, f"net.{i}.{b}")  # noqa: E731
+        ws.append(torch.stack([
+            ref_flow(g("v_in")[m]) @ torch.diag(g("lam_in")[m]) @ g("C")[m] @ torch.diag(g("lam_out")[m])
+            @ ref_flow(g("v_out")[m]).T
+            for m in range(3)
+        ]))  # fmt: skip
+        bs.append(g("bias"))
+    out = mlp.forward(mlp.weights(theta), x)
+    torch.testing.assert_close(out, _per_particle_loop(ws, bs, x, torch.tanh), rtol=1e-8, atol=1e-9)
+
+
+def test_mlp_caps_householder_per_layer():
+    layout = ParticleLayout()
+    mlp = ParticleMLP(layout, NetworkSpec(sizes=(4, 25, 2), householder=3, prior="flat"))
+    assert [layer.k for layer in mlp.layers] == [3, 2]  # min(3, 4, 25) and min(3, 25, 2)
+    assert layout.shape("net.0.v_in") == (3, 4) and layout.shape("net.0.v_out") == (3, 25)
+    assert layout.shape("net.1.v_in") == (2, 25) and layout.shape("net.1.v_out") == (2, 2)
+    theta = _randn(2, layout.size, seed=0)
+    assert torch.isfinite(mlp.forward(mlp.weights(theta), _randn(2, 3, 4, seed=1))).all()
+
+
+def test_network_spec_validation():
+    with pytest.raises(ValueError, match="sizes"):
+        NetworkSpec(sizes=(4,))
+    with pytest.raises(ValueError, match="sizes"):
+        NetworkSpec(sizes=(4, 0, 2))
+    with pytest.raises(ValueError, match="activation"):
+        NetworkSpec(sizes=(4, 2), activation="gelu")
+    with pytest.raises(ValueError, match="Householder"):
+        NetworkSpec(sizes=(4, 2), householder=-1)
+
+
+def test_gradients_reach_every_block():
+    layout = ParticleLayout()
+    spec = NetworkSpec(sizes=(4, 5, 3), householder=2, learn_scales=True, prior="mvg")
+    mlp = ParticleMLP(layout, spec)
+    m = 3
+    theta = _randn(m, layout.size, seed=12).requires_grad_(True)
+    x = _randn(m, 8, 4, seed=13)
+    r = _randn(m, 8, 3, seed=14)
+    out = mlp.forward(mlp.weights(theta), x)
+    (g_out,) = torch.autograd.grad((out * r).sum(), theta, retain_graph=True)
+    (g_prior,) = torch.autograd.grad(mlp.log_prior(theta).sum(), theta)
+    for name in layout:
+        block_out = layout.get(g_out, name).reshape(m, -1)
+        block_prior = layout.get(g_prior, name).reshape(m, -1)
+        if ".log_var" in name:
+            # variances only enter the prior, never the network output
+            assert torch.count_nonzero(block_out) == 0, name
+        else:
+            assert (block_out.abs().sum(1) > 0).all(), name  # non-zero for every particle
+        assert (block_prior.abs().sum(1) > 0).all(), name  # the prior touches every coordinate
+    # particles do not interact in the forward pass: the gradient of particle 0's output is zero on
+    # the other particles' rows
+    (g0,) = torch.autograd.grad(out[0].sum(), theta)
+    assert torch.count_nonzero(g0[1:]) == 0 and torch.count_nonzero(g0[0]) > 0
+
+
+def test_init_values():
+    layout = ParticleLayout()
+    mlp = ParticleMLP(layout, NetworkSpec(sizes=(4, 6, 2), householder=2, learn_scales=True, prior="mvg"))
+    theta = torch.full((3, layout.size), float("nan"), dtype=F64)
+    mlp.init_(theta, torch.Generator().manual_seed(0), out_scale=0.1)
+    assert torch.isfinite(theta).all()  # every coordinate is initialised
+    for i, (l1, l2, scale) in enumerate([(4, 6, 1.0), (6, 2, 0.1)]):
+        bound = scale * math.sqrt(6.0 / (l1 + l2))  # Xavier-uniform bound
+        c = layout.get(theta, f"net.{i}.C")
+        assert c.abs().max() <= bound and c.abs().max() > 0.5 * bound
+        assert torch.count_nonzero(layout.get(theta, f"net.{i}.bias")) == 0
+        assert (layout.get(theta, f"net.{i}.lam_in") == 1).all() and (layout.get(theta, f"net.{i}.lam_out") == 1).all()
+        # (the initial log-variances are a tuning choice; only their finiteness is checked above)
+
+
+# ----------------------------------------------------------------------------- ParticleLayout
+def test_layout_blocks_are_views_and_sizes_add_up():
+    layout = ParticleLayout()
+    layout.add("a", (2, 3))
+    layout.add("b", (4,))
+    layout.add("c", (1,))
+    assert layout.size == 6 + 4 + 1
+    assert list(layout) == ["a", "b", "c"] and "b" in layout and "z" not in layout
+    assert layout.shape("a") == (2, 3)
+    theta = torch.arange(2 * 11, dtype=F64).reshape(2, 11)
+    a, b, c = (layout.get(theta, n) for n in "abc")
+    assert a.shape == (2, 2, 3) and b.shape == (2, 4) and c.shape == (2, 1)
+    # blocks tile each row in declaration order: a = columns 0..5 (row-major), b = 6..9, c = 10
+    torch.testing.assert_close(a[1], torch.tensor([[11.0, 12, 13], [14, 15, 16]], dtype=F64))
+    torch.testing.assert_close(b[0], torch.tensor([6.0, 7, 8, 9], dtype=F64))
+    assert c[1, 0] == 21
+    for blk in (a, b, c):
+        assert blk.untyped_storage().data_ptr() == theta.untyped_storage().data_ptr()  # no copy
+    # writing through a view changes θ, and only the block's columns
+    before = theta.clone()
+    b[1, 2] = -1.0
+    a[0].fill_(7.0)
+    assert theta[1, 8] == -1.0
+    assert (theta[0, :6] == 7.0).all()
+    changed = (theta != before).nonzero().tolist()
+    assert sorted(changed) == [[0, j] for j in range(6)] + [[1, 8]]  # before: row 0 = 0..10, none were 7
+
+
+def test_layout_rejects_duplicates():
+    layout = ParticleLayout()
+    layout.add("w", (3,))
+    with pytest.raises(ValueError, match="'w' is declared twice"):
+        layout.add("w", (2,))
+    assert layout.size == 3
+
+
+def test_layout_gradient_through_views():
+    # A block view of a leaf θ carries gradients back into θ's columns.
+    layout = ParticleLayout()
+    layout.add("x", (2,))
+    layout.add("y", (3,))
+    theta = torch.zeros(2, 5, requires_grad=True)
+    (layout.get(theta, "y") * torch.tensor([1.0, 2.0, 3.0])).sum().backward()
+    torch.testing.assert_close(theta.grad, torch.tensor([[0.0, 0, 1, 2, 3], [0, 0, 1, 2, 3]]))
