@@ -113,13 +113,6 @@ def test_svgd_float32_matches_float64_loop():
     torch.testing.assert_close(phi.double(), phi_ref, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pairwise_sq_dists uses torch.cdist's matmul path (M > 25) and the repulsion uses "
-    "θ_i Σκ − Kθ: both cancel catastrophically in float32 when particles are clustered far from the "
-    "origin (spread 0.01 at (5, −5) gives ~3.5% error in φ). Centering θ (θ − mean θ, φ is "
-    "translation-invariant) before both fixes it to ~1e-6.",
-)
 def test_svgd_float32_clustered_far_from_origin():
     # M = 100 float32 particles N((5, −5), 0.01² I), target N((5, −5), I): φ must match the float64
     # computation to 1e-3 relative (float32 itself allows ~1e-6 here).

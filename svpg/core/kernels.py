@@ -58,6 +58,9 @@ class RBFKernel:
         self.bandwidth = bandwidth
 
     def __call__(self, theta: torch.Tensor) -> KernelTerms:
+        # κ and the repulsion are shift-invariant; centring keeps float32 exact for particles that
+        # sit close together far from the origin (cdist and K θ would cancel catastrophically).
+        theta = theta - theta.mean(0, keepdim=True)
         sq = pairwise_sq_dists(theta)
         if self.bandwidth == "median":
             h = median_bandwidth(sq)

@@ -19,14 +19,14 @@ import torch
 from svpg.core.particles import ParticleLayout
 from svpg.core.priors import FlatPrior, HierarchicalGaussianPrior
 
-_EPS = 1e-12  # keeps a zero Householder vector from dividing by zero (it then reflects nothing)
 
 
 def _wy_factor(v: torch.Tensor) -> torch.Tensor:
     """S = striu(V Vᵀ) + ½ diag(V Vᵀ) for vectors stacked as rows of v (M, K, ℓ): (M, K, K)."""
     gram = v @ v.mT
     diag = torch.diagonal(gram, dim1=-2, dim2=-1)
-    return torch.triu(gram, diagonal=1) + torch.diag_embed(0.5 * diag + _EPS)
+    # a zero vector would divide by zero: give it ½‖v‖² := 1, so its reflection is the identity
+    return torch.triu(gram, diagonal=1) + torch.diag_embed(torch.where(diag > 0, 0.5 * diag, torch.ones_like(diag)))
 
 
 def apply_householder_left(v: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
