@@ -16,7 +16,11 @@ import sys
 from svpg.cli import add_dataclass_arguments, dataclass_from_args
 from svpg.rl.config import METHODS, SVPGConfig
 
-SUBCOMMANDS = {}  # other front ends register here: name -> (module, help)
+# Other front ends, dispatched on the first argument: name -> (module with main(argv) -> int, help).
+SUBCOMMANDS = {
+    "bandit": ("svpg.bandits.cli", "contextual bandits: Stein Thompson sampling and baselines (python train.py bandit --help)"),
+    "supervised": ("svpg.supervised.cli", "Bayesian neural networks on regression/classification data (python train.py supervised --help)"),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,7 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="train.py",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="methods:\n" + "\n".join(f"  {k:12s} {v}" for k, v in METHODS.items()),
+        epilog="methods:\n" + "\n".join(f"  {k:12s} {v}" for k, v in METHODS.items())
+        + "\n\nother front ends:\n" + "\n".join(f"  train.py {k:11s} {v[1]}" for k, v in SUBCOMMANDS.items()),
     )
     add_dataclass_arguments(parser, SVPGConfig)
     return parser
