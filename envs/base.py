@@ -181,8 +181,13 @@ class TorchEnv(BatchedEnv):
 
     def _transition(
         self, state: torch.Tensor, actions: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """One step of the dynamics: returns ``(next_state, reward, terminated)`` (not in place)."""
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One step of the dynamics, not in place.
+
+        :returns: ``(next_state, next_obs, reward, terminated)``; ``next_obs`` is
+            ``self._observe(next_state)``, returned here so that a task can share work between its
+            observation and its reward.
+        """
         raise NotImplementedError
 
     def _observe(self, state: torch.Tensor) -> torch.Tensor:
@@ -207,16 +212,14 @@ class TorchEnv(BatchedEnv):
         state = self._state
         if state is None:
             raise RuntimeError(f"{type(self).__name__}: call reset() before step()")
-        next_state, reward, terminated = self._transition(state, actions)
+        next_state, final_obs, reward, terminated = self._transition(state, actions)
         elapsed = torch.add(self._elapsed, self._one)
         done = terminated | (elapsed >= self._limit)
         truncated = done ^ terminated
         # Fresh start states for every env, kept only where an episode ended (no host sync).
         self._state = torch.where(done.unsqueeze(1), self._draw_reset(), next_state)
         self._elapsed = elapsed.masked_fill_(done, 0)
-        return StepResult(
-            self._observe(self._state), reward, terminated, truncated, self._observe(next_state)
-        )
+        return StepResult(self._observe(self._state), reward, terminated, truncated, final_obs)
 
     # -- state access (tests, evaluation, rendering) -------------------------------------------------
     @property

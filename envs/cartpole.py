@@ -80,7 +80,7 @@ class CartPole(TorchEnv):
         next_state = torch.add(state, deriv, alpha=TAU)
         terminated = (next_state.abs() > self._thresholds).any(dim=1)
         reward = torch.ones(self.num_envs, device=self.device, dtype=self.dtype)
-        return next_state, reward, terminated
+        return next_state, next_state, reward, terminated
 
     @staticmethod
     def render_obs(obs: np.ndarray) -> np.ndarray:

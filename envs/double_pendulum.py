@@ -64,12 +64,27 @@ class DoublePendulum(TorchEnv):
     def _setup(self) -> None:
         kw = dict(device=self.device, dtype=self.dtype)
         self._max_torque = torch.tensor(MAX_TORQUE, **kw)
-        self._m11 = torch.tensor(M11, **kw)
+        self._m11_neg = torch.tensor(-M11, **kw)
         self._m22 = torch.tensor(M22, **kw)
         self._c12 = torch.tensor(C12, **kw)
-        self._det0 = torch.tensor(M11 * M22, **kw)
-        self._two = torch.tensor(2.0, **kw)
-        self._neg_length = torch.tensor(-LENGTH, **kw)
+        self._det0_neg = torch.tensor(-M11 * M22, **kw)
+        half_pi = math.pi / 2
+        # Trigonometry as one matmul + one sin (cos z = sin(z + pi/2)):
+        # [th1, th2] @ _trig_map + _trig_off = [th1, th2, th1 - th2, th1 - th2 + pi/2]
+        self._trig_map = torch.tensor([[1.0, 0.0, 1.0, 1.0], [0.0, 1.0, -1.0, -1.0]], **kw)
+        self._trig_off = torch.tensor([0.0, 0.0, 0.0, half_pi], **kw)
+        # observation: state @ _obs_map + _obs_off = [th1, th1 + pi/2, w1, th2, th2 + pi/2, w2], then
+        # sin() on the angle columns
+        obs_map = torch.zeros(4, 6, **kw)
+        obs_map[0, 0] = obs_map[0, 1] = obs_map[2, 2] = obs_map[1, 3] = obs_map[1, 4] = obs_map[3, 5] = 1.0
+        self._obs_map = obs_map
+        self._obs_off = torch.tensor([0.0, half_pi, 0.0, 0.0, half_pi, 0.0], **kw)
+        self._obs_is_angle = torch.tensor([True, True, False, True, True, False], device=self.device)
+        # reward: obs @ _tip_map + _tip_off = L (sin th1 - sin th2, cos th1 + cos th2 + 2)
+        tip_map = torch.zeros(6, 2, **kw)
+        tip_map[0, 0], tip_map[3, 0], tip_map[1, 1], tip_map[4, 1] = LENGTH, -LENGTH, LENGTH, LENGTH
+        self._tip_map = tip_map
+        self._tip_off = torch.tensor([0.0, 2 * LENGTH], **kw)
         self._reset_std = torch.tensor([0.1, 0.1, 0.01, 0.01], **kw)
         self._reset_buf = torch.empty(self.num_envs, 4, **kw)
 
@@ -78,33 +93,32 @@ class DoublePendulum(TorchEnv):
 
     def _transition(self, state, actions):
         tau = actions.reshape(-1).to(self.dtype).clamp(-1.0, 1.0) * self._max_torque
-        th1, th2, w1, w2 = state.unbind(1)
+        theta, omega = state[:, :2], state[:, 2:]
         for _ in range(SUBSTEPS):
-            d = th1 - th2
-            c12_sin, cos_d = torch.sin(d) * self._c12, torch.cos(d)
+            sin1, sin2, sin_d, cos_d = torch.sin(torch.addmm(self._trig_off, theta, self._trig_map)).unbind(1)
+            w1, w2 = omega.unbind(1)
+            c12_sin = sin_d * self._c12
             # right-hand sides, the first one negated: nb1 = -b1 = tau + G1 sin th1 + C12 sin d w2²
-            nb1 = torch.addcmul(torch.add(tau, torch.sin(th1), alpha=G1), c12_sin * w2, w2)
-            b2 = torch.addcmul(torch.add(tau, torch.sin(th2), alpha=-G2), c12_sin * w1, w1)
+            nb1 = torch.addcmul(torch.add(tau, sin1, alpha=G1), c12_sin * w2, w2)
+            b2 = torch.addcmul(torch.add(tau, sin2, alpha=-G2), c12_sin * w1, w1)
             m12 = cos_d * self._c12
-            det = torch.addcmul(self._det0, m12, m12, value=-1.0)
+            ndet = torch.addcmul(self._det0_neg, m12, m12)  # -(M11 M22 - M12²)
             # Cramer: acc1 = (M22 b1 - M12 b2) / det,  acc2 = (M11 b2 - M12 b1) / det
-            acc1 = torch.addcmul(nb1 * self._m22, m12, b2) / -det
-            acc2 = torch.addcmul(b2 * self._m11, m12, nb1) / det
-            w1 = torch.add(w1, acc1, alpha=DT).clamp_(-MAX_OMEGA, MAX_OMEGA)
-            w2 = torch.add(w2, acc2, alpha=DT).clamp_(-MAX_OMEGA, MAX_OMEGA)
-            th1 = torch.add(th1, w1, alpha=DT)
-            th2 = torch.add(th2, w2, alpha=DT)
-        next_state = torch.stack((th1, th2, w1, w2), dim=1)
+            acc1 = torch.addcmul(nb1 * self._m22, m12, b2) / ndet
+            acc2 = torch.addcmul(b2 * self._m11_neg, m12, nb1, value=-1.0) / ndet
+            omega = torch.add(omega, torch.stack((acc1, acc2), dim=1), alpha=DT)
+            omega = omega.clamp_(-MAX_OMEGA, MAX_OMEGA)
+            theta = torch.add(theta, omega, alpha=DT)
+        next_state = torch.cat((theta, omega), dim=1)
+        next_obs = self._observe(next_state)
         # rllab: tip - (0, 2L) = (L (sin th1 - sin th2), -L (cos th1 + cos th2) - 2L)
-        dx = torch.sin(th1) - torch.sin(th2)
-        dy = torch.cos(th1) + torch.cos(th2) + self._two
-        reward = torch.hypot(dx, dy) * self._neg_length
+        reward = torch.linalg.vector_norm(torch.addmm(self._tip_off, next_obs, self._tip_map), dim=1).neg_()
         terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
-        return next_state, reward, terminated
+        return next_state, next_obs, reward, terminated
 
     def _observe(self, state: torch.Tensor) -> torch.Tensor:
-        th1, th2, w1, w2 = state.unbind(1)
-        return torch.stack((torch.sin(th1), torch.cos(th1), w1, torch.sin(th2), torch.cos(th2), w2), 1)
+        z = torch.addmm(self._obs_off, state, self._obs_map)
+        return torch.where(self._obs_is_angle, torch.sin(z), z)
 
     @staticmethod
     def render_obs(obs: np.ndarray) -> np.ndarray:

@@ -123,7 +123,7 @@ class CartPoleBalance(_RllabCartPole):
         terminated = (next_state.abs() > self._thresholds).any(dim=1)
         # 10 - (1 - cos theta) - 1e-5 F² while alive, 0 on the terminating step
         reward = torch.addcmul(torch.cos(theta) + self._nine, force, force, value=-1e-5)
-        return next_state, reward.masked_fill_(terminated, 0.0), terminated
+        return next_state, next_state, reward.masked_fill_(terminated, 0.0), terminated
 
 
 class CartPoleSwingUp(_RllabCartPole):
@@ -147,4 +147,4 @@ class CartPoleSwingUp(_RllabCartPole):
         terminated = x.abs() > self._x_limit
         # cos theta, -100 on the terminating step
         reward = torch.cos(theta).masked_fill_(terminated, -100.0)
-        return next_state, reward, terminated
+        return next_state, next_state, reward, terminated
