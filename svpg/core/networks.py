@@ -49,6 +49,12 @@ class NetworkSpec:
             raise ValueError(f"unknown activation {self.activation!r}; choose from {sorted(ACTIVATIONS)}")
         if self.householder < 0:
             raise ValueError(f"Householder K must be ≥ 0, got {self.householder}")
+        k_max = max(min(a, b) for a, b in zip(self.sizes[:-1], self.sizes[1:]))
+        if self.householder > k_max:
+            raise ValueError(
+                f"Householder K={self.householder} exceeds min(ℓ1, ℓ2) of every layer of {self.sizes} "
+                f"(at most {k_max}, §3.2); lower --householder or widen the layers"
+            )
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -1,0 +1,84 @@
+"""train.py and evaluate.py as a user runs them, and what lands in TensorBoard."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+REQUIRED_TAGS = {
+    "rollout/ep_rew_mean", "rollout/ep_rew_max", "rollout/ep_rew_min", "rollout/ep_len_mean",
+    "svgd/bandwidth", "svgd/driving_norm", "svgd/repulsive_norm", "svgd/particle_spread",
+    "policy/entropy", "time/fps",
+}
+
+
+def run(*args, check=True):
+    out = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    if check and out.returncode != 0:
+        raise AssertionError(f"{args} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    log_dir = tmp_path_factory.mktemp("runs")
+    out = run(
+        "train.py", "--num-particles", "3", "--samples-per-particle", "500", "--iterations", "3",
+        "--eval-episodes", "2", "--log-dir", str(log_dir), "--run-name", "cli", "--progress", "false",
+        "--threads", "1",
+    )
+    return log_dir / "cli", out.stdout
+
+
+def test_train_prints_an_evaluation_table_and_writes_the_run_folder(trained):
+    path, stdout = trained
+    assert "| particle | mean return |" in stdout and "**ensemble**" in stdout
+    assert (path / "config.json").exists() and (path / "model.safetensors").exists()
+    assert list(path.glob("events.out.tfevents.*"))
+
+
+def test_tensorboard_has_the_documented_tags_and_the_custom_chart(trained):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(trained[0]))
+    acc.Reload()
+    tags = set(acc.Tags()["scalars"])
+    assert REQUIRED_TAGS <= tags, REQUIRED_TAGS - tags
+    assert len(acc.Scalars("rollout/ep_rew_mean")) == 3
+    from tensorboard.plugins.custom_scalar import layout_pb2
+
+    proto = acc.Tensors("custom_scalars__config__")[0].tensor_proto
+    layout = layout_pb2.Layout.FromString(proto.string_val[0])
+    margin = layout.category[0].chart[0].margin.series[0]
+    assert (margin.value, margin.lower, margin.upper) == ("rollout/ep_rew_mean", "rollout/ep_rew_lower", "rollout/ep_rew_upper")
+
+
+def test_evaluate_reports_every_particle_and_one_chosen(trained):
+    path, _ = trained
+    out = run("evaluate.py", str(path), "--episodes", "3", "--seed", "1")
+    assert all(f"| {i} |" in out.stdout for i in range(3)) and "**ensemble**" in out.stdout
+    one = run("evaluate.py", str(path), "--episodes", "3", "--particle", "1")
+    assert "| 1 |" in one.stdout and "| 0 |" not in one.stdout
+    again = run("evaluate.py", str(path), "--episodes", "3", "--particle", "1")
+    assert again.stdout == one.stdout, "same seed, same numbers"
+
+
+def test_bad_input_gives_a_message_not_a_traceback(tmp_path):
+    out = run("train.py", "--env-id", "NoSuchEnv-v0", "--log-dir", str(tmp_path), check=False)
+    assert out.returncode == 2 and "NoSuchEnv-v0" in out.stderr and "Traceback" not in out.stderr
+    out = run("train.py", "--alpha", "-1", "--log-dir", str(tmp_path), check=False)
+    assert out.returncode == 2 and "--alpha" in out.stderr
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"not a checkpoint")
+    out = run("evaluate.py", str(bad), check=False)
+    assert out.returncode == 2 and "corrupt or truncated" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_help_documents_every_option():
+    out = run("train.py", "--help").stdout
+    for opt in ("--env-id", "--method", "--num-particles", "--householder", "--alpha", "--prior", "--lr",
+                "--optimizer", "--samples-per-particle", "--horizon", "--iterations", "--total-steps", "--seed",
+                "--device", "--log-dir", "--run-name", "--checkpoint-every", "--resume"):
+        assert opt in out, opt
