@@ -40,7 +40,7 @@ class SVPGConfig:
     samples_per_particle: int = _f(5000, "environment steps each particle collects per iteration")
     horizon: int = _f(0, "maximum episode length (0: the environment's own limit)")
     gamma: float = _f(0.99, "discount factor γ")
-    iterations: int = _f(100, "number of SVGD updates (iterations)")
+    iterations: int = _f(200, "number of SVGD updates (iterations)")
     total_steps: int = _f(0, "if > 0, train for this many environment steps instead of --iterations")
     seed: int = _f(0, "random seed (initial particles, environments, action noise)")
     device: str = _f("cpu", "torch device, e.g. cpu or cuda")

@@ -111,6 +111,25 @@ class SVPGTrainer:
         terms = self.svgd.step(grad)
         return {**terms.diagnostics(theta.detach()), "policy/entropy": entropy.mean().detach()}
 
+    def iterate(self) -> tuple[Rollout, dict[str, torch.Tensor]]:
+        """One iteration: every particle collects its batch, then one SVGD step (no host sync)."""
+        batch = collect_rollout(self.env, self.policy, self.steps_per_iteration, self.generator)
+        ret, length = episode_statistics(batch.rewards, batch.dones)
+        diagnostics = self.update(batch)
+        self.last_returns = ret.detach()
+        self.iteration += 1
+        mean, std = ret.mean(), ret.std(unbiased=False)
+        return batch, {
+            "rollout/ep_rew_mean": mean,
+            "rollout/ep_rew_max": ret.max(),
+            "rollout/ep_rew_min": ret.min(),
+            "rollout/ep_rew_std": std,
+            "rollout/ep_rew_lower": mean - std,
+            "rollout/ep_rew_upper": mean + std,
+            "rollout/ep_len_mean": length.mean(),
+            **diagnostics,
+        }
+
     # -- the loop ----------------------------------------------------------------------------
     def train(self) -> ParticlePolicy:
         cfg = self.config
@@ -121,27 +140,12 @@ class SVPGTrainer:
         try:
             while self.iteration < self.iterations:
                 t0 = time.perf_counter()
-                batch = collect_rollout(self.env, self.policy, self.steps_per_iteration, self.generator)
-                ret, length = episode_statistics(batch.rewards, batch.dones)
-                diagnostics = self.update(batch)
+                batch, scalars = self.iterate()
                 steps_done += batch.num_steps
-                self.iteration += 1
-                std = ret.std(unbiased=False)
-                scalars = {
-                    "rollout/ep_rew_mean": ret.mean(),
-                    "rollout/ep_rew_max": ret.max(),
-                    "rollout/ep_rew_min": ret.min(),
-                    "rollout/ep_rew_std": std,
-                    "rollout/ep_rew_lower": ret.mean() - std,
-                    "rollout/ep_rew_upper": ret.mean() + std,
-                    "rollout/ep_len_mean": length.mean(),
-                    **diagnostics,
-                }
                 values = logger.log(scalars, steps_done)  # the one host sync per iteration
                 fps = batch.num_steps / (time.perf_counter() - t0)
                 logger.writer.add_scalar("time/fps", fps, steps_done)
                 logger.writer.add_scalar("time/iterations", self.iteration, steps_done)
-                self.last_returns = ret.detach()
                 bar.update(1)
                 bar.set_postfix(mean=f"{values['rollout/ep_rew_mean']:.1f}", max=f"{values['rollout/ep_rew_max']:.1f}", sps=f"{fps:,.0f}")
                 if cfg.checkpoint_every and self.iteration % cfg.checkpoint_every == 0:

@@ -1,0 +1,183 @@
+"""The evaluation protocol of the Deep Bayesian Bandits Showdown (Riquelme et al. 2018; DESIGN §5).
+
+For every seed one :class:`~svpg.bandits.problems.BanditTable` is drawn up front (contexts and the
+reward of every arm in every round) and every agent plays on that same table, so agents differ only
+through their own choices. Reported per agent and seed:
+
+* cumulative regret Σ_t [max_a E r(x_t, a) − r_t(a_t)] (realised rewards, DESIGN §5);
+* cumulative pseudo-regret Σ_t [max_a E r(x_t, a) − E r(x_t, a_t)];
+* normalised regret: 100 × the agent's cumulative regret / the uniform policy's on the same table;
+* reward ratio Σ_t r_t(a_t) / Σ_t r_t(a*_t) (the normalisation of BADAM's Tables 1–2).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from svpg.bandits.agents import Agent, make_agent
+from svpg.bandits.problems import BanditProblem, BanditTable
+
+# callback(agent_name, seed, rounds_done, cumulative_regret, info) after every window
+Callback = Callable[[str, int, int, float, dict], None]
+AgentFactory = Callable[[BanditProblem, int], Agent]
+
+
+def play(agent: Agent, table: BanditTable, callback: Callable[[int, float, dict], None] | None = None) -> np.ndarray:
+    """Let ``agent`` play every round of ``table``; returns its actions (T,).
+
+    The agent acts in windows (``agent.window(t)`` rounds at a time) and only ever sees the rewards of
+    the arms it played. ``callback(rounds_done, cumulative_regret, info)`` runs after every window.
+    """
+    if agent.context_dim != table.contexts.shape[1] or agent.num_actions != table.num_actions:
+        raise ValueError(
+            f"agent {agent.name!r} was built for {agent.context_dim}-dimensional contexts and {agent.num_actions} arms, "
+            f"but the problem has {table.contexts.shape[1]}-dimensional contexts and {table.num_actions} arms; build it "
+            f"with make_agent(name, problem.num_actions, problem.context_dim)"
+        )
+    rounds = table.rounds
+    actions = np.empty(rounds, dtype=np.int64)
+    optimal = table.optimal_expected
+    regret = 0.0
+    t = 0
+    while t < rounds:
+        n = min(int(agent.window(t)), rounds - t)
+        if n < 1:
+            raise ValueError(f"agent {agent.name!r}: window({t}) returned {n}; it must be ≥ 1")
+        contexts = table.contexts[t : t + n]
+        a = np.asarray(agent.act(contexts, t)).reshape(-1).astype(np.int64)
+        if a.shape[0] != n or (a.min() < 0) or (a.max() >= table.num_actions):
+            raise ValueError(f"agent {agent.name!r}: act() must return {n} arms in [0, {table.num_actions}), got {a[:10]}…")
+        r = table.play(a, t)
+        info = agent.update(contexts, a, r, t) or {}
+        actions[t : t + n] = a
+        regret += float(optimal[t : t + n].sum() - r.sum())
+        t += n
+        if callback is not None:
+            callback(t, regret, info)
+    return actions
+
+
+@dataclass
+class AgentRun:
+    """One agent on one seed's table."""
+
+    agent: str
+    seed: int
+    actions: np.ndarray
+    regret: np.ndarray  # (T,) per-round regret
+    expected_regret: np.ndarray  # (T,) per-round pseudo-regret
+    rewards: np.ndarray  # (T,) realised rewards
+    optimal_reward_total: float  # Σ_t r_t(a*_t)
+    seconds: float
+    hyperparameters: dict = field(default_factory=dict)
+
+    @property
+    def cumulative_regret(self) -> np.ndarray:
+        return np.cumsum(self.regret)
+
+    @property
+    def final_regret(self) -> float:
+        return float(self.regret.sum())
+
+    @property
+    def reward_ratio(self) -> float:
+        return float(self.rewards.sum() / self.optimal_reward_total) if self.optimal_reward_total else float("nan")
+
+
+@dataclass
+class BanditResults:
+    """Every agent's runs on every seed, with the problem description; see :mod:`svpg.bandits.report`."""
+
+    problem: dict
+    rounds: int
+    seeds: list[int]
+    agents: list[str]
+    runs: list[AgentRun]
+
+    def get(self, agent: str, seed: int) -> AgentRun:
+        for run in self.runs:
+            if run.agent == agent and run.seed == seed:
+                return run
+        raise KeyError(f"no run of agent {agent!r} on seed {seed}")
+
+    def normalised_regret(self, agent: str, seed: int) -> float:
+        """100 × cumulative regret / the uniform policy's on the same table (nan without a uniform run)."""
+        try:
+            ref = self.get("uniform", seed).final_regret
+        except KeyError:
+            return float("nan")
+        return 100.0 * self.get(agent, seed).final_regret / ref if ref else float("nan")
+
+    def summary(self):
+        """One row per agent: final cumulative regret, normalised regret, reward ratio (mean, std, sem over seeds)."""
+        from svpg.bandits.report import summary_frame
+
+        return summary_frame(self)
+
+    def to_markdown(self) -> str:
+        from svpg.bandits.report import markdown_table
+
+        return markdown_table(self)
+
+
+def _as_factory(agent: str | AgentFactory, options: dict) -> tuple[str, AgentFactory]:
+    if isinstance(agent, str):
+        from svpg.bandits.agents import canonical_name
+
+        name = canonical_name(agent)
+        return name, lambda problem, seed: make_agent(name, problem.num_actions, problem.context_dim, seed=seed, **options)
+    if callable(agent):
+        return getattr(agent, "name", None) or getattr(agent, "__name__", "custom"), agent
+    raise ValueError(f"an agent must be a name (see svpg.bandits.AGENTS) or a callable (problem, seed) -> Agent, got {agent!r}")
+
+
+def run(problem: BanditProblem, agents, rounds: int, seeds: int | list[int] = 1, seed: int = 0,
+        callback: Callback | None = None, include_uniform: bool = True, **options) -> BanditResults:
+    """Run every agent on the same pre-drawn tables, one table per seed.
+
+    :param problem: a :class:`BanditProblem` (``make_problem("mushroom")``, ``WheelBandit(0.9)``,
+        ``ClassificationBandit(X, y)``, …).
+    :param agents: names (``"s2vgd"``, ``"linucb"``, …; a comma-separated string works too) or
+        callables ``(problem, seed) -> Agent``.
+    :param rounds: T. :param seeds: a count (seeds ``seed, seed + 1, …``) or an explicit list.
+    :param callback: ``callback(agent, seed, rounds_done, cumulative_regret, info)`` after every window.
+    :param include_uniform: add the uniform policy if missing (it is the normalisation reference).
+    :param options: agent options (see :func:`~svpg.bandits.agents.make_agent`).
+    """
+    if not isinstance(problem, BanditProblem):
+        raise ValueError(f"problem must be a BanditProblem (e.g. make_problem('mushroom')), got {problem!r}")
+    if isinstance(agents, str):
+        agents = [a for a in agents.split(",") if a.strip()]
+    if not agents:
+        raise ValueError("no agents given; name at least one, e.g. ['s2vgd', 'linucb']")
+    factories = [_as_factory(a, options) for a in agents]
+    names = [n for n, _ in factories]
+    if len(set(names)) != len(names):
+        raise ValueError(f"agent names must be unique, got {names}")
+    for agent in agents:  # fail on a bad name or option before any long run starts
+        if isinstance(agent, str):
+            make_agent(agent, problem.num_actions, problem.context_dim, seed=seed, **options)
+    if include_uniform and "uniform" not in names:
+        factories.append(_as_factory("uniform", options))
+        names.append("uniform")
+    seed_list = list(range(seed, seed + int(seeds))) if isinstance(seeds, int) else [int(s) for s in seeds]
+    if not seed_list:
+        raise ValueError("seeds must be ≥ 1")
+    runs: list[AgentRun] = []
+    for s in seed_list:
+        table = problem.table(rounds, s)
+        for name, factory in factories:
+            agent = factory(problem, s)
+            start = time.perf_counter()
+            cb = None
+            if callback is not None:
+                cb = lambda t, reg, info, _n=name, _s=s: callback(_n, _s, t, reg, info)  # noqa: E731
+            actions = play(agent, table, cb)
+            seconds = time.perf_counter() - start
+            rewards = table.play(actions)
+            runs.append(AgentRun(name, s, actions, table.optimal_expected - rewards, table.expected_regret(actions),
+                                 rewards, float(table.optimal_rewards.sum()), seconds, agent.hyperparameters()))
+    return BanditResults(problem.describe(), int(rounds), seed_list, names, runs)

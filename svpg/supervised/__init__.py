@@ -1,0 +1,11 @@
+"""Supervised Bayesian neural networks on the shared particle core (DESIGN §6; §5.1–5.2 of S²VGD).
+
+    from svpg.supervised import BayesianRegressor, load_dataset
+    data = load_dataset("boston")
+    model = BayesianRegressor(method="s2vgd", householder=1).fit(data.x, data.y)
+    mean, std = model.predict(data.x)
+"""
+from svpg.supervised.data import Dataset, Standardizer, load_dataset, train_test_splits
+from svpg.supervised.models import METHODS, BayesianClassifier, BayesianRegressor
+
+__all__ = ["BayesianClassifier", "BayesianRegressor", "Dataset", "METHODS", "Standardizer", "load_dataset", "train_test_splits"]
