@@ -3,6 +3,7 @@
 
     python train.py                                   # S²VGD (K = 1), M = 16, REINFORCE, CartPole-v1
     python train.py --method svgd --seed 3 --run-name svgd-s3
+    python train.py --preset swingup --estimator a2c  # the paper's settings (svpg/rl/presets/*.json)
     python train.py --resume runs/<run-name>          # continue a run from its last checkpoint
 
 Every run writes runs/<run-name>/: TensorBoard events, config.json, model.safetensors and
@@ -13,8 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from svpg.cli import add_dataclass_arguments, dataclass_from_args
-from svpg.rl.config import METHODS, SVPGConfig
+from svpg.cli import add_dataclass_arguments, dataclass_from_args, explicit_options
+from svpg.rl.config import METHODS, SVPGConfig, available_presets, load_preset
 
 # Other front ends, dispatched on the first argument: name -> (module with main(argv) -> int, help).
 SUBCOMMANDS = {
@@ -31,6 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="methods:\n" + "\n".join(f"  {k:12s} {v}" for k, v in METHODS.items())
         + "\n\nother front ends:\n" + "\n".join(f"  train.py {k:11s} {v[1]}" for k, v in SUBCOMMANDS.items()),
     )
+    parser.add_argument(
+        "--preset", default=None,
+        help=f"start from a preset ({', '.join(available_presets())}, or a JSON file of config fields); "
+        "options given on the command line override it",
+    )
     add_dataclass_arguments(parser, SVPGConfig)
     return parser
 
@@ -41,8 +47,14 @@ def main(argv: list[str] | None = None) -> int:
         import importlib
 
         return importlib.import_module(SUBCOMMANDS[argv[0]][0]).main(argv[1:])
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     try:
+        if args.preset:
+            typed = explicit_options(parser, argv)
+            for key, value in load_preset(args.preset).items():
+                if key not in typed:
+                    setattr(args, key, tuple(value) if isinstance(value, list) else value)
         config = dataclass_from_args(SVPGConfig, args)
         from svpg.rl.trainer import SVPGTrainer
 

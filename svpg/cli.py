@@ -49,3 +49,13 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[st
 def dataclass_from_args(cls, args: argparse.Namespace):
     names = {f.name for f in dataclasses.fields(cls)}
     return cls(**{k: v for k, v in vars(args).items() if k in names})
+
+
+def explicit_options(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]:
+    """Destinations the user actually typed (so a preset can fill in the rest)."""
+    probe = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
+    for action in parser._actions:
+        if action.option_strings and action.dest != "help":
+            probe.add_argument(*action.option_strings, dest=action.dest, type=action.type, nargs=action.nargs)
+    known, _ = probe.parse_known_args(argv)
+    return set(vars(known))

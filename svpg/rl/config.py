@@ -11,9 +11,10 @@ METHODS = {
     # method: (Householder K used?, learn Λ scales, kernel)
     "s2vgd": "structural prior: W = P Λ1 C Λ2 Qᵀ with K Householder reflections per side, RBF kernel",
     "svgd": "plain dense layers (K = 0, Λ = I), RBF kernel",
+    "svgd-star": "plain dense layers widened to the parameter count of s2vgd with K = 4 (the paper's SVGD*), RBF kernel",
     "independent": "plain dense layers, identity kernel: M independent policy-gradient learners",
 }
-ESTIMATORS = ("reinforce",)
+ESTIMATORS = ("reinforce", "a2c")
 
 
 def _f(default, help: str, **kw):
@@ -26,7 +27,7 @@ class SVPGConfig:
 
     env_id: str = _f("CartPole-v1", "Gymnasium environment id (svpg/* and CartPole-v1 run on the fast batched path)")
     method: str = _f("s2vgd", "s2vgd | svgd | independent", choices=tuple(METHODS))
-    estimator: str = _f("reinforce", "policy-gradient estimator", choices=ESTIMATORS)
+    estimator: str = _f("reinforce", "reinforce (standardised reward-to-go) | a2c (GAE with a critic per particle)", choices=ESTIMATORS)
     num_particles: int = _f(16, "M, the number of policy particles")
     householder: int = _f(1, "K, Householder reflections per side of every layer (s2vgd only; capped at min(ℓ1, ℓ2))")
     hidden: tuple[int, ...] = _f((25, 10), "hidden layer widths of the tanh policy MLP")
@@ -40,6 +41,10 @@ class SVPGConfig:
     samples_per_particle: int = _f(5000, "environment steps each particle collects per iteration")
     horizon: int = _f(0, "maximum episode length (0: the environment's own limit)")
     gamma: float = _f(0.99, "discount factor γ")
+    gae_lambda: float = _f(0.95, "GAE λ (a2c)")
+    critic_hidden: tuple[int, ...] = _f((32, 32), "hidden widths of each particle's critic (a2c)")
+    critic_lr: float = _f(5e-3, "critic learning rate (a2c)")
+    value_steps: int = _f(5, "critic minibatch regression steps per iteration, one pass over the batch (a2c)")
     iterations: int = _f(200, "number of SVGD updates (iterations)")
     total_steps: int = _f(0, "if > 0, train for this many environment steps instead of --iterations")
     seed: int = _f(0, "random seed (initial particles, environments, action noise)")
@@ -70,6 +75,10 @@ class SVPGConfig:
             problems.append(f"--alpha (temperature) must be > 0, got {self.alpha}")
         if not self.lr > 0:
             problems.append(f"--lr must be > 0, got {self.lr}")
+        if not 0 <= self.gae_lambda <= 1:
+            problems.append(f"--gae-lambda must be in [0, 1], got {self.gae_lambda}")
+        if self.value_steps < 1 or not self.critic_lr > 0 or not self.critic_hidden or min(self.critic_hidden) < 1:
+            problems.append("--value-steps ≥ 1, --critic-lr > 0 and positive --critic-hidden widths are required")
         if not 0 <= self.gamma <= 1:
             problems.append(f"--gamma must be in [0, 1], got {self.gamma}")
         if not self.hidden or min(self.hidden) < 1:
@@ -90,10 +99,14 @@ class SVPGConfig:
             return "identity"
         return "median" if self.bandwidth == "median" else float(self.bandwidth)
 
-    def network_kwargs(self) -> dict:
+    def network_kwargs(self, obs_dim: int, out_dim: int) -> dict:
+        """NetworkSpec fields for the policy (``hidden`` instead of ``sizes``)."""
         structural = self.method == "s2vgd"
+        hidden = tuple(self.hidden)
+        if self.method == "svgd-star":
+            hidden = widen_to_match(obs_dim, hidden, out_dim, householder=4, prior=self.prior)
         return dict(
-            hidden=tuple(self.hidden),
+            hidden=hidden,
             activation="tanh",
             householder=self.householder if structural else 0,
             learn_scales=structural,
@@ -112,6 +125,54 @@ class SVPGConfig:
         if unknown:
             raise ValueError(f"unknown config keys {sorted(unknown)}")
         d = dict(d)
-        if "hidden" in d:
-            d["hidden"] = tuple(d["hidden"])
+        for key in ("hidden", "critic_hidden"):
+            if key in d:
+                d[key] = tuple(d[key])
         return cls(**d)
+
+
+def parameter_count(sizes: tuple[int, ...], **spec) -> int:
+    """D, the number of coordinates of one particle of a network."""
+    from svpg.core.networks import NetworkSpec, ParticleMLP
+    from svpg.core.particles import ParticleLayout
+
+    layout = ParticleLayout()
+    ParticleMLP(layout, NetworkSpec(sizes, **spec))
+    return layout.size
+
+
+def widen_to_match(obs_dim: int, hidden: tuple[int, ...], out_dim: int, householder: int = 4, prior: str = "mvg") -> tuple[int, ...]:
+    """Hidden widths of a plain network scaled up until it has at least as many coordinates as the
+    S²VGD network with ``householder`` reflections (the paper's SVGD*, §5.4)."""
+    target = parameter_count((obs_dim, *hidden, out_dim), householder=householder, learn_scales=True, prior=prior)
+    scale = 1.0
+    while True:
+        widths = tuple(max(1, round(h * scale)) for h in hidden)
+        if parameter_count((obs_dim, *widths, out_dim), prior=prior) >= target:
+            return widths
+        scale += 0.01
+
+
+PRESET_DIR = __import__("pathlib").Path(__file__).with_name("presets")
+
+
+def available_presets() -> list[str]:
+    return sorted(p.stem for p in PRESET_DIR.glob("*.json"))
+
+
+def load_preset(name_or_path: str) -> dict:
+    """Config fields of a preset: a name from ``svpg/rl/presets/`` or a path to a JSON file."""
+    from pathlib import Path
+
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = PRESET_DIR / f"{name_or_path}.json"
+    if not path.exists():
+        raise ValueError(f"unknown preset {name_or_path!r}: choose from {', '.join(available_presets())} or give a .json path")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"preset {path} is not valid JSON ({e})") from None
+    data = {k: v for k, v in data.items() if not k.startswith("_")}
+    SVPGConfig.from_dict(data)  # validates the keys
+    return data

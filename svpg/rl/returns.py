@@ -58,3 +58,31 @@ def episode_statistics(rewards: torch.Tensor, dones: torch.Tensor) -> tuple[torc
     mean_ret = torch.where(finished, ep_ret.sum((0, 2)) / count.clamp_min(1), rewards.sum((0, 2)) / n_env)
     mean_len = torch.where(finished, ep_len.sum((0, 2)) / count.clamp_min(1), torch.full_like(count, float(t_len)))
     return mean_ret, mean_len
+
+
+def gae_advantages(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    next_values: torch.Tensor,
+    terminated: torch.Tensor,
+    dones: torch.Tensor,
+    gamma: float,
+    lam: float,
+) -> torch.Tensor:
+    """Generalised advantage estimation (Schulman et al. 2016) with exact episode boundaries.
+
+    δ_t = r_t + γ (1 − terminated_t) V(s'_t) − V(s_t),  A_t = δ_t + γλ (1 − done_t) A_{t+1}.
+
+    :param next_values: V of the true next state s'_t of every step (the pre-reset observation), so an
+        episode cut by the time limit (truncated) or by the batch end bootstraps from V(s'_t), and a
+        terminated one does not.
+    :param dones: terminated or truncated: the recursion never crosses into the next episode.
+    """
+    delta = rewards + gamma * (~terminated).to(rewards.dtype) * next_values - values
+    keep = gamma * lam * (~dones).to(rewards.dtype)
+    adv = torch.empty_like(rewards)
+    a = torch.zeros_like(rewards[0])
+    for t in range(rewards.shape[0] - 1, -1, -1):
+        a = torch.addcmul(delta[t], keep[t], a)
+        adv[t] = a
+    return adv

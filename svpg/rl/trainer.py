@@ -20,7 +20,8 @@ from svpg.core.svgd import SVGD
 from svpg.io import load_state, save_state
 from svpg.rl.config import SVPGConfig
 from svpg.rl.policies import ParticlePolicy, PolicySpec, load_policy, save_policy
-from svpg.rl.returns import discounted_returns, episode_statistics, standardize
+from svpg.rl.estimators import A2C, Reinforce
+from svpg.rl.returns import episode_statistics
 from svpg.rl.rollout import Rollout, collect_rollout
 from svpg.runs import TensorBoardLogger, make_run_dir, run_name, write_json
 from svpg.io import MODEL_FILE
@@ -69,11 +70,20 @@ class SVPGTrainer:
         self.env = envs.make_batched(
             cfg.env_id, m * self.envs_per_particle, device=self.device, seed=cfg.seed, max_episode_steps=self.horizon
         )
+        act_space = self.env.single_action_space
+        out_dim = int(act_space.n) if isinstance(act_space, gym.spaces.Discrete) else int(act_space.shape[0])
         spec = PolicySpec.for_spaces(
-            self.env.single_observation_space, self.env.single_action_space, cfg.network_kwargs(), m
+            self.env.single_observation_space, act_space, cfg.network_kwargs(self.env.obs_dim, out_dim), m
         )
         self.policy = ParticlePolicy(spec, device=self.device, seed=cfg.seed)
         self.svgd = SVGD(self.policy.theta, cfg.kernel_spec(), cfg.optimizer, cfg.lr)
+        if cfg.estimator == "a2c":
+            self.estimator = A2C(
+                spec.obs_dim, m, cfg.gamma, gae_lambda=cfg.gae_lambda, hidden=cfg.critic_hidden, lr=cfg.critic_lr,
+                value_steps=cfg.value_steps, device=self.device, seed=cfg.seed,
+            )
+        else:
+            self.estimator = Reinforce(cfg.gamma)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(cfg.seed + 1)
         per_iter = m * self.envs_per_particle * self.steps_per_iteration
@@ -86,34 +96,35 @@ class SVPGTrainer:
             self._load_state()
 
     # -- one iteration -----------------------------------------------------------------------
-    def policy_gradient_surrogate(self, batch: Rollout) -> tuple[torch.Tensor, torch.Tensor]:
-        """REINFORCE: Σ_t log π(a_t|s_t) Â_t over each particle's batch, Â the standardised reward-to-go.
+    def policy_gradient_surrogate(self, batch: Rollout) -> tuple[torch.Tensor, torch.Tensor, dict]:
+        """Σ_t log π(a_t|s_t) Â_t over each particle's batch (Â from the estimator, standardised).
 
         Its gradient estimates ∇J up to a positive scale. Summing (not averaging) over the batch
         scales the "likelihood" exp(J/α) with the number of samples, as a Bayesian likelihood scales
         with the data-set size; α then sets how strongly these samples outweigh the prior p(θ).
-        Returns the per-particle surrogate (M,) and the policy entropy (M,).
+        Returns the per-particle surrogate (M,), the policy entropy (M,) and estimator diagnostics.
         """
-        returns = discounted_returns(batch.rewards, batch.dones, self.config.gamma)
-        adv = standardize(returns, dims=(0, 2))  # per particle, as rllab's center_adv
+        adv, info = self.estimator.advantages(batch)
         m = self.policy.num_particles
         obs = batch.obs.transpose(0, 1).reshape(m, -1, batch.obs.shape[-1])
         actions = batch.actions.transpose(0, 1).reshape(m, -1, *batch.actions.shape[3:])
         logp, entropy = self.policy.log_prob_entropy(self.policy.theta, obs, actions)
-        return (logp * adv.transpose(0, 1).reshape(m, -1)).sum(1), entropy
+        return (logp * adv.transpose(0, 1).reshape(m, -1)).sum(1), entropy, info
 
     def update(self, batch: Rollout) -> dict[str, torch.Tensor]:
         """One SVGD step on ∇log q = ∇J/α + ∇log p (eq. 19)."""
         theta = self.policy.theta
-        surrogate, entropy = self.policy_gradient_surrogate(batch)
+        surrogate, entropy, info = self.policy_gradient_surrogate(batch)
         log_q = surrogate / self.config.alpha + self.policy.log_prior(theta)
         (grad,) = torch.autograd.grad(log_q.sum(), theta)
         terms = self.svgd.step(grad)
-        return {**terms.diagnostics(theta.detach()), "policy/entropy": entropy.mean().detach()}
+        return {**terms.diagnostics(theta.detach()), "policy/entropy": entropy.mean().detach(), **info}
 
     def iterate(self) -> tuple[Rollout, dict[str, torch.Tensor]]:
         """One iteration: every particle collects its batch, then one SVGD step (no host sync)."""
-        batch = collect_rollout(self.env, self.policy, self.steps_per_iteration, self.generator)
+        batch = collect_rollout(
+            self.env, self.policy, self.steps_per_iteration, self.generator, keep_final_obs=self.estimator.needs_final_obs
+        )
         ret, length = episode_statistics(batch.rewards, batch.dones)
         diagnostics = self.update(batch)
         self.last_returns = ret.detach()
@@ -174,6 +185,7 @@ class SVPGTrainer:
                 "generator": self.generator.get_state(),
                 "env_generator": self.env.generator.get_state() if hasattr(self.env, "generator") else torch.empty(0),
                 "torch_rng": torch.get_rng_state(),
+                "estimator": self.estimator.state_dict(),
             },
         )
         return path
@@ -204,4 +216,5 @@ class SVPGTrainer:
         if hasattr(self.env, "generator") and state["env_generator"].numel():
             self.env.generator.set_state(state["env_generator"])
         torch.set_rng_state(state["torch_rng"])
+        self.estimator.load_state_dict(state.get("estimator", {}))
 

@@ -1,0 +1,106 @@
+"""Policy-gradient estimators: advantages Â for the surrogate Σ_t log π(a_t|s_t) Â_t (eq. 19).
+
+* :class:`Reinforce`: standardised reward-to-go (Williams 1992; rllab's VPG with ``center_adv``).
+* :class:`A2C`: generalised advantage estimation with a value network per particle, batched like the
+  policies. The critics are trained by regression on their own optimizer and are not part of θ.
+"""
+from __future__ import annotations
+
+import torch
+
+from svpg.core.networks import NetworkSpec, ParticleMLP
+from svpg.core.particles import ParticleLayout
+from svpg.rl.returns import discounted_returns, gae_advantages, standardize
+from svpg.rl.rollout import Rollout
+
+
+class Reinforce:
+    name = "reinforce"
+    needs_final_obs = False
+
+    def __init__(self, gamma: float):
+        self.gamma = gamma
+
+    def advantages(self, batch: Rollout) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Standardised (per particle) reward-to-go, (T, M, N). Cut-off episodes get no bootstrap."""
+        returns = discounted_returns(batch.rewards, batch.dones, self.gamma)
+        return standardize(returns, dims=(0, 2)), {}
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
+
+
+class A2C:
+    """GAE advantages from M batched critics V_j(s) (tanh MLPs), fitted after each rollout.
+
+    :param obs_dim: observation size; :param num_particles: M (one critic per particle).
+    :param hidden: critic hidden widths; :param lr: critic Adam learning rate.
+    :param gae_lambda: λ of GAE; :param value_steps: minibatch regression steps per iteration
+        (together one pass over the batch).
+    """
+
+    name = "a2c"
+    needs_final_obs = True
+
+    def __init__(
+        self, obs_dim: int, num_particles: int, gamma: float, *, gae_lambda: float = 0.95,
+        hidden: tuple[int, ...] = (32, 32), lr: float = 5e-3, value_steps: int = 5, device="cpu", seed: int = 0,
+    ):
+        self.gamma, self.gae_lambda, self.value_steps = gamma, gae_lambda, value_steps
+        self.layout = ParticleLayout()
+        self.net = ParticleMLP(self.layout, NetworkSpec((obs_dim, *hidden, 1), prior="flat"), name="v")
+        theta = torch.empty(num_particles, self.layout.size, device=device)
+        gen = torch.Generator(device=theta.device)
+        gen.manual_seed(seed + 2)
+        self.net.init_(theta, gen)
+        self.theta = torch.nn.Parameter(theta)
+        self.optimizer = torch.optim.Adam([self.theta], lr=lr)
+        self.generator = gen
+
+    def values(self, obs: torch.Tensor, theta: torch.Tensor | None = None) -> torch.Tensor:
+        """V_j(s) for obs (T, M, N, obs_dim) or (M, B, obs_dim) → matching shape without obs_dim."""
+        weights = self.net.weights(self.theta if theta is None else theta)
+        if obs.ndim == 4:
+            t, m, n, d = obs.shape
+            flat = obs.transpose(0, 1).reshape(m, t * n, d)
+            return self.net.forward(weights, flat).view(m, t, n).transpose(0, 1)
+        return self.net.forward(weights, obs).squeeze(-1)
+
+    def advantages(self, batch: Rollout) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        with torch.no_grad():
+            values = self.values(batch.obs)
+            next_values = self.values(batch.final_obs)
+            adv = gae_advantages(
+                batch.rewards, values, next_values, batch.terminated, batch.dones, self.gamma, self.gae_lambda
+            )
+        returns = adv + values  # the critics' regression targets (TD(λ) returns)
+        loss = self.fit(batch.obs, returns)
+        explained = 1 - adv.var() / returns.var().clamp_min(1e-8)
+        return standardize(adv, dims=(0, 2)), {"critic/value_loss": loss, "critic/explained_variance": explained}
+
+    def fit(self, obs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Regress every particle's critic on its own (obs, target) pairs with minibatch Adam."""
+        t, m, n, d = obs.shape
+        x = obs.transpose(0, 1).reshape(m, t * n, d)
+        y = targets.transpose(0, 1).reshape(m, t * n)
+        perm = torch.randperm(t * n, generator=self.generator, device=obs.device)
+        loss = torch.zeros((), device=obs.device)
+        for idx in perm.chunk(self.value_steps):
+            pred = self.values(x[:, idx])
+            loss = (pred - y[:, idx]).square().mean()
+            self.optimizer.zero_grad(set_to_none=True)
+            (loss * m).backward()  # each particle's critic sees its own mean-squared error
+            self.optimizer.step()
+        return loss.detach()
+
+    def state_dict(self) -> dict:
+        return {"theta": self.theta.detach().cpu(), "optimizer": self.optimizer.state_dict(), "generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        with torch.no_grad():
+            self.theta.copy_(state["theta"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.generator.set_state(state["generator"])
