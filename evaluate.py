@@ -4,6 +4,7 @@
     python evaluate.py runs/<run-name>                       # every particle, 20 episodes each
     python evaluate.py runs/<run-name> --particle 3 --episodes 50 --seed 7
     python evaluate.py runs/<run-name>/checkpoints/iter_000040.safetensors
+    python evaluate.py runs/<run-name> --particle best --gif swingup.gif
 """
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stochastic", action="store_true", help="sample actions instead of the deterministic argmax / mean")
     p.add_argument("--horizon", type=int, default=0, help="episode time limit (default: the run's)")
     p.add_argument("--device", default="cpu", help="torch device (default: cpu)")
+    p.add_argument("--gif", default=None, metavar="OUT.gif", help="also render one episode of the chosen particle "
+                   "(--particle; 'all' means the best) to an animated GIF")
+    p.add_argument("--gif-frame-skip", type=int, default=2, help="keep every n-th frame in the GIF (default: 2)")
     return p
 
 
@@ -57,6 +61,16 @@ def main(argv: list[str] | None = None) -> int:
     mode = "stochastic" if args.stochastic else "deterministic"
     print(f"{args.path}: {policy}\n{args.episodes} {mode} episodes per particle on {env_id}, seed {args.seed}\n")
     print(format_table(returns, particles))
+    if args.gif:
+        from svpg.rl.video import record_gif
+
+        chosen = particles[0] if particles else int(returns.mean(1).argmax())
+        policy.set_particle(chosen)
+        path, ep_returns = record_gif(
+            policy, env_id, args.gif, seed=args.seed, deterministic=not args.stochastic,
+            max_episode_steps=horizon, frame_skip=max(1, args.gif_frame_skip),
+        )
+        print(f"\nparticle {chosen}: one episode (return {ep_returns[0]:.1f}) rendered to {path}")
     return 0
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "DoublePendulum",
     "make_batched",
     "is_fast",
+    "canonical_id",
     "FAST_ENVS",
 ]
 
@@ -52,6 +53,11 @@ FAST_ENVS: dict[str, type[TorchEnv]] = {
 }
 #: Other ids served by a fast-path class (a faithful port of the original).
 _ALIASES = {"CartPole-v1": "svpg/CartPole-v1"}
+
+
+def canonical_id(env_id: str) -> str:
+    """The id that actually runs: ``CartPole-v1`` → ``svpg/CartPole-v1`` (the faithful fast port)."""
+    return _ALIASES.get(env_id, env_id)
 
 
 def is_fast(env_id: str) -> bool:

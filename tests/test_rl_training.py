@@ -46,6 +46,10 @@ def test_resume_continues_exactly_where_it_stopped(tmp_runs):
     assert resumed.iteration == 2
     torch.testing.assert_close(resumed.train().theta, straight.theta, rtol=0, atol=0)
     assert (first.run_dir / "checkpoints" / "iter_000004.safetensors").exists()
+    import csv
+
+    rows = list(csv.DictReader(open(first.run_dir / "progress.csv")))
+    assert [int(r["iteration"]) for r in rows] == [1, 2, 3, 4], "progress.csv continues without gaps or repeats"
 
 
 def test_one_particle_and_identical_particles_give_no_nan(tmp_runs):

@@ -27,6 +27,7 @@ from svpg.runs import TensorBoardLogger, make_run_dir, run_name, write_json
 from svpg.io import MODEL_FILE
 
 STATE_FILE = "trainer_state.pt"
+PROGRESS_FILE = "progress.csv"
 
 # TensorBoard custom-scalars layout: mean ± std over particles (Figure 4 of S²VGD).
 CHART_LAYOUT = {
@@ -148,6 +149,8 @@ class SVPGTrainer:
         logger = TensorBoardLogger(self.run_dir, CHART_LAYOUT)
         steps_done = self.iteration * self.policy.num_particles * self.envs_per_particle * self.steps_per_iteration
         bar = tqdm(total=self.iterations, initial=self.iteration, disable=not cfg.progress, unit="it", dynamic_ncols=True)
+        progress = ProgressCSV(self.run_dir / PROGRESS_FILE, keep_until=self.iteration)
+        self._progress = progress
         try:
             while self.iteration < self.iterations:
                 t0 = time.perf_counter()
@@ -157,6 +160,7 @@ class SVPGTrainer:
                 fps = batch.num_steps / (time.perf_counter() - t0)
                 logger.writer.add_scalar("time/fps", fps, steps_done)
                 logger.writer.add_scalar("time/iterations", self.iteration, steps_done)
+                progress.append({"iteration": self.iteration, "total_steps": steps_done, **values, "time/fps": fps})
                 bar.update(1)
                 bar.set_postfix(mean=f"{values['rollout/ep_rew_mean']:.1f}", max=f"{values['rollout/ep_rew_max']:.1f}", sps=f"{fps:,.0f}")
                 if cfg.checkpoint_every and self.iteration % cfg.checkpoint_every == 0:
@@ -167,11 +171,15 @@ class SVPGTrainer:
             bar.close()
             self.save_checkpoint()
             logger.close()
+            del self._progress
         return self.policy
 
     # -- checkpoints -------------------------------------------------------------------------
     def save_checkpoint(self) -> Path:
-        """Ensemble to ``model.safetensors`` (and ``checkpoints/``), optimizer and RNG to a state file."""
+        """Ensemble to ``model.safetensors`` (and ``checkpoints/``), optimizer and RNG to a state file,
+        and the per-iteration scalars so far to ``progress.csv``."""
+        if hasattr(self, "_progress"):
+            self._progress.flush()
         if hasattr(self, "last_returns"):
             self.policy.set_particle(int(self.last_returns.argmax()))
         meta = {"config": asdict(self.config), "iteration": self.iteration, "env_id": self.config.env_id}
@@ -218,3 +226,37 @@ class SVPGTrainer:
         torch.set_rng_state(state["torch_rng"])
         self.estimator.load_state_dict(state.get("estimator", {}))
 
+
+
+class ProgressCSV:
+    """Per-iteration scalars (SB3's progress.csv), rewritten atomically at every checkpoint.
+
+    On resume the rows after the checkpoint's iteration are dropped, so the file and the
+    checkpoint always agree.
+    """
+
+    def __init__(self, path: Path, keep_until: int):
+        import csv
+
+        self.path = path
+        self.rows: list[dict] = []
+        if keep_until and path.exists():
+            with open(path, newline="") as f:
+                self.rows = [r for r in csv.DictReader(f) if int(r["iteration"]) <= keep_until]
+
+    def append(self, row: dict) -> None:
+        self.rows.append(row)
+
+    def flush(self) -> None:
+        import csv
+        import io
+
+        from svpg.io import _atomic_write
+
+        if not self.rows:
+            return
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(self.rows[-1]))
+        writer.writeheader()
+        writer.writerows(self.rows)
+        _atomic_write(self.path, lambda tmp: Path(tmp).write_text(buf.getvalue()))

@@ -1,0 +1,52 @@
+"""Render a particle's rollouts to an animated GIF (Pillow, which matplotlib already requires)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+import envs
+from svpg.rl.policies import ParticlePolicy
+
+
+def record_gif(
+    policy: ParticlePolicy,
+    env_id: str,
+    path: str | Path,
+    *,
+    episodes: int = 1,
+    seed: int = 0,
+    deterministic: bool = True,
+    max_episode_steps: int | None = None,
+    frame_skip: int = 1,
+) -> tuple[Path, list[float]]:
+    """Roll out ``policy.particle`` with ``gym.make(env_id, render_mode="rgb_array")`` and save a GIF.
+
+    :return: the path and the return of every episode.
+    """
+    from PIL import Image
+
+    kwargs = {"max_episode_steps": max_episode_steps} if max_episode_steps else {}
+    env = gym.make(envs.canonical_id(env_id), render_mode="rgb_array", **kwargs)
+    fps = env.metadata.get("render_fps", 30) / frame_skip
+    frames, returns = [], []
+    for ep in range(episodes):
+        obs, _ = env.reset(seed=seed + ep)
+        total, done, t = 0.0, False, 0
+        while not done:
+            if t % frame_skip == 0:
+                frames.append(Image.fromarray(np.asarray(env.render(), dtype=np.uint8)))
+            action, _ = policy.predict(obs, deterministic=deterministic)
+            obs, reward, terminated, truncated, _ = env.step(action)
+            total += float(reward)
+            done = terminated or truncated
+            t += 1
+        returns.append(total)
+    env.close()
+    if not frames:
+        raise ValueError(f"{env_id} produced no frames to record")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frames[0].save(path, save_all=True, append_images=frames[1:], duration=int(1000 / fps), loop=0, optimize=False)
+    return path, returns
