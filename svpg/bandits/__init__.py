@@ -1,1 +1,44 @@
-"""Contextual bandits: Stein Thompson sampling (Algorithm 1 of S²VGD) and baselines (DESIGN §5)."""
+"""Contextual bandits: Stein Thompson sampling (Algorithm 1 of S²VGD, §4.1) and baselines (DESIGN §5).
+
+A problem draws one table of contexts and rewards per seed; every agent plays the same tables::
+
+    import svpg.bandits as bandits
+
+    problem = bandits.make_problem("mushroom")            # or WheelBandit(delta=0.9), ClassificationBandit(X, y)
+    results = bandits.run(problem, ["s2vgd", "linucb", "eps-greedy-0.01"], rounds=5000, seeds=2)
+    print(results.to_markdown())                          # cumulative regret, normalised regret (uniform = 100)
+    results.summary()                                     # the same as a pandas DataFrame
+    bandits.save_results(results, "runs/my-bandit")       # CSVs, PNG, Markdown, TensorBoard
+
+    agent = bandits.SteinThompson(problem.num_actions, problem.context_dim, method="s2vgd", num_particles=20)
+    actions = bandits.play(agent, problem.table(rounds=1000, seed=0))
+"""
+from __future__ import annotations
+
+from svpg.bandits.agents import (
+    AGENTS,
+    DEFAULT_AGENTS,
+    Agent,
+    EpsilonGreedy,
+    LinUCB,
+    NeuralGreedy,
+    SteinThompson,
+    Uniform,
+    make_agent,
+)
+from svpg.bandits.problems import (
+    BanditProblem,
+    BanditTable,
+    ClassificationBandit,
+    MushroomBandit,
+    WheelBandit,
+    make_problem,
+)
+from svpg.bandits.protocol import AgentRun, BanditResults, play, run
+from svpg.bandits.report import save_results
+
+__all__ = [
+    "AGENTS", "DEFAULT_AGENTS", "Agent", "SteinThompson", "NeuralGreedy", "EpsilonGreedy", "LinUCB", "Uniform",
+    "make_agent", "BanditProblem", "BanditTable", "MushroomBandit", "WheelBandit", "ClassificationBandit",
+    "make_problem", "play", "run", "AgentRun", "BanditResults", "save_results",
+]

@@ -1,0 +1,188 @@
+"""Tables, curves and figures of a bandit comparison (CSV, Markdown, PNG, TensorBoard).
+
+Normalised regret follows Riquelme et al. (2018) and the Kronecker-flow paper's Table 4: per seed,
+100 × the agent's final cumulative regret / the uniform policy's on the same pre-drawn table, then
+mean ± standard deviation over seeds (the standard error is in the CSV too).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from svpg.bandits.protocol import BanditResults
+
+CHART_LAYOUT = {
+    "bandit": {
+        "cumulative regret (mean ± std over seeds)": ["Margin", ["regret/cumulative_mean", "regret/cumulative_lower", "regret/cumulative_upper"]],
+        "cumulative regret, every seed": ["Multiline", ["regret/cumulative"]],
+    }
+}
+
+
+def log_rounds(rounds: int, points: int = 500) -> np.ndarray:
+    """Rounds (1-based counts) at which curves are recorded: ~``points`` evenly spaced, always T."""
+    points = max(1, min(int(points), rounds))
+    return np.unique(np.linspace(rounds / points, rounds, points).round().astype(np.int64).clip(1, rounds))
+
+
+def per_seed_frame(results: BanditResults):
+    """One row per (agent, seed)."""
+    import pandas as pd
+
+    rows = []
+    for r in results.runs:
+        rows.append({
+            "agent": r.agent, "seed": r.seed, "rounds": len(r.actions),
+            "cumulative_regret": r.final_regret,
+            "normalised_regret": results.normalised_regret(r.agent, r.seed),
+            "cumulative_pseudo_regret": float(r.expected_regret.sum()),
+            "cumulative_reward": float(r.rewards.sum()),
+            "reward_ratio": r.reward_ratio,
+            "seconds": r.seconds,
+        })
+    return pd.DataFrame(rows)
+
+
+def summary_frame(results: BanditResults):
+    """One row per agent: mean, std and standard error over seeds."""
+    import pandas as pd
+
+    df = per_seed_frame(results)
+    rows = []
+    for agent in results.agents:
+        d = df[df.agent == agent]
+        n = len(d)
+
+        def stats(col):
+            v = d[col].to_numpy(dtype=np.float64)
+            sd = float(v.std(ddof=1)) if n > 1 else 0.0
+            return float(v.mean()), sd, sd / np.sqrt(n)
+
+        reg, norm, pseudo, ratio = stats("cumulative_regret"), stats("normalised_regret"), stats("cumulative_pseudo_regret"), stats("reward_ratio")
+        rows.append({
+            "agent": agent, "seeds": n,
+            "cumulative_regret_mean": reg[0], "cumulative_regret_std": reg[1],
+            "normalised_regret_mean": norm[0], "normalised_regret_std": norm[1], "normalised_regret_sem": norm[2],
+            "pseudo_regret_mean": pseudo[0], "pseudo_regret_std": pseudo[1],
+            "reward_ratio_mean": ratio[0], "reward_ratio_std": ratio[1],
+            "seconds_mean": float(d.seconds.mean()),
+        })
+    return pd.DataFrame(rows)
+
+
+def curves_frame(results: BanditResults, points: int = 500):
+    """Cumulative regret (and pseudo-regret, reward) of every run at :func:`log_rounds` (long format)."""
+    import pandas as pd
+
+    frames = []
+    for r in results.runs:
+        idx = log_rounds(len(r.actions), points)
+        frames.append(pd.DataFrame({
+            "agent": r.agent, "seed": r.seed, "round": idx,
+            "cumulative_regret": np.cumsum(r.regret)[idx - 1],
+            "cumulative_pseudo_regret": np.cumsum(r.expected_regret)[idx - 1],
+            "cumulative_reward": np.cumsum(r.rewards)[idx - 1],
+        }))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _pm(mean: float, std: float, digits: int) -> str:
+    if not np.isfinite(mean):
+        return "–"
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def markdown_table(results: BanditResults) -> str:
+    """Final cumulative regret and normalised regret (uniform = 100) per agent, mean ± std over seeds."""
+    s = summary_frame(results)
+    p = results.problem
+    lines = [
+        f"**{p.get('name', 'bandit')}** — {results.rounds} rounds, {len(results.seeds)} seed(s) "
+        f"({', '.join(map(str, results.seeds))}); mean ± std over seeds; normalised regret = 100 × regret / uniform's regret on the same table.",
+        "",
+        "| agent | cumulative regret | normalised regret (uniform = 100) | cumulative pseudo-regret | reward / optimal reward | seconds per run |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    best = s.loc[s.agent != "uniform", "cumulative_regret_mean"].min() if (s.agent != "uniform").any() else None
+    for _, row in s.iterrows():
+        name = f"**{row.agent}**" if best is not None and row.cumulative_regret_mean == best else row.agent
+        lines.append(
+            f"| {name} | {_pm(row.cumulative_regret_mean, row.cumulative_regret_std, 1)} | "
+            f"{_pm(row.normalised_regret_mean, row.normalised_regret_std, 2)} | "
+            f"{_pm(row.pseudo_regret_mean, row.pseudo_regret_std, 1)} | "
+            f"{_pm(row.reward_ratio_mean, row.reward_ratio_std, 3)} | {row.seconds_mean:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot_regret(results: BanditResults, path: str | Path, points: int = 500) -> Path:
+    """PNG of cumulative regret against rounds, mean ± std over seeds, one line per agent."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=120)
+    for agent in results.agents:
+        runs = [r for r in results.runs if r.agent == agent]
+        idx = log_rounds(results.rounds, points)
+        curves = np.stack([np.cumsum(r.regret)[idx - 1] for r in runs])
+        mean, std = curves.mean(0), curves.std(0, ddof=1) if len(runs) > 1 else np.zeros(len(idx))
+        (line,) = ax.plot(idx, mean, label=agent, lw=1.6)
+        ax.fill_between(idx, mean - std, mean + std, color=line.get_color(), alpha=0.2, lw=0)
+    ax.set_xlabel("round")
+    ax.set_ylabel("cumulative regret")
+    ax.set_title(f"{results.problem.get('name', 'bandit')}: cumulative regret (mean ± std over {len(results.seeds)} seed(s))")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def write_tensorboard_summary(results: BanditResults, run_dir: str | Path, points: int = 500) -> None:
+    """Per agent, a run ``<agent>/mean`` with the mean and mean ± std of cumulative regret over seeds."""
+    from svpg.runs import TensorBoardLogger
+
+    run_dir = Path(run_dir)
+    idx = log_rounds(results.rounds, points)
+    for agent in results.agents:
+        curves = np.stack([np.cumsum(r.regret)[idx - 1] for r in results.runs if r.agent == agent])
+        mean = curves.mean(0)
+        std = curves.std(0, ddof=1) if curves.shape[0] > 1 else np.zeros_like(mean)
+        logger = TensorBoardLogger(run_dir / agent / "mean")
+        for t, m, s in zip(idx.tolist(), mean.tolist(), std.tolist()):
+            for tag, v in (("regret/cumulative_mean", m), ("regret/cumulative_lower", m - s), ("regret/cumulative_upper", m + s)):
+                logger.writer.add_scalar(tag, v, t)
+        logger.text("results", markdown_table(results))
+        logger.close()
+    layout = TensorBoardLogger(run_dir, layout=CHART_LAYOUT)
+    layout.close()
+
+
+def save_results(results: BanditResults, run_dir: str | Path, points: int = 500, tensorboard: bool = True) -> dict[str, Path]:
+    """Write ``results.csv`` (per seed), ``summary.csv``, ``curves.csv``, ``results.md``, ``regret.png``
+    (and the TensorBoard mean curves) into ``run_dir``; returns the paths."""
+    from svpg.io import _atomic_write
+
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "per_seed": run_dir / "results.csv",
+        "summary": run_dir / "summary.csv",
+        "curves": run_dir / "curves.csv",
+        "markdown": run_dir / "results.md",
+        "figure": run_dir / "regret.png",
+    }
+    for key, frame in (("per_seed", per_seed_frame(results)), ("summary", summary_frame(results)),
+                       ("curves", curves_frame(results, points))):
+        _atomic_write(paths[key], lambda tmp, f=frame: f.to_csv(tmp, index=False))
+    _atomic_write(paths["markdown"], lambda tmp: Path(tmp).write_text(markdown_table(results)))
+    plot_regret(results, paths["figure"], points)
+    if tensorboard:
+        write_tensorboard_summary(results, run_dir, points)
+    return paths

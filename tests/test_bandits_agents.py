@@ -1,0 +1,177 @@
+"""Bandit agents: LinUCB, Stein Thompson sampling (Algorithm 1 of S²VGD), the greedy baselines."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from svpg.bandits import (
+    BanditProblem,
+    BanditTable,
+    LinUCB,
+    NeuralGreedy,
+    SteinThompson,
+    make_agent,
+    make_problem,
+    play,
+    run,
+)
+from svpg.bandits.agents import MatmulRBFKernel, canonical_name
+from svpg.core.kernels import RBFKernel
+
+
+class LinearBandit(BanditProblem):
+    """E[r | x, a] = w_aᵀx, Gaussian noise: LinUCB's own model."""
+
+    name, context_dim, num_actions = "linear", 5, 3
+
+    def __init__(self, noise: float = 0.1):
+        self.w = np.random.default_rng(123).normal(size=(3, 5))
+        self.noise = noise
+
+    def sample(self, rounds, rng):
+        x = rng.normal(size=(rounds, 5))
+        mean = x @ self.w.T
+        return BanditTable(x.astype(np.float32), mean + self.noise * rng.normal(size=mean.shape), mean)
+
+
+def test_linucb_regret_is_clearly_sublinear_on_a_linear_problem():
+    results = run(LinearBandit(), ["linucb"], rounds=3000, seeds=1)
+    pseudo = np.cumsum(results.get("linucb", 0).expected_regret)
+    uniform = np.cumsum(results.get("uniform", 0).expected_regret)
+    first, last = pseudo[999], pseudo[-1] - pseudo[1999]
+    assert last < 0.1 * first  # the third thousand rounds cost a tenth of the first thousand
+    assert pseudo[-1] < 0.02 * uniform[-1]
+
+
+def test_linucb_sherman_morrison_matches_a_direct_solve():
+    rng = np.random.default_rng(0)
+    agent = LinUCB(3, 4, alpha=0.5, reg=2.0)
+    x = rng.normal(size=(40, 4)).astype(np.float32)
+    a = rng.integers(0, 3, 40)
+    r = rng.normal(size=40)
+    for i in range(40):
+        agent.update(x[i : i + 1], a[i : i + 1], r[i : i + 1], i)
+    feats = np.concatenate([x, np.ones((40, 1))], 1).astype(np.float64)
+    for arm in range(3):
+        f = feats[a == arm]
+        A = 2.0 * np.eye(5) + f.T @ f
+        np.testing.assert_allclose(agent.a_inv[arm], np.linalg.inv(A), atol=1e-10)
+        np.testing.assert_allclose(agent.coef[arm], np.linalg.solve(A, f.T @ r[a == arm]), atol=1e-10)
+    # UCB = θᵀx + α σ̂ √(xᵀA⁻¹x), σ̂ the std of the observed rewards
+    xq = rng.normal(size=(1, 4)).astype(np.float32)
+    fq = np.append(xq[0].astype(np.float64), 1.0)
+    expect = [agent.coef[k] @ fq + 0.5 * r.std(ddof=1) * math.sqrt(fq @ agent.a_inv[k] @ fq) for k in range(3)]
+    np.testing.assert_allclose(agent.scores(xq)[0], expect, rtol=1e-6)
+
+
+def test_stein_thompson_beats_uniform_by_a_wide_margin_on_mushroom():
+    torch.set_num_threads(1)
+    results = run(make_problem("mushroom"), ["s2vgd"], rounds=1500, seeds=1, num_particles=10)
+    assert results.normalised_regret("s2vgd", 0) < 40  # uniform = 100
+
+
+def test_thompson_sampling_plays_the_argmax_of_one_uniformly_drawn_particle_per_round():
+    agent = SteinThompson(3, 4, method="svgd", num_particles=5, initial_pulls=0, seed=7)
+    x = np.random.default_rng(0).normal(size=(400, 4)).astype(np.float32)
+    values = agent.predict(x)  # (M, n, K)
+    state = agent.rng.bit_generator.state
+    actions = agent.act(x, t=0)
+    agent.rng.bit_generator.state = state
+    particles = agent.rng.integers(0, 5, size=400)  # the draws act() made
+    np.testing.assert_array_equal(actions, values[particles, np.arange(400)].argmax(1).numpy())
+    assert np.bincount(particles, minlength=5).min() > 50  # every particle is used
+    # a window gives the same values as rounds one by one (fixed particles between training points)
+    one_by_one = torch.cat([agent.predict(x[i : i + 1]) for i in range(0, 400, 37)], 1)
+    torch.testing.assert_close(one_by_one, values[:, ::37])
+
+
+def test_training_schedule_and_round_robin_warmup():
+    agent = SteinThompson(2, 3, num_particles=4, train_every=10, train_steps=2, initial_pulls=2)
+    assert agent.window(0) == 4 and agent.window(3) == 1  # 2 pulls × 2 arms, round-robin
+    np.testing.assert_array_equal(agent.act(np.zeros((4, 3)), 0), [0, 1, 0, 1])
+    assert agent.window(4) == 6 and agent.window(10) == 10 and agent.window(17) == 3
+    table = WheelLike().table(35, seed=0)
+    play(agent, table)
+    assert agent.trainings == 3 and agent.size == 35  # trained at 10, 20, 30 rounds
+
+
+class WheelLike(BanditProblem):
+    name, context_dim, num_actions = "tiny", 3, 2
+
+    def sample(self, rounds, rng):
+        x = rng.normal(size=(rounds, 3)).astype(np.float32)
+        mean = np.stack([x[:, 0], -x[:, 0]], 1)
+        return BanditTable(x, mean + rng.normal(size=mean.shape), mean)
+
+
+def test_likelihood_is_scaled_by_the_data_set_size_not_the_batch():
+    from svpg.core.priors import inv_gamma_log_prob_of_log
+
+    agent = SteinThompson(2, 3, num_particles=3, prior="flat", seed=0)
+    rng = np.random.default_rng(1)
+    n = 8
+    x = torch.tensor(rng.normal(size=(n, 3)), dtype=torch.float32)
+    a = torch.tensor(rng.integers(0, 2, n))
+    y = torch.tensor(rng.normal(size=n), dtype=torch.float32)
+    theta = agent.theta.detach()
+    # reference: Gaussian log-likelihood of the played arm, noise variance from the particle
+    with torch.no_grad():
+        mean = agent.predict(x.numpy())  # (M, n, K)
+    log_var = agent.layout.get(theta, "noise.log_var")[:, 0]  # (M,)
+    mu = mean[:, torch.arange(n), a]  # (M, n)
+    ll = -0.5 * ((y - mu) ** 2 / log_var.exp()[:, None] + log_var[:, None] + math.log(2 * math.pi))
+    noise_prior = inv_gamma_log_prob_of_log(log_var, agent.noise_a, agent.noise_b)
+    # the full batch: the plain sum
+    torch.testing.assert_close(agent.log_posterior(theta, x, a, y, n), ll.sum(1) + noise_prior)
+    # a batch of B copies of point i estimates n · ll_i whatever B is
+    for b in (1, 5, 64):
+        idx = torch.full((b,), 3, dtype=torch.long)
+        torch.testing.assert_close(agent.log_posterior(theta, x[idx], a[idx], y[idx], n), n * ll[:, 3] + noise_prior)
+
+
+def test_matmul_kernel_equals_the_core_rbf_kernel():
+    theta = torch.randn(20, 300) * 0.1 + 3.0
+    fast, core = MatmulRBFKernel("median")(theta), RBFKernel("median")(theta)
+    torch.testing.assert_close(fast.bandwidth, core.bandwidth, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(fast.gram, core.gram, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(fast.repulsion, core.repulsion, rtol=1e-3, atol=1e-5)
+
+
+def test_agent_registry_and_options():
+    assert canonical_name("greedy") == canonical_name("eps-greedy-0") == "neural-greedy"
+    assert canonical_name("eps-greedy-0.010") == "eps-greedy-0.01"
+    s2 = make_agent("s2vgd", 2, 5, householder=2, num_particles=7)
+    assert s2.spec.householder == 2 and s2.spec.learn_scales and s2.num_particles == 7
+    plain = make_agent("svgd", 2, 5)
+    assert plain.spec.householder == 0 and not plain.spec.learn_scales
+    eps = make_agent("eps-greedy-0.03", 2, 5, num_particles=7)
+    assert isinstance(eps, NeuralGreedy) and eps.epsilon == 0.03 and eps.num_particles == 1
+    assert make_agent("linucb", 2, 5, linucb_alpha=2.0).alpha == 2.0
+    with pytest.raises(ValueError, match="unknown agent 'ucb'.*s2vgd"):
+        make_agent("ucb", 2, 5)
+    with pytest.raises(ValueError, match="ε must lie in"):
+        make_agent("eps-greedy-2", 2, 5)
+    with pytest.raises(ValueError, match="train_every must be ≥ 1"):
+        make_agent("s2vgd", 2, 5, train_every=0)
+
+
+def test_epsilon_greedy_explores_at_rate_epsilon():
+    agent = make_agent("eps-greedy-0.2", 4, 3, initial_pulls=0)
+    x = np.zeros((20_000, 3), dtype=np.float32)
+    greedy = agent.predict(x[:1])[0, 0].argmax().item()
+    acts = agent.act(x, 0)
+    # a random arm with probability ε, the greedy one otherwise: P(non-greedy) = ε (K − 1)/K
+    assert abs((acts != greedy).mean() - 0.2 * 3 / 4) < 0.015
+
+
+def test_wrong_context_dimension_is_a_clear_error():
+    agent = make_agent("s2vgd", 2, 3)
+    with pytest.raises(ValueError, match=r"built for 3-dimensional contexts.*context_dim=5"):
+        agent.act(np.zeros((4, 5)), 0)
+    with pytest.raises(ValueError, match="built for 3-dimensional contexts"):
+        play(agent, make_problem("wheel").table(10, seed=0))
+    with pytest.raises(ValueError, match="built for 3-dimensional"):
+        make_agent("linucb", 2, 3).act(np.zeros((1, 2)), 0)
