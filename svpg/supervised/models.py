@@ -251,7 +251,7 @@ class _ParticleBNN:
                 bar.set_postfix(val_ll=f"{score:.3f}", best=best_epoch)
             if callback is not None:
                 diag = {k: float(v) for k, v in terms.diagnostics(theta.detach()).items()}
-                callback(epoch, {**record, **diag, "train/log_posterior": float(log_post.mean())})
+                callback(epoch, {**record, **diag, "train/log_posterior": float(log_post.detach().mean())})
             self.history_.append(record)
         bar.close()
         with torch.no_grad():
