@@ -209,8 +209,8 @@ class ParticleRewardModel(Agent):
     """
 
     def __init__(self, num_actions: int, context_dim: int, *, num_particles: int, spec: NetworkSpec,
-                 kernel="median", optimizer: str = "adam", lr: float = 1e-2, train_every: int = 50,
-                 train_steps: int = 20, batch_size: int = 64, initial_pulls: int = 2, noise_a: float = 1.0,
+                 kernel="median", optimizer: str = "adam", lr: float = 3e-3, train_every: int = 50,
+                 train_steps: int = 10, batch_size: int = 64, initial_pulls: int = 2, noise_a: float = 1.0,
                  noise_b: float = 0.1, seed: int = 0, device: str = "cpu", name: str | None = None):
         super().__init__(num_actions, context_dim, name)
         problems = []
@@ -361,7 +361,7 @@ class SteinThompson(ParticleRewardModel):
     """
 
     def __init__(self, num_actions: int, context_dim: int, method: str = "s2vgd", num_particles: int = 20,
-                 householder: int = 1, hidden=(50, 50), activation: str = "relu", prior: str = "mvg",
+                 householder: int = 1, hidden=(50,), activation: str = "relu", prior: str = "mvg",
                  prior_a: float = 1.0, prior_b: float = 0.1, seed: int = 0, name: str | None = None, **training):
         if method not in ("s2vgd", "svgd"):
             raise ValueError(f"SteinThompson: method must be 's2vgd' or 'svgd', got {method!r}")
@@ -389,7 +389,7 @@ class NeuralGreedy(ParticleRewardModel):
     :param epsilon: probability of playing a uniformly random arm instead (ε-greedy).
     """
 
-    def __init__(self, num_actions: int, context_dim: int, epsilon: float = 0.0, hidden=(50, 50),
+    def __init__(self, num_actions: int, context_dim: int, epsilon: float = 0.0, hidden=(50,),
                  activation: str = "relu", prior: str = "mvg", prior_a: float = 1.0, prior_b: float = 0.1,
                  seed: int = 0, name: str | None = None, **training):
         if not 0 <= epsilon <= 1:

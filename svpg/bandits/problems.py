@@ -420,7 +420,12 @@ class ClassificationBandit(DatasetBandit):
     """
 
     def __init__(self, features, labels, name: str = "classification", standardize: bool = True):
-        features = np.asarray(features, dtype=np.float64)
+        try:
+            features = np.asarray(features, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"{name}: features must be numeric; encode text columns first (e.g. svpg.bandits.problems.encode_table(frame))"
+            ) from None
         labels = np.asarray(labels).reshape(-1)
         if features.ndim == 1:
             features = features[:, None]

@@ -1,0 +1,76 @@
+#!/usr/bin/env python
+"""Wall-clock of Stein Thompson sampling on the mushroom bandit (issue target: 50,000 rounds with
+20 particles in ≤ 5 minutes on 2 CPU cores).
+
+    python bench/bandit_mushroom.py                          # s2vgd, M = 20, 50,000 rounds, 1 thread
+    python bench/bandit_mushroom.py --method svgd --rounds 10000
+
+Prints the total wall-clock, the split between acting and training, the time per SVGD step and the
+run's regret (normalised by the uniform policy on the same table). Not a test: timings depend on
+the machine and its load.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from svpg.bandits import make_agent, make_problem, play  # noqa: E402
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--method", default="s2vgd", help="agent name (s2vgd, svgd, neural-greedy, …)")
+    p.add_argument("--rounds", type=int, default=50_000)
+    p.add_argument("--particles", type=int, default=20)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--train-every", type=int, default=50)
+    p.add_argument("--train-steps", type=int, default=10)
+    p.add_argument("--batch-size", type=int, default=64)
+    args = p.parse_args()
+
+    torch.set_num_threads(args.threads)
+    problem = make_problem("mushroom")
+    table = problem.table(args.rounds, args.seed)
+    agent = make_agent(args.method, problem.num_actions, problem.context_dim, seed=args.seed,
+                       num_particles=args.particles, train_every=args.train_every, train_steps=args.train_steps,
+                       batch_size=args.batch_size)
+    train_time = [0.0]
+    inner_train = agent.train
+
+    def timed_train():
+        start = time.perf_counter()
+        out = inner_train()
+        train_time[0] += time.perf_counter() - start
+        return out
+
+    agent.train = timed_train
+    start = time.perf_counter()
+    actions = play(agent, table)
+    total = time.perf_counter() - start
+    uniform = play(make_agent("uniform", 2, problem.context_dim, seed=args.seed), table)
+    regret, ref = table.regret(actions).sum(), table.regret(uniform).sum()
+    steps = getattr(agent, "trainings", 0) * args.train_steps
+
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
+          f"{torch.get_num_threads()} thread(s); load average {os.getloadavg()[0]:.2f}")
+    print(f"agent: {agent!r}")
+    print(f"mushroom, {args.rounds} rounds: wall-clock {total:.1f} s ({args.rounds / total:.0f} rounds/s); "
+          f"training {train_time[0]:.1f} s in {steps} SVGD steps ({1e3 * train_time[0] / max(steps, 1):.2f} ms/step), "
+          f"acting and bookkeeping {total - train_time[0]:.1f} s")
+    print(f"cumulative regret {regret:.0f} (uniform {ref:.0f}); normalised regret {100 * regret / ref:.2f} (uniform = 100)")
+    print(f"target ≤ 300 s for 50,000 rounds: {'met' if total * 50_000 / args.rounds <= 300 else 'NOT met'}"
+          + ("" if args.rounds == 50_000 else " (extrapolated)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
