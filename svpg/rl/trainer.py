@@ -58,7 +58,7 @@ class SVPGTrainer:
         if config.resume:
             config = self._resumed_config(config)
         self.config = cfg = config.validate()
-        torch.set_num_threads(cfg.threads or os.cpu_count() or 1)
+        self.update_threads = cfg.threads or os.cpu_count() or 1
         torch.manual_seed(cfg.seed)
         self.device = torch.device(cfg.device)
         if self.device.type == "cuda" and not torch.cuda.is_available():
@@ -123,10 +123,18 @@ class SVPGTrainer:
 
     def iterate(self) -> tuple[Rollout, dict[str, torch.Tensor]]:
         """One iteration: every particle collects its batch, then one SVGD step (no host sync)."""
+        # The rollout is thousands of tiny ops that gain nothing from threads (and lose a lot when
+        # the cores are shared); only the update's large batched matmuls use --threads.
+        torch.set_num_threads(1)
         batch = collect_rollout(
             self.env, self.policy, self.steps_per_iteration, self.generator, keep_final_obs=self.estimator.needs_final_obs
         )
+        torch.set_num_threads(self.update_threads)
         ret, length = episode_statistics(batch.rewards, batch.dones)
+        if self.config.anneal_lr:  # linear decay to 0 over the run (CleanRL's anneal_lr)
+            frac = 1.0 - self.iteration / max(self.iterations, 1)
+            for group in self.svgd.optimizer.param_groups:
+                group["lr"] = frac * self.config.lr
         diagnostics = self.update(batch)
         self.last_returns = ret.detach()
         self.iteration += 1
