@@ -82,3 +82,27 @@ def test_help_documents_every_option():
                 "--optimizer", "--samples-per-particle", "--horizon", "--iterations", "--total-steps", "--seed",
                 "--device", "--log-dir", "--run-name", "--checkpoint-every", "--resume"):
         assert opt in out, opt
+
+
+def test_preset_fills_in_and_command_line_overrides(tmp_path):
+    out = run(
+        "train.py", "--preset", "swingup", "--iterations", "1", "--num-particles", "2", "--samples-per-particle", "500",
+        "--eval-episodes", "1", "--log-dir", str(tmp_path), "--run-name", "p", "--progress", "false", "--threads", "1",
+    )
+    import json
+
+    cfg = json.loads((tmp_path / "p" / "config.json").read_text())
+    assert cfg["env_id"] == "svpg/CartPoleSwingUp-v0" and cfg["alpha"] == 10.0 and cfg["horizon"] == 500
+    assert cfg["iterations"] == 1 and cfg["num_particles"] == 2, "typed options win over the preset"
+    assert "svpg/CartPoleSwingUp-v0" in out.stdout
+
+
+def test_gif_of_the_best_particle(trained, tmp_path):
+    path, _ = trained
+    gif = tmp_path / "best.gif"
+    out = run("evaluate.py", str(path), "--episodes", "2", "--particle", "best", "--gif", str(gif))
+    from PIL import Image
+
+    with Image.open(gif) as im:
+        assert im.n_frames >= 2 and im.size[0] > 100
+    assert "rendered to" in out.stdout
