@@ -55,7 +55,7 @@ def test_bootstrap_on_truncation_not_on_termination():
 def test_a2c_learns_cartpole(tmp_runs):
     cfg = SVPGConfig(
         estimator="a2c", num_particles=4, samples_per_particle=2000, iterations=30, seed=0, log_dir=str(tmp_runs),
-        run_name="a2c", progress=False, checkpoint_every=0, eval_episodes=0, threads=1,
+        run_name="a2c", progress=False, checkpoint_every=0, eval_episodes=0, threads=1, anneal_lr=False,
     )
     trainer = SVPGTrainer(cfg)
     policy = trainer.train()

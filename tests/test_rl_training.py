@@ -10,7 +10,7 @@ from svpg.rl.trainer import SVPGTrainer
 def small_config(tmp_runs, **kw):
     base = dict(
         num_particles=4, samples_per_particle=1000, iterations=3, log_dir=str(tmp_runs), progress=False,
-        checkpoint_every=0, eval_episodes=0, threads=1,
+        checkpoint_every=0, eval_episodes=0, threads=1, anneal_lr=False,
     )
     base.update(kw)
     return SVPGConfig(**base)
