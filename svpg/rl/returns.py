@@ -19,10 +19,16 @@ def discounted_returns(
     """
     keep = gamma * (~dones).to(rewards.dtype)
     g = torch.zeros_like(rewards[0]) if bootstrap is None else bootstrap
-    out = torch.empty_like(rewards)
-    for t in range(rewards.shape[0] - 1, -1, -1):
-        g = torch.addcmul(rewards[t], keep[t], g)
-        out[t] = g
+    return _backward_recursion(rewards, keep, g)
+
+
+def _backward_recursion(x: torch.Tensor, keep: torch.Tensor, init: torch.Tensor) -> torch.Tensor:
+    """y_t = x_t + keep_t · y_{t+1}, y_T = init; one fused op per step, written in place."""
+    out = torch.empty_like(x)
+    xs, ks, outs = x.unbind(0), keep.unbind(0), out.unbind(0)  # views, made once
+    y = init
+    for t in range(x.shape[0] - 1, -1, -1):
+        y = torch.addcmul(xs[t], ks[t], y, out=outs[t])
     return out
 
 
@@ -80,9 +86,4 @@ def gae_advantages(
     """
     delta = rewards + gamma * (~terminated).to(rewards.dtype) * next_values - values
     keep = gamma * lam * (~dones).to(rewards.dtype)
-    adv = torch.empty_like(rewards)
-    a = torch.zeros_like(rewards[0])
-    for t in range(rewards.shape[0] - 1, -1, -1):
-        a = torch.addcmul(delta[t], keep[t], a)
-        adv[t] = a
-    return adv
+    return _backward_recursion(delta, keep, torch.zeros_like(rewards[0]))
