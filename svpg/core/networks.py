@@ -22,12 +22,6 @@ ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"tanh": torch.
 LayerWeights = list[tuple[torch.Tensor, torch.Tensor]]
 
 
-ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"tanh": torch.tanh, "relu": torch.relu}
-# Above this many activations per layer a CPU forward computes tanh(z) as 2σ(2z) − 1 with 2z from the
-# layer's own baddbmm: torch.tanh's CPU kernel is ~10× slower than sigmoid's on large batches (the
-# results agree to ~1e-7).
-_FAST_TANH_MIN = 1 << 16
-
 LayerWeights = list[tuple[torch.Tensor, torch.Tensor]]
 
 
