@@ -18,10 +18,6 @@ from svpg.core.priors import make_prior
 
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"tanh": torch.tanh, "relu": torch.relu}
 
-
-LayerWeights = list[tuple[torch.Tensor, torch.Tensor]]
-
-
 LayerWeights = list[tuple[torch.Tensor, torch.Tensor]]
 
 
