@@ -146,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--methods", default=",".join(METHODS))
     p.add_argument("--estimators", default=",".join(ESTIMATORS))
     p.add_argument("--iterations", type=int, default=0, help="override the preset's iterations (0: keep)")
+    p.add_argument("--alpha", type=float, default=0.0, help="override the preset's temperature α (0: keep)")
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel, one torch thread each (default: 2)")
     p.add_argument("--out", default=None, help="output folder (default: runs/repro-<task>)")
     p.add_argument("--report-only", action="store_true", help="only rebuild the CSV, PNG and table")
@@ -159,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out or f"runs/repro-{args.task}")
     out.mkdir(parents=True, exist_ok=True)
     overrides = {"iterations": args.iterations} if args.iterations else {}
+    if args.alpha:
+        overrides["alpha"] = args.alpha
     jobs = [(str(out), args.task, m, e, s, overrides) for e in estimators for m in methods for s in range(args.seeds)]
     t0 = time.perf_counter()
     if not args.report_only:
