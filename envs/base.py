@@ -6,20 +6,23 @@ returned by :meth:`BatchedEnv.step` is already the first observation of its next
 true last observation is reported separately in :attr:`StepResult.final_obs` (needed to bootstrap
 the value of a truncated episode).
 
-:class:`TorchEnv` is the fast path: the whole batch is one ``(num_envs, state_dim)`` tensor, the step
-is a handful of fused tensor ops with no host synchronisation, and reset states for *every*
-environment are drawn in every step from the env's own ``torch.Generator`` and selected with
-``torch.where`` where an episode ended. Tasks subclass it and implement three small methods
-(:meth:`TorchEnv._draw_reset`, :meth:`TorchEnv._transition`, optionally :meth:`TorchEnv._observe`).
+:class:`TorchEnv` is the fast path: the whole batch is one ``(num_envs, state_dim)`` tensor and the
+step is a few dozen tensor ops with no host synchronisation. A task is written once, as a *kernel*
+over the columns of the state (:mod:`envs.xp`): the batched env runs it on tensor columns, the
+single ``gym.make`` env (:mod:`envs.gym_api`) on Python floats. Start states come from blocks of
+fresh draws (one generator call per block of steps, see :meth:`TorchEnv._reset_states`) and are
+selected with ``torch.where`` where an episode ended.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import NamedTuple
+from typing import Any, Callable, ClassVar, NamedTuple
 
 import gymnasium as gym
 import torch
+
+from .xp import TORCH, torch_constants
 
 
 class StepResult(NamedTuple):
@@ -138,15 +141,36 @@ def check_num_envs(num_envs: int) -> int:
 class TorchEnv(BatchedEnv):
     """Fast-path base: state is one ``(num_envs, state_dim)`` tensor, the step has no host syncs.
 
-    Subclasses set the class attributes below and implement :meth:`_draw_reset` and
-    :meth:`_transition` (and :meth:`_observe` if the observation is not the state itself). The
-    state tensor is never modified in place, so tensors handed out stay valid.
+    A task sets the class attributes below; its equations live in one pure function,
+    :attr:`kernel`, written against an array namespace ``xp`` (:mod:`envs.xp`)::
+
+        kernel(xp, k, state, action) -> (next_state, obs, reward, terminated)
+
+    ``state`` is a sequence of ``state_dim`` columns and ``action`` one column (``(num_envs,)`` tensors
+    here, Python floats/ints in the single ``gym.make`` env); ``k`` holds :attr:`constants`. It returns
+    the next state's columns, the next observation's columns (or the very ``next_state`` tuple when
+    the observation is the state), the reward column and the terminated column (or the Python
+    ``False`` for a task that never terminates). :attr:`observe_columns` maps state columns to
+    observation columns (for reset states). The state tensor is never modified in place, so tensors
+    handed out stay valid.
     """
 
     #: Length of the state vector.
     state_dim: int
     #: Horizon used when ``max_episode_steps`` is None.
     default_max_episode_steps: int = 500
+    #: ``kernel(xp, k, state, action) -> (next_state, obs, reward, terminated)``, see the class doc.
+    kernel: ClassVar[Callable[..., tuple]]
+    #: Named constants of the kernel (floats or tuples of floats), ``k.<name>`` inside it.
+    constants: ClassVar[dict[str, Any]] = {}
+    #: False if only time limits end episodes (the kernel returns ``terminated=False``).
+    can_terminate: ClassVar[bool] = True
+    #: Start states: ``"uniform"`` on ``loc ± scale`` or ``"normal"`` with mean ``loc``, std ``scale``.
+    reset_distribution: ClassVar[str] = "uniform"
+    reset_loc: ClassVar[tuple[float, ...]]
+    reset_scale: ClassVar[tuple[float, ...]]
+    #: Reset draws are made this many numbers at a time (a block of steps' worth, at most 128 steps).
+    reset_block_numbers: ClassVar[int] = 1 << 17
 
     def __init__(
         self,
@@ -166,33 +190,89 @@ class TorchEnv(BatchedEnv):
         self.generator = torch.Generator(device=self.device)
         self._seed(seed)
         self._state: torch.Tensor | None = None
-        self._elapsed = torch.zeros(self.num_envs, dtype=torch.int64, device=self.device)
-        self._one = torch.ones((), dtype=torch.int64, device=self.device)
-        self._limit = torch.tensor(self.max_episode_steps, dtype=torch.int64, device=self.device)
+        kw = dict(device=self.device, dtype=self.dtype)
+        # Constants live in tensors: an op with a Python scalar costs ~1.5 us more on CPU.
+        self._k = torch_constants(self.constants, **kw)
+        self._reset_loc = torch.tensor(self.reset_loc, **kw)
+        self._reset_scale = torch.tensor(self.reset_scale, **kw)
+        n = self.num_envs
+        self._false = torch.zeros(n, dtype=torch.bool, device=self.device)
+        self._true = torch.ones(n, dtype=torch.bool, device=self.device)
+        self._block_steps = max(1, min(128, self.reset_block_numbers // (n * self.state_dim)))
+        self._resets: tuple[torch.Tensor, ...] = ()
+        self._next_reset = 0
+        # Time limits without per-step counting: env i truncates at step count `_deadline[i]`
+        # (steps since reset()); no env can do so before `_no_hit_before`, and for a task that
+        # never terminates, `_synced` says all deadlines are equal (all envs truncate together).
+        self._t = 0
+        self._deadline = torch.full((n,), self.max_episode_steps, dtype=torch.int64, device=self.device)
+        self._no_hit_before = self.max_episode_steps
+        self._synced = True
         self._setup()
 
-    # -- to implement -------------------------------------------------------------------------------
+    # -- hooks ---------------------------------------------------------------------------------------
     def _setup(self) -> None:
-        """Create constant tensors (on ``self.device``, of ``self.dtype``) used by the step."""
+        """Create further constant tensors (on ``self.device``, of ``self.dtype``) used by the step."""
 
-    def _draw_reset(self) -> torch.Tensor:
-        """Draw reset states for all ``num_envs`` environments from ``self.generator``."""
-        raise NotImplementedError
+    @staticmethod
+    def observe_columns(xp, k, state):
+        """Observation columns of state columns (default: the state itself)."""
+        return state
+
+    def _action_column(self, actions: torch.Tensor) -> torch.Tensor:
+        """The kernel's ``action`` column: ``(num_envs,)`` in the env's dtype (Box of shape (1,))."""
+        a = actions.reshape(-1)
+        return a if a.dtype == self.dtype else a.to(self.dtype)
+
+    def _draw_reset(self, steps: int) -> torch.Tensor:
+        """``(steps, num_envs, state_dim)`` fresh start states from ``self.generator``."""
+        shape = (steps, self.num_envs, self.state_dim)
+        u = torch.empty(shape, device=self.device, dtype=self.dtype)
+        if self.reset_distribution == "uniform":
+            u.uniform_(-1.0, 1.0, generator=self.generator)
+        elif self.reset_distribution == "normal":
+            u.normal_(generator=self.generator)
+        else:
+            raise ValueError(f"unknown reset_distribution {self.reset_distribution!r}")
+        return torch.addcmul(self._reset_loc, u, self._reset_scale)
 
     def _transition(
         self, state: torch.Tensor, actions: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """One step of the dynamics, not in place.
+        """One step of the dynamics (the :attr:`kernel` on the state's columns), not in place.
 
-        :returns: ``(next_state, next_obs, reward, terminated)``; ``next_obs`` is
-            ``self._observe(next_state)``, returned here so that a task can share work between its
-            observation and its reward.
+        :returns: ``(next_state, next_obs, reward, terminated)``.
         """
-        raise NotImplementedError
+        nxt, obs, reward, terminated = self.kernel(TORCH, self._k, state.unbind(1), self._action_column(actions))
+        next_state = torch.stack(nxt, 1)
+        next_obs = next_state if obs is nxt else torch.stack(obs, 1)
+        if terminated is False:
+            terminated = self._false
+        return next_state, next_obs, reward, terminated
 
     def _observe(self, state: torch.Tensor) -> torch.Tensor:
-        """Observation of a batch of states (default: the state itself)."""
-        return state
+        """Observation of a batch of states."""
+        if type(self).observe_columns is TorchEnv.observe_columns:
+            return state
+        cols = state.unbind(1)
+        obs = self.observe_columns(TORCH, self._k, cols)
+        return state if obs is cols else torch.stack(obs, 1)
+
+    # -- start states --------------------------------------------------------------------------------
+    def _reset_states(self) -> torch.Tensor:
+        """The next ``(num_envs, state_dim)`` batch of fresh start states.
+
+        Drawn :attr:`reset_block_numbers` numbers at a time (one generator call per block of steps
+        instead of one per step); every batch is a fresh, independent draw, and ``reset()`` discards
+        what is left of a block, so a seed fixes the whole run (and a run that calls ``reset()`` at
+        the start of each iteration resumes exactly from a saved ``generator`` state).
+        """
+        i = self._next_reset
+        if i == len(self._resets):
+            self._resets = self._draw_reset(self._block_steps).unbind(0)
+            i = 0
+        self._next_reset = i + 1
+        return self._resets[i]
 
     # -- BatchedEnv ---------------------------------------------------------------------------------
     def _seed(self, seed: int | None) -> None:
@@ -204,8 +284,12 @@ class TorchEnv(BatchedEnv):
     def reset(self, seed: int | None = None) -> torch.Tensor:
         if seed is not None:
             self._seed(seed)
-        self._state = self._draw_reset().clone()
-        self._elapsed = torch.zeros(self.num_envs, dtype=torch.int64, device=self.device)
+        self._resets, self._next_reset = (), 0
+        self._state = self._reset_states()
+        self._t = 0
+        self._deadline.fill_(self.max_episode_steps)
+        self._no_hit_before = self.max_episode_steps
+        self._synced = True
         return self._observe(self._state)
 
     def step(self, actions: torch.Tensor) -> StepResult:
@@ -213,12 +297,28 @@ class TorchEnv(BatchedEnv):
         if state is None:
             raise RuntimeError(f"{type(self).__name__}: call reset() before step()")
         next_state, final_obs, reward, terminated = self._transition(state, actions)
-        elapsed = torch.add(self._elapsed, self._one)
-        done = terminated | (elapsed >= self._limit)
-        truncated = done ^ terminated
-        # Fresh start states for every env, kept only where an episode ended (no host sync).
-        self._state = torch.where(done.unsqueeze(1), self._draw_reset(), next_state)
-        self._elapsed = elapsed.masked_fill_(done, 0)
+        t = self._t = self._t + 1
+        limit = self.max_episode_steps
+        if t < self._no_hit_before:  # no env is at its time limit: done == terminated
+            if not self.can_terminate:
+                self._state = next_state
+                return StepResult(final_obs, reward, terminated, self._false, final_obs)
+            done, truncated = terminated, self._false
+        elif not self.can_terminate and self._synced:  # all envs reach the limit together
+            self._state = self._reset_states()
+            self._deadline.fill_(t + limit)
+            self._no_hit_before = t + limit
+            return StepResult(self._observe(self._state), reward, terminated, self._true, final_obs)
+        else:
+            hit = self._deadline <= t
+            if self.can_terminate:
+                done = terminated | hit
+                truncated = done ^ terminated
+            else:
+                done = truncated = hit
+        # Fresh start states kept only where an episode ended (no host sync).
+        self._state = torch.where(done.unsqueeze(1), self._reset_states(), next_state)
+        self._deadline.masked_fill_(done, t + limit)
         return StepResult(self._observe(self._state), reward, terminated, truncated, final_obs)
 
     # -- state access (tests, evaluation, rendering) -------------------------------------------------
@@ -239,12 +339,15 @@ class TorchEnv(BatchedEnv):
     @property
     def elapsed(self) -> torch.Tensor:
         """``(num_envs,)`` int64 steps taken in the current episode of each environment."""
-        return self._elapsed
+        return (self._t + self.max_episode_steps) - self._deadline
 
     @elapsed.setter
     def elapsed(self, value) -> None:
-        value = torch.as_tensor(value, dtype=torch.int64, device=self.device)
-        self._elapsed = value.expand(self.num_envs).clone()
+        value = torch.as_tensor(value, dtype=torch.int64, device=self.device).expand(self.num_envs)
+        self._deadline = (self._t + self.max_episode_steps) - value
+        lo, hi = int(value.min()), int(value.max())  # not a hot path: host syncs are fine here
+        self._no_hit_before = self._t + self.max_episode_steps - hi
+        self._synced = lo == hi
 
     def observe(self, state: torch.Tensor) -> torch.Tensor:
         """Observation of an arbitrary ``(n, state_dim)`` batch of states."""

@@ -7,8 +7,10 @@ step *including* the terminating one, reset ``U(-0.05, 0.05)`` for all four stat
 limit 500 (truncation). The observation is the state ``[x, x_dot, theta, theta_dot]`` (theta = 0
 upright, positive leaning towards +x), in the env's dtype.
 
+The equations are written once, as :func:`cartpole_kernel` over state columns (:mod:`envs.xp`): the
+batched task runs it on tensors, the single ``gym.make("svpg/CartPole-v1")`` env on Python floats.
 The only differences to Gymnasium are floating point ones: the constants are folded
-(``(f + c q) / m`` is computed as ``f / m + (c / m) q``) so that a step is ~17 tensor ops; with
+(``(f + c q) / m`` is computed as ``f / m + (c / m) q``) so that a step is ~20 tensor ops; with
 ``dtype=torch.float64`` the trajectories agree with Gymnasium's to ~1e-13 (see
 ``tests/test_envs_cartpole.py``). With the default float32 the state is also *integrated* in float32,
 whereas Gymnasium integrates in float64 and only casts the observation.
@@ -36,6 +38,38 @@ THETA_THRESHOLD = 12 * 2 * math.pi / 360
 X_THRESHOLD = 2.4
 
 
+CONSTANTS = {
+    "force_over_mass": (-FORCE_MAG / TOTAL_MASS, FORCE_MAG / TOTAL_MASS),  # by action 0 / 1
+    "gravity": GRAVITY,
+    "den0": LENGTH * 4.0 / 3.0,
+    "x_limit": X_THRESHOLD,
+    "theta_limit": THETA_THRESHOLD,
+}
+
+
+def cartpole_kernel(xp, k, state, action):
+    """One step of Gymnasium's CartPole-v1 on state columns (see :class:`envs.base.TorchEnv`)."""
+    x, x_dot, theta, theta_dot = state
+    cos, sin = xp.cos(theta), xp.sin(theta)
+    # temp = (force + polemass_length * theta_dot^2 * sin) / total_mass
+    temp = xp.addcmul(xp.take(k.force_over_mass, action), sin * theta_dot, theta_dot, value=POLEMASS_LENGTH / TOTAL_MASS)
+    # thetaacc = (g sin - cos temp) / (length (4/3 - masspole cos^2 / total_mass))
+    thetaacc = xp.addcmul(sin * k.gravity, cos, temp, value=-1.0) / xp.addcmul(
+        k.den0, cos, cos, value=-LENGTH * MASS_POLE / TOTAL_MASS
+    )
+    # xacc = temp - polemass_length * thetaacc * cos / total_mass
+    xacc = xp.addcmul(temp, thetaacc, cos, value=-POLEMASS_LENGTH / TOTAL_MASS)
+    # explicit Euler: every variable moves with the derivative at the old state
+    nxt = (
+        xp.add(x, x_dot, alpha=TAU),
+        xp.add(x_dot, xacc, alpha=TAU),
+        xp.add(theta, theta_dot, alpha=TAU),
+        xp.add(theta_dot, thetaacc, alpha=TAU),
+    )
+    terminated = (xp.abs(nxt[0]) > k.x_limit) | (xp.abs(nxt[2]) > k.theta_limit)
+    return nxt, nxt, xp.full_like(x, 1.0), terminated
+
+
 class CartPole(TorchEnv):
     """Batched port of Gymnasium's ``CartPole-v1``; ``Discrete(2)`` actions (0 push left, 1 right)."""
 
@@ -45,42 +79,13 @@ class CartPole(TorchEnv):
     _high = np.array([X_THRESHOLD * 2, np.inf, THETA_THRESHOLD * 2, np.inf], dtype=np.float32)
     single_observation_space = gym.spaces.Box(-_high, _high, dtype=np.float32)
     single_action_space = gym.spaces.Discrete(2)
+    kernel = staticmethod(cartpole_kernel)
+    constants = CONSTANTS
+    reset_loc = (0.0, 0.0, 0.0, 0.0)
+    reset_scale = (0.05, 0.05, 0.05, 0.05)
 
-    def _setup(self) -> None:
-        kw = dict(device=self.device, dtype=self.dtype)
-        # Constants live in tensors: an op with a Python scalar costs ~1.5 us more on CPU.
-        self._force_over_mass = torch.tensor([-FORCE_MAG, FORCE_MAG], **kw) / TOTAL_MASS
-        self._gravity = torch.tensor(GRAVITY, **kw)
-        self._den0 = torch.tensor(LENGTH * 4.0 / 3.0, **kw)
-        # |next_state| > thresholds, with +inf for the velocities
-        self._thresholds = torch.tensor([X_THRESHOLD, math.inf, THETA_THRESHOLD, math.inf], **kw)
-        self._reset_buf = torch.empty(self.num_envs, 4, **kw)
-
-    def _draw_reset(self) -> torch.Tensor:
-        return self._reset_buf.uniform_(-0.05, 0.05, generator=self.generator)
-
-    def _transition(self, state, actions):
-        _, x_dot, theta, theta_dot = state.unbind(1)
-        cos, sin = torch.cos(theta), torch.sin(theta)
-        # temp = (force + polemass_length * theta_dot^2 * sin) / total_mass
-        temp = torch.addcmul(
-            self._force_over_mass.index_select(0, actions.reshape(-1)),
-            sin * theta_dot,
-            theta_dot,
-            value=POLEMASS_LENGTH / TOTAL_MASS,
-        )
-        # thetaacc = (g sin - cos temp) / (length (4/3 - masspole cos^2 / total_mass))
-        thetaacc = torch.addcmul(sin * self._gravity, cos, temp, value=-1.0) / torch.addcmul(
-            self._den0, cos, cos, value=-LENGTH * MASS_POLE / TOTAL_MASS
-        )
-        # xacc = temp - polemass_length * thetaacc * cos / total_mass
-        xacc = torch.addcmul(temp, thetaacc, cos, value=-POLEMASS_LENGTH / TOTAL_MASS)
-        # explicit Euler: every variable moves with the derivative at the old state
-        deriv = torch.stack((x_dot, xacc, theta_dot, thetaacc), dim=1)
-        next_state = torch.add(state, deriv, alpha=TAU)
-        terminated = (next_state.abs() > self._thresholds).any(dim=1)
-        reward = torch.ones(self.num_envs, device=self.device, dtype=self.dtype)
-        return next_state, next_state, reward, terminated
+    def _action_column(self, actions: torch.Tensor) -> torch.Tensor:
+        return actions.reshape(-1)
 
     @staticmethod
     def render_obs(obs: np.ndarray) -> np.ndarray:

@@ -21,6 +21,10 @@ the opposite sign to the physical tip; both put the upright pose at distance 0),
 step; never terminates; horizon 500, so returns lie in ``[-2000, 0]``. The action space is
 ``Box(-1, 1, (1,))``; actions outside it are clipped here.
 
+The equations, reward and observation are written once, as :func:`double_pendulum_kernel` and
+:func:`double_pendulum_observe` over state columns (:mod:`envs.xp`): the batched task runs them on
+tensors, the single ``gym.make`` env on Python floats.
+
 Deviations from rllab: (1) analytic rigid-body dynamics instead of a Box2D simulation; (2) start
 states are physically consistent (rllab perturbed each Box2D body's pose independently, leaving the
 links detached at their joints); the angles are those of a valid configuration.
@@ -32,7 +36,6 @@ import math
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 from .base import TorchEnv
 
@@ -50,6 +53,49 @@ C12 = 0.5 * MASS * LENGTH**2  # M12 = C12 cos(th1 - th2); also the Coriolis coef
 G1 = 1.5 * MASS * GRAVITY * LENGTH
 G2 = 0.5 * MASS * GRAVITY * LENGTH
 
+CONSTANTS = {
+    "det0": M11 * M22,
+    "two": 2.0,
+    "minus_length": -LENGTH,
+}
+
+
+def double_pendulum_observe(xp, k, state):
+    """Observation columns ``[sin th1, cos th1, w1, sin th2, cos th2, w2]`` of state columns."""
+    th1, th2, w1, w2 = state
+    return xp.sin(th1), xp.cos(th1), w1, xp.sin(th2), xp.cos(th2), w2
+
+
+def double_pendulum_kernel(xp, k, state, action):
+    """Two substeps of the double pendulum (module docstring) on state columns, then observation
+    and reward (see :class:`envs.base.TorchEnv`); never terminates."""
+    th1, th2, w1, w2 = state
+    u = xp.clip(action, -1.0, 1.0)  # tau = MAX_TORQUE u
+    for _ in range(SUBSTEPS):
+        d = th1 - th2
+        sin1, sin2, sin_d, cos_d = xp.sin(th1), xp.sin(th2), xp.sin(d), xp.cos(d)
+        # Right-hand sides b1 = -tau - C12 sin_d w2² - G1 sin1 and b2 = tau + C12 sin_d w1² - G2 sin2,
+        # carried as p = -b1 / G1 and q = -b2 / G2 (so that sin1, sin2 enter without a multiply).
+        p = xp.addcmul(xp.add(sin1, u, alpha=MAX_TORQUE / G1), sin_d * w2, w2, value=C12 / G1)
+        q = xp.addcmul(xp.add(sin2, u, alpha=-MAX_TORQUE / G2), sin_d * w1, w1, value=-C12 / G2)
+        # Cramer, M12 = C12 cos_d, det = M11 M22 - M12²:
+        #   acc1 = (M22 b1 - M12 b2) / det = -M22 G1 (p - C12 G2 / (M22 G1) cos_d q) / det
+        #   acc2 = (M11 b2 - M12 b1) / det = -M11 G2 (q - C12 G1 / (M11 G2) cos_d p) / det
+        det = xp.addcmul(k.det0, cos_d, cos_d, value=-C12 * C12)
+        num1 = xp.addcmul(p, cos_d, q, value=-C12 * G2 / (M22 * G1))
+        num2 = xp.addcmul(q, cos_d, p, value=-C12 * G1 / (M11 * G2))
+        # semi-implicit Euler: w += dt acc, clamped (Box2D's rotation limit), then th += dt w
+        w1 = xp.clip_(xp.addcdiv(w1, num1, det, value=-DT * M22 * G1), -MAX_OMEGA, MAX_OMEGA)
+        w2 = xp.clip_(xp.addcdiv(w2, num2, det, value=-DT * M11 * G2), -MAX_OMEGA, MAX_OMEGA)
+        th1 = xp.add(th1, w1, alpha=DT)
+        th2 = xp.add(th2, w2, alpha=DT)
+    nxt = (th1, th2, w1, w2)
+    obs = double_pendulum_observe(xp, k, nxt)
+    sin1, cos1, _, sin2, cos2, _ = obs
+    # rllab: tip - (0, 2L) = (L (sin th1 - sin th2), -L (cos th1 + cos th2 + 2)); reward -|.|
+    reward = xp.hypot(sin1 - sin2, xp.add(cos1 + k.two, cos2)) * k.minus_length
+    return nxt, obs, reward, False
+
 
 class DoublePendulum(TorchEnv):
     """rllab's double pendulum (``svpg/DoublePendulum-v0``), see the module docstring."""
@@ -60,65 +106,13 @@ class DoublePendulum(TorchEnv):
     _high = np.array([1, 1, np.inf, 1, 1, np.inf], dtype=np.float32)
     single_observation_space = gym.spaces.Box(-_high, _high, dtype=np.float32)
     single_action_space = gym.spaces.Box(-1.0, 1.0, (1,), dtype=np.float32)
-
-    def _setup(self) -> None:
-        kw = dict(device=self.device, dtype=self.dtype)
-        self._max_torque = torch.tensor(MAX_TORQUE, **kw)
-        self._m11_neg = torch.tensor(-M11, **kw)
-        self._m22 = torch.tensor(M22, **kw)
-        self._c12 = torch.tensor(C12, **kw)
-        self._det0_neg = torch.tensor(-M11 * M22, **kw)
-        half_pi = math.pi / 2
-        # Trigonometry as one matmul + one sin (cos z = sin(z + pi/2)):
-        # [th1, th2] @ _trig_map + _trig_off = [th1, th2, th1 - th2, th1 - th2 + pi/2]
-        self._trig_map = torch.tensor([[1.0, 0.0, 1.0, 1.0], [0.0, 1.0, -1.0, -1.0]], **kw)
-        self._trig_off = torch.tensor([0.0, 0.0, 0.0, half_pi], **kw)
-        # observation: state @ _obs_map + _obs_off = [th1, th1 + pi/2, w1, th2, th2 + pi/2, w2], then
-        # sin() on the angle columns
-        obs_map = torch.zeros(4, 6, **kw)
-        obs_map[0, 0] = obs_map[0, 1] = obs_map[2, 2] = obs_map[1, 3] = obs_map[1, 4] = obs_map[3, 5] = 1.0
-        self._obs_map = obs_map
-        self._obs_off = torch.tensor([0.0, half_pi, 0.0, 0.0, half_pi, 0.0], **kw)
-        self._obs_is_angle = torch.tensor([True, True, False, True, True, False], device=self.device)
-        # reward: obs @ _tip_map + _tip_off = L (sin th1 - sin th2, cos th1 + cos th2 + 2)
-        tip_map = torch.zeros(6, 2, **kw)
-        tip_map[0, 0], tip_map[3, 0], tip_map[1, 1], tip_map[4, 1] = LENGTH, -LENGTH, LENGTH, LENGTH
-        self._tip_map = tip_map
-        self._tip_off = torch.tensor([0.0, 2 * LENGTH], **kw)
-        self._reset_std = torch.tensor([0.1, 0.1, 0.01, 0.01], **kw)
-        self._reset_buf = torch.empty(self.num_envs, 4, **kw)
-
-    def _draw_reset(self) -> torch.Tensor:
-        return self._reset_buf.normal_(generator=self.generator) * self._reset_std
-
-    def _transition(self, state, actions):
-        tau = actions.reshape(-1).to(self.dtype).clamp(-1.0, 1.0) * self._max_torque
-        theta, omega = state[:, :2], state[:, 2:]
-        for _ in range(SUBSTEPS):
-            sin1, sin2, sin_d, cos_d = torch.sin(torch.addmm(self._trig_off, theta, self._trig_map)).unbind(1)
-            w1, w2 = omega.unbind(1)
-            c12_sin = sin_d * self._c12
-            # right-hand sides, the first one negated: nb1 = -b1 = tau + G1 sin th1 + C12 sin d w2²
-            nb1 = torch.addcmul(torch.add(tau, sin1, alpha=G1), c12_sin * w2, w2)
-            b2 = torch.addcmul(torch.add(tau, sin2, alpha=-G2), c12_sin * w1, w1)
-            m12 = cos_d * self._c12
-            ndet = torch.addcmul(self._det0_neg, m12, m12)  # -(M11 M22 - M12²)
-            # Cramer: acc1 = (M22 b1 - M12 b2) / det,  acc2 = (M11 b2 - M12 b1) / det
-            acc1 = torch.addcmul(nb1 * self._m22, m12, b2) / ndet
-            acc2 = torch.addcmul(b2 * self._m11_neg, m12, nb1, value=-1.0) / ndet
-            omega = torch.add(omega, torch.stack((acc1, acc2), dim=1), alpha=DT)
-            omega = omega.clamp_(-MAX_OMEGA, MAX_OMEGA)
-            theta = torch.add(theta, omega, alpha=DT)
-        next_state = torch.cat((theta, omega), dim=1)
-        next_obs = self._observe(next_state)
-        # rllab: tip - (0, 2L) = (L (sin th1 - sin th2), -L (cos th1 + cos th2) - 2L)
-        reward = torch.linalg.vector_norm(torch.addmm(self._tip_off, next_obs, self._tip_map), dim=1).neg_()
-        terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
-        return next_state, next_obs, reward, terminated
-
-    def _observe(self, state: torch.Tensor) -> torch.Tensor:
-        z = torch.addmm(self._obs_off, state, self._obs_map)
-        return torch.where(self._obs_is_angle, torch.sin(z), z)
+    kernel = staticmethod(double_pendulum_kernel)
+    observe_columns = staticmethod(double_pendulum_observe)
+    constants = CONSTANTS
+    can_terminate = False
+    reset_distribution = "normal"
+    reset_loc = (0.0, 0.0, 0.0, 0.0)
+    reset_scale = (0.1, 0.1, 0.01, 0.01)
 
     @staticmethod
     def render_obs(obs: np.ndarray) -> np.ndarray:

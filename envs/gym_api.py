@@ -1,15 +1,18 @@
 """Gymnasium front doors for the fast-path tasks: ``gym.make`` and ``gym.make_vec``.
 
-- :class:`TorchTaskEnv` (``entry_point``): one environment, a ``gym.Env`` over the batched task with
-  ``num_envs=1`` in float64, numpy in and out, ``render_mode="rgb_array"`` drawn with numpy. Like
-  Gymnasium's own classic-control envs it has no time limit of its own; ``gym.make`` adds the
+- :class:`TorchTaskEnv` (``entry_point``): one environment as a ``gym.Env``: the task's kernel (the
+  same function the batched task runs on tensors, see :mod:`envs.xp`) on Python floats (float64),
+  numpy float32 observations out, ``render_mode="rgb_array"`` drawn with numpy. No torch op per step,
+  so it runs at the speed of Gymnasium's own classic-control envs (what Stable-Baselines3's
+  ``make_vec_env`` steps). Like those it has no time limit of its own; ``gym.make`` adds the
   ``TimeLimit`` wrapper from the registration.
 - :class:`TorchTaskVectorEnv` (``vector_entry_point``): a ``gymnasium.vector.VectorEnv`` over the
   batched task, numpy in and out, same-step autoreset (the last observation of a finished episode is
   in ``infos["final_obs"]``, masked by ``infos["_final_obs"]``, as ``SyncVectorEnv`` reports it).
 
-Both draw their torch seed from Gymnasium's ``np_random`` at every ``reset``, so ``reset(seed=s)``
-is reproducible and unseeded resets continue the seeded stream.
+The single env draws its start states from Gymnasium's ``np_random`` (the task's reset
+distribution), the vector env draws a torch seed from it at every ``reset``; either way
+``reset(seed=s)`` is reproducible and unseeded resets continue the seeded stream.
 """
 
 from __future__ import annotations
@@ -23,11 +26,10 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from .base import TorchEnv
+from .xp import SCALAR, scalar_constants
 from .cartpole import CartPole
 from .double_pendulum import DoublePendulum
 from .rllab_cartpole import CartPoleBalance, CartPoleSwingUp
-
-_NO_LIMIT = 2**62  # the single env leaves the time limit to Gymnasium's TimeLimit wrapper
 
 
 def _torch_seed(np_random: np.random.Generator) -> int:
@@ -41,40 +43,64 @@ def _to_action_tensor(space: gym.spaces.Space, action: Any, n: int, dtype: torch
 
 
 class TorchTaskEnv(gym.Env):
-    """One environment of a fast-path task as a ``gym.Env`` (subclassed once per task)."""
+    """One environment of a fast-path task as a ``gym.Env`` (subclassed once per task).
+
+    :attr:`state` is the task's state as a tuple of Python floats (``[x, x_dot, theta, theta_dot]``
+    for the cart-poles, ``[theta1, theta2, omega1, omega2]`` for the double pendulum); it may be set.
+    """
 
     task_cls: type[TorchEnv]
     metadata = {"render_modes": ["rgb_array"], "render_fps": 50}
 
-    def __init__(self, render_mode: str | None = None, dtype: torch.dtype = torch.float64):
+    def __init__(self, render_mode: str | None = None):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.render_mode = render_mode
-        self.task = self.task_cls(1, dtype=dtype, max_episode_steps=_NO_LIMIT, seed=0)
-        self.observation_space = self.task.single_observation_space
-        self.action_space = self.task.single_action_space
-        self._obs: np.ndarray | None = None
+        task = self.task_cls
+        self.observation_space = task.single_observation_space
+        self.action_space = task.single_action_space
+        self._n_actions = int(self.action_space.n) if isinstance(self.action_space, gym.spaces.Discrete) else None
+        self._kernel = task.kernel
+        self._observe = task.observe_columns
+        self._k = scalar_constants(task.constants)
+        self._reset_loc = np.asarray(task.reset_loc, dtype=np.float64)
+        self._reset_scale = np.asarray(task.reset_scale, dtype=np.float64)
+        self.state: tuple[float, ...] | None = None
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        obs = self.task.reset(seed=_torch_seed(self.np_random))
-        self._obs = obs[0].numpy().astype(np.float32)
-        return self._obs.copy(), {}
+        d = len(self._reset_loc)
+        if self.task_cls.reset_distribution == "uniform":
+            u = self.np_random.uniform(-1.0, 1.0, d)
+        else:
+            u = self.np_random.standard_normal(d)
+        self.state = tuple((self._reset_loc + u * self._reset_scale).tolist())
+        return np.array(self._observe(SCALAR, self._k, self.state), dtype=np.float32), {}
 
     def step(self, action):
-        if self._obs is None:
+        if self.state is None:
             raise RuntimeError("call reset() before step()")
-        out = self.task.step(_to_action_tensor(self.action_space, action, 1, self.task.dtype))
-        self._obs = out.final_obs[0].numpy().astype(np.float32)
-        return self._obs.copy(), float(out.reward[0]), bool(out.terminated[0]), False, {}
+        self.state, obs, reward, terminated = self._kernel(SCALAR, self._k, self.state, self._action(action))
+        return np.array(obs, dtype=np.float32), float(reward), bool(terminated), False, {}
+
+    def _action(self, action) -> float | int:
+        """The kernel's action: an int for ``Discrete``, a float for ``Box`` of shape (1,) (unclipped)."""
+        a = action.item() if isinstance(action, np.ndarray) else action
+        if self._n_actions is not None:
+            if isinstance(a, (int, np.integer)) and 0 <= a < self._n_actions:
+                return int(a)
+            raise ValueError(f"action {action!r} is not in {self.action_space}")
+        if not isinstance(a, float):
+            a = np.asarray(a, dtype=np.float64).item()  # size 1 or ValueError
+        return float(a)
 
     def render(self):
         if self.render_mode != "rgb_array":
             gym.logger.warn("render() needs render_mode='rgb_array'")
             return None
-        if self._obs is None:
+        if self.state is None:
             raise RuntimeError("call reset() before render()")
-        return self.task_cls.render_obs(self._obs)
+        return self.task_cls.render_obs(np.asarray(self._observe(SCALAR, self._k, self.state), dtype=np.float64))
 
 
 class TorchTaskVectorEnv(gym.vector.VectorEnv):

@@ -24,6 +24,10 @@ Rewards and terminations are evaluated at the state *after* the step, as rllab d
   (hanging down, give or take a radian); reward ``cos theta``, ``-100`` on the terminating step;
   terminates when ``|x| > 3``; horizon 500, maximal return 500.
 
+The equations, rewards and terminations are written once, as kernels over state columns
+(:func:`cartpole_dynamics`, :func:`balance_kernel`, :func:`swingup_kernel`), run on tensors by the
+batched tasks and on Python floats by the single ``gym.make`` envs (:mod:`envs.xp`).
+
 Deviations from rllab: (1) the dynamics are the analytic equations above instead of a Box2D
 simulation (no contact solver, no joint-error correction); (2) start states are physically
 consistent: rllab perturbed the position and velocity of each Box2D body independently, so the pole's
@@ -37,7 +41,6 @@ import math
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 from .base import TorchEnv
 
@@ -50,9 +53,58 @@ DT = 0.05
 MAX_THETA_DOT = 0.5 * math.pi / DT
 MAX_FORCE = 10.0
 
+_M, _L, _J = MASS_POLE, POLE_COM, INERTIA
+#: The kernels' constants (``k.<name>``); the force is carried as ``u = F / MAX_FORCE``, so the
+#: x_acc numerator and denominator below are both divided by MAX_FORCE (one op less).
+CONSTANTS = {
+    "grav_x": (_M * _L) * (_M * GRAVITY * _L) / _J,  # (m l)(m g l) / J
+    "den0": (MASS_CART + _M) / MAX_FORCE,  # (M + m) / F_max
+}
+
+
+def cartpole_dynamics(xp, k, state, action):
+    """One semi-implicit Euler step of the rllab cart-pole (module docstring), on state columns.
+
+    :returns: ``(x, x_dot, theta, theta_dot)`` after the step and ``u = clip(a, -1, 1)`` (F = 10 u).
+    """
+    x, x_dot, theta, theta_dot = state
+    u = xp.clip(action, -1.0, 1.0)
+    sin, cos = xp.sin(theta), xp.cos(theta)
+    # x_acc = [F + sin (cos (m l)(m g l) / J - m l th_dot²)] / [(M + m) - (m l)² cos² / J]
+    inner = xp.addcmul(cos * k.grav_x, theta_dot, theta_dot, value=-_M * _L)
+    x_acc = xp.addcmul(u, sin, inner, value=1.0 / MAX_FORCE) / xp.addcmul(
+        k.den0, cos, cos, value=-(_M * _L) ** 2 / _J / MAX_FORCE
+    )
+    # theta_acc = (m g l sin + m l cos x_acc) / J;  velocities first, then positions (Box2D's order)
+    x_dot = xp.add(x_dot, x_acc, alpha=DT)
+    theta_dot = xp.addcmul(xp.add(theta_dot, sin, alpha=DT * _M * GRAVITY * _L / _J), cos, x_acc, value=DT * _M * _L / _J)
+    theta_dot = xp.clip_(theta_dot, -MAX_THETA_DOT, MAX_THETA_DOT)
+    x = xp.add(x, x_dot, alpha=DT)
+    theta = xp.add(theta, theta_dot, alpha=DT)
+    return (x, x_dot, theta, theta_dot), u
+
+
+def balance_kernel(xp, k, state, action):
+    """:class:`CartPoleBalance`: reward ``10 - (1 - cos theta) - 1e-5 F²`` while alive, ``0`` on the
+    terminating step; terminates when ``|x| > 2.4`` or ``|theta| > 0.2`` (after the step)."""
+    nxt, u = cartpole_dynamics(xp, k, state, action)
+    x, _, theta, _ = nxt
+    terminated = (xp.abs(x) > k.x_limit) | (xp.abs(theta) > k.theta_limit)
+    reward = xp.addcmul(xp.cos(theta) + k.nine, u, u, value=-1e-5 * MAX_FORCE**2)
+    return nxt, nxt, xp.fill_where_(reward, terminated, 0.0), terminated
+
+
+def swingup_kernel(xp, k, state, action):
+    """:class:`CartPoleSwingUp`: reward ``cos theta``, ``-100`` on the terminating step; terminates
+    when ``|x| > 3`` (after the step)."""
+    nxt, _ = cartpole_dynamics(xp, k, state, action)
+    x, _, theta, _ = nxt
+    terminated = xp.abs(x) > k.x_limit
+    return nxt, nxt, xp.fill_where_(xp.cos(theta), terminated, -100.0), terminated
+
 
 class _RllabCartPole(TorchEnv):
-    """Shared dynamics of the rllab cart-pole tasks; subclasses define reset, reward, termination."""
+    """Shared spaces and rendering of the rllab cart-pole tasks; subclasses set kernel and reset."""
 
     state_dim = 4
     default_max_episode_steps = 500
@@ -61,37 +113,6 @@ class _RllabCartPole(TorchEnv):
     single_action_space = gym.spaces.Box(-1.0, 1.0, (1,), dtype=np.float32)
     #: half width of the rendered track
     render_x_limit = 2.4
-
-    def _setup(self) -> None:
-        m, l, J, g = MASS_POLE, POLE_COM, INERTIA, GRAVITY
-        kw = dict(device=self.device, dtype=self.dtype)
-        self._max_force = torch.tensor(MAX_FORCE, **kw)
-        self._c_grav_x = torch.tensor((m * l) * (m * g * l) / J, **kw)  # (m l)(m g l) / J
-        self._total_mass = torch.tensor(MASS_CART + m, **kw)
-        self._c_grav_th = torch.tensor(m * g * l / J, **kw)
-        self._reset_buf = torch.empty(self.num_envs, 4, **kw)
-
-    def _force(self, actions: torch.Tensor) -> torch.Tensor:
-        """``F = clip(10 a, -10, 10)`` for actions of shape ``(num_envs, 1)`` (or ``(num_envs,)``)."""
-        return actions.reshape(-1).to(self.dtype).clamp(-1.0, 1.0) * self._max_force
-
-    def _dynamics(self, state: torch.Tensor, force: torch.Tensor):
-        """One semi-implicit Euler step; returns ``(next_state, x, theta)`` (new x and theta as 1-D)."""
-        m, l, J = MASS_POLE, POLE_COM, INERTIA
-        x, x_dot, theta, theta_dot = state.unbind(1)
-        cos, sin = torch.cos(theta), torch.sin(theta)
-        # x_acc = [F + sin (c cos - m l th_dot²)] / [(M + m) - (m l)² cos² / J],  c = (m l)(m g l) / J
-        inner = torch.addcmul(cos * self._c_grav_x, theta_dot, theta_dot, value=-m * l)
-        x_acc = torch.addcmul(force, sin, inner) / torch.addcmul(
-            self._total_mass, cos, cos, value=-(m * l) ** 2 / J
-        )
-        # theta_acc = (m g l sin + m l cos x_acc) / J
-        theta_acc = torch.addcmul(sin * self._c_grav_th, cos, x_acc, value=m * l / J)
-        x_dot = torch.add(x_dot, x_acc, alpha=DT)
-        theta_dot = torch.add(theta_dot, theta_acc, alpha=DT).clamp_(-MAX_THETA_DOT, MAX_THETA_DOT)
-        x = torch.add(x, x_dot, alpha=DT)
-        theta = torch.add(theta, theta_dot, alpha=DT)
-        return torch.stack((x, x_dot, theta, theta_dot), dim=1), x, theta
 
     @classmethod
     def render_obs(cls, obs: np.ndarray) -> np.ndarray:
@@ -106,45 +127,17 @@ class _RllabCartPole(TorchEnv):
 class CartPoleBalance(_RllabCartPole):
     """rllab's cart-pole balancing task (``svpg/CartPoleBalance-v0``), see the module docstring."""
 
-    def _setup(self) -> None:
-        super()._setup()
-        kw = dict(device=self.device, dtype=self.dtype)
-        self._reset_half_width = torch.tensor([0.12, 0.2, 0.01, 0.2], **kw)
-        self._thresholds = torch.tensor([2.4, math.inf, 0.2, math.inf], **kw)
-        self._nine = torch.tensor(9.0, **kw)
-
-    def _draw_reset(self) -> torch.Tensor:
-        u = self._reset_buf.uniform_(-1.0, 1.0, generator=self.generator)
-        return u * self._reset_half_width
-
-    def _transition(self, state, actions):
-        force = self._force(actions)
-        next_state, _, theta = self._dynamics(state, force)
-        terminated = (next_state.abs() > self._thresholds).any(dim=1)
-        # 10 - (1 - cos theta) - 1e-5 F² while alive, 0 on the terminating step
-        reward = torch.addcmul(torch.cos(theta) + self._nine, force, force, value=-1e-5)
-        return next_state, next_state, reward.masked_fill_(terminated, 0.0), terminated
+    kernel = staticmethod(balance_kernel)
+    constants = {**CONSTANTS, "x_limit": 2.4, "theta_limit": 0.2, "nine": 9.0}
+    reset_loc = (0.0, 0.0, 0.0, 0.0)
+    reset_scale = (0.12, 0.2, 0.01, 0.2)
 
 
 class CartPoleSwingUp(_RllabCartPole):
     """rllab's cart-pole swing-up task (``svpg/CartPoleSwingUp-v0``), see the module docstring."""
 
     render_x_limit = 3.0
-
-    def _setup(self) -> None:
-        super()._setup()
-        kw = dict(device=self.device, dtype=self.dtype)
-        self._reset_center = torch.tensor([0.0, 0.0, math.pi, 0.0], **kw)
-        self._reset_half_width = torch.tensor([1.0, 2.0, 1.0, 3.0], **kw)
-        self._x_limit = torch.tensor(3.0, **kw)
-
-    def _draw_reset(self) -> torch.Tensor:
-        u = self._reset_buf.uniform_(-1.0, 1.0, generator=self.generator)
-        return torch.addcmul(self._reset_center, u, self._reset_half_width)
-
-    def _transition(self, state, actions):
-        next_state, x, theta = self._dynamics(state, self._force(actions))
-        terminated = x.abs() > self._x_limit
-        # cos theta, -100 on the terminating step
-        reward = torch.cos(theta).masked_fill_(terminated, -100.0)
-        return next_state, next_state, reward, terminated
+    kernel = staticmethod(swingup_kernel)
+    constants = {**CONSTANTS, "x_limit": 3.0}
+    reset_loc = (0.0, 0.0, math.pi, 0.0)
+    reset_scale = (1.0, 2.0, 1.0, 3.0)

@@ -107,6 +107,47 @@ def test_seeding(env_id):
     assert torch.equal(a.reset(seed=7), b.reset(seed=7))
 
 
+@pytest.mark.parametrize("env_id", FAST_IDS)
+def test_time_limits_after_setting_elapsed(env_id):
+    """Per-env episode clocks set by hand (no longer all equal) truncate each env at its own time."""
+    limit, n = 5, 7
+    env = make_batched(env_id, n, seed=3, max_episode_steps=limit, dtype=torch.float64)
+    env.reset()
+    expected = torch.tensor([0, 1, 2, 3, 4, 5, 9])  # >= limit: truncates at the next step
+    env.elapsed = expected
+    assert torch.equal(env.elapsed, expected)
+    g = torch.Generator().manual_seed(1)
+    for _ in range(2 * limit + 3):
+        out = env.step(_actions(env, g, scale=0.3))
+        expected = expected + 1
+        assert torch.equal(out.truncated, (expected >= limit) & ~out.terminated)
+        expected[out.terminated | out.truncated] = 0
+        assert torch.equal(env.elapsed, expected)
+
+
+@pytest.mark.parametrize("env_id", ["svpg/CartPoleSwingUp-v0", "svpg/DoublePendulum-v0"])
+def test_reset_states_are_fresh_across_blocks(env_id, monkeypatch):
+    """Start states come from blocks of draws; every autoreset gets new ones, reproducibly."""
+    cls = type(make_batched(env_id, 1))
+    monkeypatch.setattr(cls, "reset_block_numbers", 3 * 4 * 4)  # a block holds 3 steps of 4 envs
+    a, b = make_batched(env_id, 4, seed=9, max_episode_steps=2), make_batched(env_id, 4, seed=9, max_episode_steps=2)
+    assert a._block_steps == 3
+    starts = [a.reset()]
+    assert torch.equal(starts[0], b.reset())
+    for _ in range(20):
+        zeros = torch.zeros(4, 1)
+        out, ref = a.step(zeros), b.step(zeros)
+        for x, y in zip(out, ref):
+            assert torch.equal(x, y)
+        if out.truncated.all():
+            starts.append(out.obs)
+    assert len(starts) == 11
+    starts = torch.stack(starts)
+    assert torch.unique(starts.reshape(-1, starts.shape[-1]), dim=0).shape[0] == starts.shape[0] * 4
+    # reset() discards the rest of a block: the same seed gives the same first states again
+    assert torch.equal(a.reset(seed=9), starts[0])
+
+
 def test_step_before_reset_and_bad_arguments():
     env = make_batched("svpg/CartPole-v1", 2)
     with pytest.raises(RuntimeError, match="reset"):

@@ -57,17 +57,39 @@ def test_single_env_episode(env_id):
     assert terminated or (truncated and t == 500)
 
 
-def test_single_env_matches_batched():
-    env = gym.make("svpg/CartPoleSwingUp-v0")
-    obs, _ = env.reset(seed=0)
-    batched = envs.make_batched("svpg/CartPoleSwingUp-v0", 1, dtype=torch.float64)
+@pytest.mark.parametrize("env_id", IDS)
+def test_single_env_matches_batched(env_id):
+    """The single env (the task's kernel on Python floats) follows the batched env (the same kernel
+    on float64 tensors) through whole episodes, actions outside the box and terminations included."""
+    env = gym.make(env_id)
+    batched = envs.make_batched(env_id, 1, dtype=torch.float64, max_episode_steps=10**6)
     batched.reset()
-    batched.state = env.unwrapped.task.state
-    for a in np.linspace(-1.5, 1.5, 20):
-        obs, r, term, trunc, _ = env.step(np.array([a], dtype=np.float32))
-        out = batched.step(torch.tensor([[a]], dtype=torch.float32))
-        np.testing.assert_allclose(obs, out.final_obs[0].numpy(), rtol=1e-6, atol=1e-6)
-        assert r == pytest.approx(out.reward.item(), abs=1e-6) and term == out.terminated.item()
+    rng = np.random.default_rng(0)
+    n_terminated = 0
+    for episode in range(3):
+        obs, _ = env.reset(seed=episode)
+        batched.state = torch.tensor([env.unwrapped.state], dtype=torch.float64)
+        np.testing.assert_allclose(obs, batched.observe(batched.state)[0].numpy(), rtol=1e-6, atol=1e-6)
+        for t in range(200):
+            if batched.is_discrete:
+                a = int(rng.integers(2))
+                ta = torch.tensor([a])
+            else:
+                a = rng.normal(size=1).astype(np.float32) * 1.5
+                ta = torch.from_numpy(a).reshape(1, 1)
+            obs, r, term, trunc, _ = env.step(a)
+            out = batched.step(ta)
+            next_state = batched.state if env_id == "svpg/DoublePendulum-v0" else out.final_obs  # obs is the state
+            np.testing.assert_allclose(env.unwrapped.state, next_state[0].numpy(), rtol=1e-9, atol=1e-9)
+            np.testing.assert_allclose(obs, out.final_obs[0].numpy(), rtol=1e-6, atol=1e-6)
+            assert isinstance(r, float) and r == pytest.approx(out.reward.item(), abs=1e-9)
+            assert term == out.terminated.item() and not trunc
+            if term:
+                n_terminated += 1
+                break
+            batched.state = torch.tensor([env.unwrapped.state], dtype=torch.float64)  # no drift
+    if env_id != "svpg/DoublePendulum-v0":
+        assert n_terminated >= 1
 
 
 @pytest.mark.parametrize("env_id", IDS)

@@ -1,0 +1,100 @@
+#!/usr/bin/env python
+"""Microseconds per batched env step of the fast-path tasks, and single-env steps per second.
+
+    python bench/env_step.py                  # 160 envs (M = 16 particles x 10 envs), 1 thread
+    python bench/env_step.py --num-envs 1600 --steps 500 --repeats 9
+    python bench/env_step.py --single         # also gym.make(...) single envs vs Gymnasium's CartPole-v1
+
+Batched: ``env.step`` on a ``(num_envs, ...)`` action tensor drawn beforehand (no policy), the time
+limit and autoresets included, in rollouts of ``--steps`` steps after a ``reset()``, as a training
+iteration runs them. Single: ``gym.make(id)`` (with its ``TimeLimit`` and checker wrappers, as
+Stable-Baselines3 gets it) stepped with actions sampled beforehand, resetting when an episode ends.
+Every figure is the best of ``--repeats`` timings: on a shared machine the minimum is the capacity,
+the rest is other people's load. Batched steps also report the thread's CPU time (best of the
+repeats), which leaves out the time the thread waited for a core.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import envs  # noqa: E402
+
+IDS = ["svpg/CartPole-v1", "svpg/CartPoleBalance-v0", "svpg/CartPoleSwingUp-v0", "svpg/DoublePendulum-v0"]
+
+
+def batched_us_per_step(env_id: str, num_envs: int, steps: int, repeats: int) -> tuple[float, float]:
+    """Best wall-clock and best thread-CPU microseconds per step."""
+    env = envs.make_batched(env_id, num_envs, seed=0)
+    g = torch.Generator().manual_seed(0)
+    if env.is_discrete:
+        acts = torch.randint(0, env.action_dim, (steps, num_envs), generator=g)
+    else:
+        acts = torch.randn(steps, num_envs, env.action_dim, generator=g)
+    best = cpu_best = float("inf")
+    for r in range(repeats + 1):  # the first round warms up
+        env.reset()
+        t0, c0 = time.perf_counter(), time.thread_time()
+        for t in range(steps):
+            env.step(acts[t])
+        dt, dc = time.perf_counter() - t0, time.thread_time() - c0
+        if r:
+            best, cpu_best = min(best, dt), min(cpu_best, dc)
+    return 1e6 * best / steps, 1e6 * cpu_best / steps
+
+
+def single_steps_per_second(env_id: str, steps: int, repeats: int) -> float:
+    env = gym.make(env_id)
+    env.action_space.seed(0)
+    acts = [env.action_space.sample() for _ in range(steps)]
+    best = float("inf")
+    for r in range(repeats + 1):
+        env.reset(seed=r)
+        t0 = time.perf_counter()
+        for a in acts:
+            _, _, terminated, truncated, _ = env.step(a)
+            if terminated or truncated:
+                env.reset()
+        dt = time.perf_counter() - t0
+        if r:
+            best = min(best, dt)
+    return steps / best
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--num-envs", type=int, default=160)
+    p.add_argument("--steps", type=int, default=500, help="steps per timed rollout")
+    p.add_argument("--repeats", type=int, default=15, help="timed rollouts (best is reported)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--tasks", nargs="*", default=IDS)
+    p.add_argument("--single", action="store_true", help="also time gym.make single environments")
+    p.add_argument("--single-steps", type=int, default=20_000)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {args.threads} thread(s), {os.cpu_count()} cores, load "
+          f"{os.getloadavg()[0]:.1f}; best of {args.repeats}")
+    print(f"batched, {args.num_envs} envs ({args.steps}-step rollouts):")
+    for env_id in args.tasks:
+        us, cpu_us = batched_us_per_step(env_id, args.num_envs, args.steps, args.repeats)
+        print(f"  {env_id:26s} {us:7.1f} us/step (thread CPU {cpu_us:6.1f})  "
+              f"{args.num_envs / us:6.2f} M env-steps/s")
+    if args.single:
+        print(f"single env via gym.make ({args.single_steps} steps):")
+        for env_id in ["CartPole-v1 (Gymnasium)", *args.tasks]:
+            gid = env_id.split()[0]
+            sps = single_steps_per_second(gid, args.single_steps, max(3, args.repeats // 3))
+            print(f"  {env_id:26s} {sps:9.0f} steps/s")
+
+
+if __name__ == "__main__":
+    main()
