@@ -32,9 +32,10 @@ import envs  # noqa: E402
 IDS = ["svpg/CartPole-v1", "svpg/CartPoleBalance-v0", "svpg/CartPoleSwingUp-v0", "svpg/DoublePendulum-v0"]
 
 
-def batched_us_per_step(env_id: str, num_envs: int, steps: int, repeats: int) -> tuple[float, float]:
+def batched_us_per_step(env_id: str, num_envs: int, steps: int, repeats: int, backend: str | None = None) -> tuple[float, float]:
     """Best wall-clock and best thread-CPU microseconds per step."""
-    env = envs.make_batched(env_id, num_envs, seed=0)
+    kw = {} if backend is None else {"backend": backend}  # older envs/ had no backends
+    env = envs.FAST_ENVS[env_id](num_envs, seed=0, **kw)
     g = torch.Generator().manual_seed(0)
     if env.is_discrete:
         acts = torch.randint(0, env.action_dim, (steps, num_envs), generator=g)
@@ -77,6 +78,8 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=15, help="timed rollouts (best is reported)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--tasks", nargs="*", default=IDS)
+    p.add_argument("--backends", nargs="*", default=["default"],
+                   help="array backends of the batched envs: default (numpy on CPU), numpy, torch")
     p.add_argument("--single", action="store_true", help="also time gym.make single environments")
     p.add_argument("--single-steps", type=int, default=20_000)
     args = p.parse_args()
@@ -84,10 +87,12 @@ def main() -> None:
     print(f"torch {torch.__version__}, {args.threads} thread(s), {os.cpu_count()} cores, load "
           f"{os.getloadavg()[0]:.1f}; best of {args.repeats}")
     print(f"batched, {args.num_envs} envs ({args.steps}-step rollouts):")
-    for env_id in args.tasks:
-        us, cpu_us = batched_us_per_step(env_id, args.num_envs, args.steps, args.repeats)
-        print(f"  {env_id:26s} {us:7.1f} us/step (thread CPU {cpu_us:6.1f})  "
-              f"{args.num_envs / us:6.2f} M env-steps/s")
+    for backend in args.backends:
+        for env_id in args.tasks:
+            us, cpu_us = batched_us_per_step(env_id, args.num_envs, args.steps, args.repeats,
+                                             None if backend == "default" else backend)
+            print(f"  {backend:8s} {env_id:26s} {us:7.1f} us/step (thread CPU {cpu_us:6.1f})  "
+                  f"{args.num_envs / us:6.2f} M env-steps/s")
     if args.single:
         print(f"single env via gym.make ({args.single_steps} steps):")
         for env_id in ["CartPole-v1 (Gymnasium)", *args.tasks]:

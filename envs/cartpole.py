@@ -22,7 +22,6 @@ import math
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 from .base import TorchEnv
 
@@ -83,9 +82,6 @@ class CartPole(TorchEnv):
     constants = CONSTANTS
     reset_loc = (0.0, 0.0, 0.0, 0.0)
     reset_scale = (0.05, 0.05, 0.05, 0.05)
-
-    def _action_column(self, actions: torch.Tensor) -> torch.Tensor:
-        return actions.reshape(-1)
 
     @staticmethod
     def render_obs(obs: np.ndarray) -> np.ndarray:

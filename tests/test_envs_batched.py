@@ -9,6 +9,11 @@ import envs
 from envs import FAST_ENVS, GymVectorEnv, make_batched
 
 FAST_IDS = sorted(FAST_ENVS)
+BACKENDS = ["numpy", "torch"]  # the same kernels on numpy arrays (CPU default) or on tensors
+
+
+def _make(env_id, n, backend, **kw):
+    return FAST_ENVS[env_id](n, backend=backend, **kw)
 
 
 def _actions(env, g, scale=1.0):
@@ -17,9 +22,11 @@ def _actions(env, g, scale=1.0):
     return torch.randn(env.num_envs, env.action_dim, generator=g) * scale
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("env_id", FAST_IDS)
-def test_interface(env_id):
-    env = make_batched(env_id, 5, seed=0)
+def test_interface(env_id, backend):
+    env = _make(env_id, 5, backend, seed=0)
+    assert env.backend == backend and make_batched(env_id, 2).backend == "numpy"  # CPU default
     assert isinstance(env, envs.BatchedEnv) and envs.is_fast(env_id)
     assert env.num_envs == 5 and env.max_episode_steps == 500 and env.device == torch.device("cpu")
     obs = env.reset()
@@ -28,20 +35,22 @@ def test_interface(env_id):
     assert env.is_discrete == isinstance(env.single_action_space, gym.spaces.Discrete)
     out = env.step(_actions(env, torch.Generator().manual_seed(0)))
     assert isinstance(out, envs.StepResult)
+    assert all(isinstance(x, torch.Tensor) for x in out) and isinstance(env.state, torch.Tensor)
     assert out.obs.shape == out.final_obs.shape == (5, env.obs_dim)
     assert out.reward.shape == (5,) and out.reward.dtype == torch.float32
     assert out.terminated.dtype == out.truncated.dtype == torch.bool
     assert out.terminated.shape == out.truncated.shape == (5,)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("env_id", FAST_IDS)
-def test_autoreset_semantics(env_id):
+def test_autoreset_semantics(env_id, backend):
     limit = 7
-    env = make_batched(env_id, 64, seed=1, max_episode_steps=limit, dtype=torch.float64)
+    env = _make(env_id, 64, backend, seed=1, max_episode_steps=limit, dtype=torch.float64)
     assert env.max_episode_steps == limit
     env.reset()
     # a twin without time limit recomputes each transition from the same state
-    twin = type(env)(64, dtype=torch.float64, max_episode_steps=10**9, seed=0)
+    twin = _make(env_id, 64, backend, dtype=torch.float64, max_episode_steps=10**9, seed=0)
     twin.reset()
     g = torch.Generator().manual_seed(0)
     elapsed = torch.zeros(64, dtype=torch.int64)
@@ -69,17 +78,18 @@ def test_autoreset_semantics(env_id):
     assert n_done >= 3 * 64
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("env_id", FAST_IDS)
-def test_batched_matches_single_envs(env_id):
+def test_batched_matches_single_envs(env_id, backend):
     n = 6
-    batched = make_batched(env_id, n, seed=2, dtype=torch.float64)
+    batched = _make(env_id, n, backend, seed=2, dtype=torch.float64)
     batched.reset()
-    singles = [make_batched(env_id, 1, seed=2, dtype=torch.float64) for _ in range(n)]
+    singles = [_make(env_id, 1, backend, seed=2, dtype=torch.float64) for _ in range(n)]
     for i, s in enumerate(singles):
         s.reset()
         s.state = batched.state[i : i + 1]
     g = torch.Generator().manual_seed(0)
-    for _ in range(30):
+    for _ in range(20):
         acts = _actions(batched, g)
         out = batched.step(acts)
         for i, s in enumerate(singles):
@@ -90,12 +100,13 @@ def test_batched_matches_single_envs(env_id):
             s.state = batched.state[i : i + 1]  # follow the batch's own reset draws
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("env_id", FAST_IDS)
-def test_seeding(env_id):
-    a = make_batched(env_id, 16, seed=123)
-    b = make_batched(env_id, 16, seed=123)
-    c = make_batched(env_id, 16, seed=124)
-    d = make_batched(env_id, 16)
+def test_seeding(env_id, backend):
+    a = _make(env_id, 16, backend, seed=123)
+    b = _make(env_id, 16, backend, seed=123)
+    c = _make(env_id, 16, backend, seed=124)
+    d = _make(env_id, 16, backend)
     oa, ob, oc, od = a.reset(), b.reset(), c.reset(), d.reset(seed=123)
     assert torch.equal(oa, ob) and torch.equal(oa, od) and not torch.equal(oa, oc)
     # the whole rollout, autoresets included, is reproducible
@@ -107,11 +118,12 @@ def test_seeding(env_id):
     assert torch.equal(a.reset(seed=7), b.reset(seed=7))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("env_id", FAST_IDS)
-def test_time_limits_after_setting_elapsed(env_id):
+def test_time_limits_after_setting_elapsed(env_id, backend):
     """Per-env episode clocks set by hand (no longer all equal) truncate each env at its own time."""
     limit, n = 5, 7
-    env = make_batched(env_id, n, seed=3, max_episode_steps=limit, dtype=torch.float64)
+    env = _make(env_id, n, backend, seed=3, max_episode_steps=limit, dtype=torch.float64)
     env.reset()
     expected = torch.tensor([0, 1, 2, 3, 4, 5, 9])  # >= limit: truncates at the next step
     env.elapsed = expected
@@ -146,6 +158,32 @@ def test_reset_states_are_fresh_across_blocks(env_id, monkeypatch):
     assert torch.unique(starts.reshape(-1, starts.shape[-1]), dim=0).shape[0] == starts.shape[0] * 4
     # reset() discards the rest of a block: the same seed gives the same first states again
     assert torch.equal(a.reset(seed=9), starts[0])
+
+
+@pytest.mark.parametrize("env_id", FAST_IDS)
+def test_numpy_and_torch_backends_agree(env_id):
+    """Same seed, same actions: the two backends draw the same start states (one torch generator)
+    and run the same kernel, so they agree to rounding, autoresets and time limits included."""
+    kw = dict(seed=4, max_episode_steps=9, dtype=torch.float64)
+    a, b = _make(env_id, 32, "numpy", **kw), _make(env_id, 32, "torch", **kw)
+    assert torch.equal(a.reset(), b.reset())
+    g = torch.Generator().manual_seed(2)
+    for _ in range(40):
+        acts = _actions(a, g, scale=3.0)
+        b.state = a.state  # no drift (the double pendulum is chaotic)
+        out_a, out_b = a.step(acts), b.step(acts)
+        for x, y in zip(out_a, out_b):
+            assert x.dtype == y.dtype and x.shape == y.shape
+            if x.dtype == torch.bool:
+                assert torch.equal(x, y)
+            else:
+                torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)
+        assert torch.equal(a.elapsed, b.elapsed)
+    with pytest.raises(ValueError, match="backend"):
+        _make(env_id, 2, "jax")
+    with pytest.raises(ValueError, match="backend='numpy'"):
+        _make(env_id, 2, "numpy", dtype=torch.bfloat16)
+    assert _make(env_id, 2, None, dtype=torch.bfloat16).backend == "torch"
 
 
 def test_step_before_reset_and_bad_arguments():

@@ -60,8 +60,8 @@ def double_pendulum_step(s, a):
     return np.array([th1, th2, w1, w2]), reward
 
 
-def _step_from(env_cls, states, actions, **kw):
-    env = env_cls(len(states), max_episode_steps=1000, seed=0, **F64, **kw)
+def _step_from(env_cls, states, actions, backend=None, **kw):
+    env = env_cls(len(states), max_episode_steps=1000, seed=0, backend=backend, **F64, **kw)
     env.reset()
     env.state = np.asarray(states, dtype=np.float64)
     return env.step(torch.as_tensor(np.asarray(actions, dtype=np.float64).reshape(-1, 1)))
@@ -91,10 +91,11 @@ def test_rllab_cartpole_one_step_by_hand():
     assert not out.terminated.item()
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
 @pytest.mark.parametrize("env_cls", [CartPoleBalance, CartPoleSwingUp])
-def test_rllab_cartpole_dynamics_match_scalar_reference(env_cls):
+def test_rllab_cartpole_dynamics_match_scalar_reference(env_cls, backend):
     states, actions = zip(*CARTPOLE_CASES)
-    out = _step_from(env_cls, states, actions)
+    out = _step_from(env_cls, states, actions, backend)
     for i, (s, a) in enumerate(CARTPOLE_CASES):
         expected, _ = rllab_cartpole_step(s, a)
         np.testing.assert_allclose(out.final_obs[i].numpy(), expected, rtol=1e-12, atol=1e-12)
@@ -176,9 +177,10 @@ DP_CASES = [  # (state [th1, th2, w1, w2], action)
 ]
 
 
-def test_double_pendulum_one_step_matches_scalar_reference():
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_double_pendulum_one_step_matches_scalar_reference(backend):
     states, actions = zip(*DP_CASES)
-    env = DoublePendulum(len(states), seed=0, **F64)
+    env = DoublePendulum(len(states), seed=0, backend=backend, **F64)
     env.reset()
     env.state = np.asarray(states)
     out = env.step(torch.tensor(actions, **F64).reshape(-1, 1))
