@@ -1,0 +1,73 @@
+"""``python train.py supervised``: the table, the run folder and the error messages."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import train
+from svpg.supervised import BayesianRegressor
+from svpg.supervised.cli import SupervisedConfig, main
+
+
+@pytest.fixture
+def csv_file(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(60, 3))
+    y = x @ np.array([1.0, -2.0, 0.5]) + 10 + rng.normal(0, 0.1, 60)
+    path = tmp_path / "toy.csv"
+    lines = ["a,b,c,price"] + [f"{r[0]},{r[1]},{r[2]},{t}" for r, t in zip(x, y)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_cli_writes_table_results_and_models(tmp_path, csv_file, capsys):
+    argv = ["supervised", "--dataset", "csv", "--data-path", str(csv_file), "--target", "price",
+            "--method", "s2vgd,map", "--splits", "2", "--epochs", "3", "--num-particles", "3",
+            "--log-dir", str(tmp_path), "--run-name", "t", "--progress", "false"]
+    assert train.main(argv) == 0  # dispatched by train.py to svpg.supervised.cli.main
+    out = capsys.readouterr().out
+    assert "| method | test RMSE | test log-likelihood | splits | s / split (median) |" in out
+    assert "| s2vgd (K=1) |" in out and "| map |" in out and " ± " in out
+    run = tmp_path / "t"
+    assert (run / "results.md").read_text() in out
+    results = json.loads((run / "results.json").read_text())
+    assert [r["split"] for r in results["results"]["s2vgd"]] == [0, 1]
+    assert results["results"]["map"][0]["n_test"] == 6
+    config = json.loads((run / "config.json").read_text())
+    assert config["resolved"]["hidden"] == [50] and config["resolved"]["epochs"] == 3
+    model = BayesianRegressor.load(run / "models" / "s2vgd_split01.safetensors")
+    assert model.predict(np.zeros((2, 3)))[0].shape == (2,)
+    assert list(run.glob("events.out.tfevents*"))
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--target", "cost"], "target column 'cost' is not in toy.csv"),
+        (["--target", "price", "--method", "s2vgd,hmc"], "--method 's2vgd,hmc'"),
+        (["--target", "price", "--householder", "0"], "--householder must be ≥ 1 for s2vgd"),
+        (["--target", "price", "--hidden", "50,x"], "--hidden must be 'auto'"),
+    ],
+)
+def test_cli_errors_are_clear(tmp_path, csv_file, capsys, extra, message):
+    argv = ["--dataset", "csv", "--data-path", str(csv_file), "--log-dir", str(tmp_path), "--progress", "false", *extra]
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_csv_path_as_dataset_and_fashion_missing(tmp_path, csv_file, capsys):
+    assert main(["--dataset", str(csv_file), "--target", "price", "--splits", "1", "--epochs", "1",
+                 "--num-particles", "2", "--log-dir", str(tmp_path), "--progress", "false", "--save-models", "false"]) == 0
+    capsys.readouterr()
+    assert main(["--dataset", "fashion-mnist", "--data-path", str(tmp_path / "nowhere"), "--log-dir", str(tmp_path)]) == 2
+    assert "apt-get install -y dataset-fashion-mnist" in capsys.readouterr().err
+
+
+def test_config_help_documents_every_field():
+    from svpg.supervised.cli import build_parser
+
+    text = build_parser().format_help()
+    for name in SupervisedConfig.__dataclass_fields__:
+        assert "--" + name.replace("_", "-") in text
