@@ -1,13 +1,16 @@
 """Batched control tasks (DESIGN §4), registered with Gymnasium on import.
 
-Fast path (batched torch, no host syncs in ``step``)::
+Fast path (batched, no host syncs in ``step``; torch tensors in and out, computed with numpy on CPU
+and with torch on other devices, see :class:`envs.base.TorchEnv`)::
 
     svpg/CartPole-v1          Gymnasium's CartPole-v1, ported (plain ``CartPole-v1`` maps here too)
     svpg/CartPoleBalance-v0   rllab's cart-pole balancing task
     svpg/CartPoleSwingUp-v0   rllab's cart-pole swing-up task
     svpg/DoublePendulum-v0    rllab's double pendulum (torque at the elbow)
 
-Any other Gymnasium id runs on the slower generic path (:class:`envs.generic.GymVectorEnv`).
+Each task's equations are one kernel over state columns (:mod:`envs.xp`), which also drives the
+single ``gym.make`` environments on Python floats (:mod:`envs.gym_api`). Any other Gymnasium id runs
+on the slower generic path (:class:`envs.generic.GymVectorEnv`).
 
 >>> import envs
 >>> env = envs.make_batched("svpg/CartPole-v1", 160, seed=0)
@@ -61,7 +64,7 @@ def canonical_id(env_id: str) -> str:
 
 
 def is_fast(env_id: str) -> bool:
-    """True if ``env_id`` runs on the batched torch fast path."""
+    """True if ``env_id`` runs on the batched fast path."""
     return env_id in FAST_ENVS or env_id in _ALIASES
 
 

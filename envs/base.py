@@ -53,7 +53,8 @@ class BatchedEnv:
     ``(num_envs, act_dim)`` for a ``Box`` action space. Box actions are *not* expected to be clipped
     by the caller: a Gaussian policy's sample may leave the box, and each task clips what it applies.
 
-    Returned tensors must be treated as read-only (``obs`` may alias the internal state).
+    Returned tensors must be treated as read-only: ``obs`` may alias the internal state, and a
+    fast-path env hands out the same all-false ``terminated`` / ``truncated`` tensor step after step.
 
     :param num_envs: number of environments in the batch (>= 1).
     :param device: torch device of all tensors (state, actions, results, random generator).

@@ -1,4 +1,4 @@
-"""Gymnasium's CartPole-v1 as a batched torch task (DESIGN §4, "Gymnasium CartPole-v1").
+"""Gymnasium's CartPole-v1 as a batched task (DESIGN §4, "Gymnasium CartPole-v1").
 
 A faithful port of ``gymnasium.envs.classic_control.CartPoleEnv`` (Barto, Sutton & Anderson 1983;
 equations of Florian 2005): explicit Euler with ``tau = 0.02``, force ``±10`` for actions ``{0, 1}``,
@@ -8,9 +8,9 @@ limit 500 (truncation). The observation is the state ``[x, x_dot, theta, theta_d
 upright, positive leaning towards +x), in the env's dtype.
 
 The equations are written once, as :func:`cartpole_kernel` over state columns (:mod:`envs.xp`): the
-batched task runs it on tensors, the single ``gym.make("svpg/CartPole-v1")`` env on Python floats.
-The only differences to Gymnasium are floating point ones: the constants are folded
-(``(f + c q) / m`` is computed as ``f / m + (c / m) q``) so that a step is ~20 tensor ops; with
+batched task runs it on numpy or torch arrays, the single ``gym.make("svpg/CartPole-v1")`` env on
+Python floats. The only differences to Gymnasium are floating point ones: the constants are folded
+(``(f + c q) / m`` is computed as ``f / m + (c / m) q``) so that a step is ~20 array ops; with
 ``dtype=torch.float64`` the trajectories agree with Gymnasium's to ~1e-13 (see
 ``tests/test_envs_cartpole.py``). With the default float32 the state is also *integrated* in float32,
 whereas Gymnasium integrates in float64 and only casts the observation.
@@ -51,7 +51,8 @@ def cartpole_kernel(xp, k, state, action):
     x, x_dot, theta, theta_dot = state
     cos, sin = xp.cos(theta), xp.sin(theta)
     # temp = (force + polemass_length * theta_dot^2 * sin) / total_mass
-    temp = xp.addcmul(xp.take(k.force_over_mass, action), sin * theta_dot, theta_dot, value=POLEMASS_LENGTH / TOTAL_MASS)
+    force_over_mass = xp.take(k.force_over_mass, action)
+    temp = xp.addcmul(force_over_mass, sin * theta_dot, theta_dot, value=POLEMASS_LENGTH / TOTAL_MASS)
     # thetaacc = (g sin - cos temp) / (length (4/3 - masspole cos^2 / total_mass))
     thetaacc = xp.addcmul(sin * k.gravity, cos, temp, value=-1.0) / xp.addcmul(
         k.den0, cos, cos, value=-LENGTH * MASS_POLE / TOTAL_MASS

@@ -1,4 +1,4 @@
-"""rllab's double pendulum (torque at the elbow only) as a batched torch task (DESIGN §4).
+"""rllab's double pendulum (torque at the elbow only) as a batched task (DESIGN §4).
 
 Two identical links, mass ``m = 0.5``, length ``L = 1``, centre of mass at ``l_c = 0.5``, inertia about
 the centre ``I = m (L² + 0.1²) / 12 = 0.0420833`` (a 1 x 0.1 box), ``g = 10``. State
@@ -23,7 +23,7 @@ step; never terminates; horizon 500, so returns lie in ``[-2000, 0]``. The actio
 
 The equations, reward and observation are written once, as :func:`double_pendulum_kernel` and
 :func:`double_pendulum_observe` over state columns (:mod:`envs.xp`): the batched task runs them on
-tensors, the single ``gym.make`` env on Python floats.
+arrays, the single ``gym.make`` env on Python floats.
 
 Deviations from rllab: (1) analytic rigid-body dynamics instead of a Box2D simulation; (2) start
 states are physically consistent (rllab perturbed each Box2D body's pose independently, leaving the

@@ -149,8 +149,8 @@ class TorchTaskVectorEnv(gym.vector.VectorEnv):
         actions = _to_action_tensor(self.single_action_space, actions, self.num_envs, self.task.dtype)
         out = self.task.step(actions.to(self.task.device))
         obs = out.obs.cpu().numpy().astype(np.float32)
-        terminated = out.terminated.cpu().numpy()
-        truncated = out.truncated.cpu().numpy()
+        terminated = out.terminated.cpu().numpy().copy()  # ours: the task may reuse its tensors
+        truncated = out.truncated.cpu().numpy().copy()
         done = terminated | truncated
         infos: dict[str, Any] = {}
         if done.any():

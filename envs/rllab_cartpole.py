@@ -1,4 +1,4 @@
-"""rllab's cart-pole tasks (balance and swing-up) as batched torch tasks (DESIGN §4, cart-pole family).
+"""rllab's cart-pole tasks (balance and swing-up) as batched tasks (DESIGN §4, cart-pole family).
 
 rllab simulates these in a Box2D world; here the same rigid bodies are integrated analytically.
 Cart mass ``M = 1.0``, pole mass ``m = 0.1``, pivot to pole centre of mass ``l = 0.5``, pole inertia about
@@ -25,7 +25,7 @@ Rewards and terminations are evaluated at the state *after* the step, as rllab d
   terminates when ``|x| > 3``; horizon 500, maximal return 500.
 
 The equations, rewards and terminations are written once, as kernels over state columns
-(:func:`cartpole_dynamics`, :func:`balance_kernel`, :func:`swingup_kernel`), run on tensors by the
+(:func:`cartpole_dynamics`, :func:`balance_kernel`, :func:`swingup_kernel`), run on arrays by the
 batched tasks and on Python floats by the single ``gym.make`` envs (:mod:`envs.xp`).
 
 Deviations from rllab: (1) the dynamics are the analytic equations above instead of a Box2D
@@ -75,9 +75,11 @@ def cartpole_dynamics(xp, k, state, action):
     x_acc = xp.addcmul(u, sin, inner, value=1.0 / MAX_FORCE) / xp.addcmul(
         k.den0, cos, cos, value=-(_M * _L) ** 2 / _J / MAX_FORCE
     )
-    # theta_acc = (m g l sin + m l cos x_acc) / J;  velocities first, then positions (Box2D's order)
+    # velocities first, then positions (Box2D's order); theta_acc = (m g l sin + m l cos x_acc) / J
     x_dot = xp.add(x_dot, x_acc, alpha=DT)
-    theta_dot = xp.addcmul(xp.add(theta_dot, sin, alpha=DT * _M * GRAVITY * _L / _J), cos, x_acc, value=DT * _M * _L / _J)
+    theta_dot = xp.addcmul(
+        xp.add(theta_dot, sin, alpha=DT * _M * GRAVITY * _L / _J), cos, x_acc, value=DT * _M * _L / _J
+    )
     theta_dot = xp.clip_(theta_dot, -MAX_THETA_DOT, MAX_THETA_DOT)
     x = xp.add(x, x_dot, alpha=DT)
     theta = xp.add(theta, theta_dot, alpha=DT)
