@@ -118,25 +118,42 @@ def markdown_table(results: BanditResults) -> str:
 
 def plot_regret(results: BanditResults, path: str | Path, points: int = 500) -> Path:
     """PNG of cumulative regret against rounds, mean ± std over seeds, one line per agent."""
+    title = f"{results.problem.get('name', 'bandit')}: cumulative regret (mean ± std over {len(results.seeds)} seed(s))"
+    return plot_curves(curves_frame(results, points), path, title, agents=results.agents)
+
+
+def plot_curves(curves, path: str | Path, title: str = "cumulative regret", agents: list[str] | None = None) -> Path:
+    """PNG from a :func:`curves_frame` (or a ``curves.csv`` read back with pandas).
+
+    Left: every agent. Right (when the uniform policy is there): the same without it, so that the
+    learning agents, whose regret is orders of magnitude smaller, can be told apart.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     path = Path(path)
-    fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=120)
-    for agent in results.agents:
-        runs = [r for r in results.runs if r.agent == agent]
-        idx = log_rounds(results.rounds, points)
-        curves = np.stack([np.cumsum(r.regret)[idx - 1] for r in runs])
-        mean, std = curves.mean(0), curves.std(0, ddof=1) if len(runs) > 1 else np.zeros(len(idx))
-        (line,) = ax.plot(idx, mean, label=agent, lw=1.6)
-        ax.fill_between(idx, mean - std, mean + std, color=line.get_color(), alpha=0.2, lw=0)
-    ax.set_xlabel("round")
-    ax.set_ylabel("cumulative regret")
-    ax.set_title(f"{results.problem.get('name', 'bandit')}: cumulative regret (mean ± std over {len(results.seeds)} seed(s))")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, ncol=2)
+    agents = agents or list(dict.fromkeys(curves["agent"]))
+    panels = [agents]
+    if "uniform" in agents and len(agents) > 1:
+        panels.append([a for a in agents if a != "uniform"])
+    fig, axes = plt.subplots(1, len(panels), figsize=(7.5 * len(panels), 4.5), dpi=110, squeeze=False)
+    colors = {a: f"C{i % 10}" for i, a in enumerate(agents)}
+    for ax, names in zip(axes[0], panels):
+        for agent in names:
+            d = curves[curves["agent"] == agent].pivot(index="round", columns="seed", values="cumulative_regret")
+            mean = d.mean(1).to_numpy()
+            std = d.std(1, ddof=1).fillna(0).to_numpy() if d.shape[1] > 1 else np.zeros(len(d))
+            ax.plot(d.index, mean, label=agent, lw=1.6, color=colors[agent])
+            ax.fill_between(d.index, mean - std, mean + std, color=colors[agent], alpha=0.18, lw=0)
+        ax.set_xlabel("round")
+        ax.set_ylabel("cumulative regret")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, ncol=2)
+    axes[0][0].set_title(title, fontsize=10)
+    if len(panels) > 1:
+        axes[0][1].set_title("without the uniform policy", fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
