@@ -196,8 +196,8 @@ class ParticleRewardModel(Agent):
     """Shared machinery of the neural agents: M reward networks as one particle tensor θ (M, D).
 
     Each particle is an MLP from the context to the expected reward of every arm, plus the log of
-    a noise variance σ² shared by the arms (a per-arm variance collapses on a deterministic arm, such
-    as mushroom's "don't eat", and then drowns the other arms' gradients). The target of SVGD is the posterior given all data so far,
+    a noise variance σ² shared by the arms (a per-arm variance shrinks without bound on a
+    deterministic arm, such as mushroom's "don't eat", whose terms then dominate the gradient). The target of SVGD is the posterior given all data so far,
 
         log p(θ | D) = (N/B) Σ_{i ∈ batch} log N(r_i | f_θ(x_i)[a_i], σ²) + log p(θ) + log p(σ²),
 
