@@ -18,7 +18,7 @@ from svpg.bandits import (
     play,
     run,
 )
-from svpg.bandits.agents import MatmulRBFKernel, canonical_name
+from svpg.bandits.agents import canonical_name
 from svpg.core.kernels import RBFKernel
 
 
@@ -130,14 +130,6 @@ def test_likelihood_is_scaled_by_the_data_set_size_not_the_batch():
     for b in (1, 5, 64):
         idx = torch.full((b,), 3, dtype=torch.long)
         torch.testing.assert_close(agent.log_posterior(theta, x[idx], a[idx], y[idx], n), n * ll[:, 3] + noise_prior)
-
-
-def test_matmul_kernel_equals_the_core_rbf_kernel():
-    theta = torch.randn(20, 300) * 0.1 + 3.0
-    fast, core = MatmulRBFKernel("median")(theta), RBFKernel("median")(theta)
-    torch.testing.assert_close(fast.bandwidth, core.bandwidth, rtol=1e-4, atol=1e-6)
-    torch.testing.assert_close(fast.gram, core.gram, rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(fast.repulsion, core.repulsion, rtol=1e-3, atol=1e-5)
 
 
 def test_agent_registry_and_options():

@@ -21,44 +21,11 @@ import numpy as np
 import torch
 
 from svpg.core.networks import NetworkSpec, ParticleMLP
-from svpg.core.kernels import IdentityKernel, KernelTerms, RBFKernel, median_bandwidth
 from svpg.core.particles import ParticleLayout
 from svpg.core.priors import LOG_2PI, inv_gamma_log_prob_of_log
 from svpg.core.svgd import SVGD
 
 UNBOUNDED = 1 << 62
-
-
-class MatmulRBFKernel(RBFKernel):
-    """:class:`~svpg.core.kernels.RBFKernel` with the pairwise distances taken by matrix products.
-
-    Same κ, median bandwidth and repulsion (eq. 9); only ``torch.cdist``'s compute mode differs: for
-    M ≤ 25 particles its default is a direct loop that is ~8× slower on (20, 10⁴) particle matrices,
-    and θ is centred first (as in the core kernel), so the matrix-product form loses no precision.
-    """
-
-    def __call__(self, theta: torch.Tensor) -> KernelTerms:
-        theta = theta - theta.mean(0, keepdim=True)
-        sq = torch.cdist(theta, theta, compute_mode="use_mm_for_euclid_dist").square().fill_diagonal_(0.0)
-        sq = sq.clamp_min_(0.0)
-        h = median_bandwidth(sq) if self.bandwidth == "median" else sq.new_tensor(float(self.bandwidth))
-        gram = torch.exp(-sq / h)
-        repulsion = (2.0 / h) * (theta * gram.sum(1, keepdim=True) - gram @ theta)
-        return KernelTerms(gram, repulsion, h)
-
-
-def make_bandit_kernel(spec) -> RBFKernel | IdentityKernel:
-    """``"median"`` / a positive bandwidth → :class:`MatmulRBFKernel`; ``"identity"`` → independent learners."""
-    if isinstance(spec, (RBFKernel, IdentityKernel)):
-        return spec
-    if spec in ("identity", "none"):
-        return IdentityKernel()
-    if spec in ("median", "rbf"):
-        return MatmulRBFKernel("median")
-    try:
-        return MatmulRBFKernel(float(spec))
-    except (TypeError, ValueError):
-        raise ValueError(f"kernel must be 'median', 'identity' or a positive bandwidth, got {spec!r}") from None
 
 
 def agent_seed(seed: int, name: str) -> int:
@@ -243,7 +210,7 @@ class ParticleRewardModel(Agent):
         self.net.init_(theta, self.generator)
         self.layout.get(theta, "noise.log_var").zero_()  # σ² = 1 in standardised reward units
         self.theta = theta.requires_grad_(True)
-        self.svgd = SVGD(self.theta, make_bandit_kernel(kernel), optimizer, lr)
+        self.svgd = SVGD(self.theta, kernel, optimizer, lr)
         # growable buffers of everything observed
         self._x = torch.empty(0, context_dim, device=self.device)
         self._a = torch.empty(0, dtype=torch.long, device=self.device)

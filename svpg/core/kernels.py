@@ -20,9 +20,13 @@ class KernelTerms(NamedTuple):
 
 
 def pairwise_sq_dists(theta: torch.Tensor) -> torch.Tensor:
-    """‖θ_i − θ_j‖² for all pairs, exactly zero on the diagonal and never negative."""
-    sq = torch.cdist(theta, theta).square()
-    return sq.fill_diagonal_(0.0)
+    """‖θ_i − θ_j‖² for all pairs, exactly zero on the diagonal and never negative.
+
+    Uses matrix products (cdist's default for M ≤ 25 is a direct loop, ~8× slower at D ~ 10⁴); the
+    callers centre θ first, so the products lose no precision.
+    """
+    sq = torch.cdist(theta, theta, compute_mode="use_mm_for_euclid_dist").square()
+    return sq.fill_diagonal_(0.0).clamp_min_(0.0)
 
 
 def median_bandwidth(sq_dists: torch.Tensor) -> torch.Tensor:
@@ -95,4 +99,7 @@ def make_kernel(spec: str | float | RBFKernel | IdentityKernel) -> RBFKernel | I
         return IdentityKernel()
     if spec in ("rbf", "median"):
         return RBFKernel("median")
-    return RBFKernel(spec)
+    try:
+        return RBFKernel(float(spec))
+    except (TypeError, ValueError):
+        raise ValueError(f"kernel must be 'median', 'identity' or a positive bandwidth, got {spec!r}") from None
