@@ -344,3 +344,17 @@ def test_layout_gradient_through_views():
     theta = torch.zeros(2, 5, requires_grad=True)
     (layout.get(theta, "y") * torch.tensor([1.0, 2.0, 3.0])).sum().backward()
     torch.testing.assert_close(theta.grad, torch.tensor([[0.0, 0, 1, 2, 3], [0, 0, 1, 2, 3]]))
+
+
+@pytest.mark.parametrize("k", [1, 4, 5, 9])
+def test_sequential_and_wy_householder_paths_agree(k, monkeypatch):
+    # small K applies reflections one by one, large K uses the WY form: both must give the same P A Qᵀ
+    import svpg.core.layers as layers
+
+    v_in, v_out = _randn(3, k, 10, seed=k), _randn(3, k, 12, seed=k + 1)
+    a = _randn(3, 10, 12, seed=k + 2)
+    both = []
+    for limit in (100, -1):
+        monkeypatch.setattr(layers, "SEQUENTIAL_MAX_K", limit)
+        both.append(layers.apply_householder_right_t(v_out, layers.apply_householder_left(v_in, a)))
+    torch.testing.assert_close(both[0], both[1], rtol=0, atol=1e-12)

@@ -6,9 +6,9 @@ For a layer from ℓ1 inputs to ℓ2 outputs a particle holds C (ℓ1×ℓ2), th
     y = x W + b,   W = P Λ1 C Λ2 Qᵀ,   P = H_K⁽ᵖ⁾ ⋯ H_1⁽ᵖ⁾,   H = I − 2 v vᵀ / ‖v‖²   (eqs. 10–13).
 
 K = 0 is the diagonal MVG of Louizos & Welling; K = 0 with Λ = I (``learn_scales=False``) is a plain
-dense layer (plain SVGD). The K reflections are applied in compact WY form (Joffrain et al. 2006):
-H_1 ⋯ H_K = I − U S⁻¹ Uᵀ with U = [v_1 … v_K], S = striu(UᵀU) + ½ diag(UᵀU), so any K costs two
-batched matrix products and one triangular solve instead of K sequential reflections.
+dense layer (plain SVGD). Small K applies the reflections one by one; larger K uses the compact WY
+form (Joffrain et al. 2006): H_1 ⋯ H_K = I − U S⁻¹ Uᵀ with U = [v_1 … v_K],
+S = striu(UᵀU) + ½ diag(UᵀU), i.e. two batched matrix products and one triangular solve for any K.
 """
 from __future__ import annotations
 
@@ -29,8 +29,27 @@ def _wy_factor(v: torch.Tensor) -> torch.Tensor:
     return torch.triu(gram, diagonal=1) + torch.diag_embed(torch.where(diag > 0, 0.5 * diag, torch.ones_like(diag)))
 
 
+# Up to this K the reflections are applied one after another (two small batched products each);
+# beyond it the compact WY form (one triangular solve) is cheaper.
+SEQUENTIAL_MAX_K = 4
+
+
+def _unit_rows(v: torch.Tensor) -> torch.Tensor:
+    """√2 v/‖v‖ so that H = I − u uᵀ; a zero vector stays zero (its reflection is the identity)."""
+    norm_sq = v.square().sum(-1, keepdim=True)
+    nonzero = norm_sq > 0
+    safe = torch.where(nonzero, norm_sq, torch.ones_like(norm_sq))  # no inf even in the unused branch
+    return v * torch.where(nonzero, (2.0 / safe).sqrt(), torch.zeros_like(norm_sq))
+
+
 def apply_householder_left(v: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
     """P A with P = H_K ⋯ H_1 built from the rows of v (M, K, ℓ1); a is (M, ℓ1, n)."""
+    if v.shape[1] <= SEQUENTIAL_MAX_K:
+        u = _unit_rows(v)
+        for k in range(v.shape[1]):  # H_1 first
+            uk = u[:, k].unsqueeze(2)  # (M, ℓ1, 1)
+            a = a - uk @ (uk.mT @ a)
+        return a
     s = _wy_factor(v)
     # P = (H_1 ⋯ H_K)ᵀ = I − U S⁻ᵀ Uᵀ
     y = torch.linalg.solve_triangular(s.mT, v @ a, upper=False)
@@ -39,6 +58,12 @@ def apply_householder_left(v: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
 
 def apply_householder_right_t(v: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
     """A Qᵀ with Q = H_K ⋯ H_1 built from the rows of v (M, K, ℓ2); a is (M, n, ℓ2)."""
+    if v.shape[1] <= SEQUENTIAL_MAX_K:
+        u = _unit_rows(v)
+        for k in range(v.shape[1]):  # Qᵀ = H_1 ⋯ H_K: H_1 is applied first on the right
+            uk = u[:, k].unsqueeze(1)  # (M, 1, ℓ2)
+            a = a - (a @ uk.mT) @ uk
+        return a
     s = _wy_factor(v)
     # Qᵀ = H_1 ⋯ H_K = I − U S⁻¹ Uᵀ
     y = torch.linalg.solve_triangular(s, a @ v.mT, upper=True, left=False)
