@@ -71,14 +71,17 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--sb3-steps", type=int, default=20_000)
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads for both SVPG's update and SB3 (default: 1)")
     p.add_argument("--device", default="cpu")
     args = p.parse_args()
     env_id = TASKS[args.task]
+    torch.set_num_threads(args.threads)
     print(f"task {env_id}: M = {args.particles}, {args.samples} samples/particle/iteration, "
-          f"{args.estimator}, device {args.device}, {os.cpu_count()} cores, torch {torch.__version__}")
+          f"{args.estimator}, device {args.device}, {args.threads} torch thread(s), {os.cpu_count()} cores, "
+          f"torch {torch.__version__}")
     s2 = svpg_steps_per_second(env_id, "s2vgd", args)
     plain = svpg_steps_per_second(env_id, "svgd", args)
+    torch.set_num_threads(args.threads)  # SB3 runs with the same thread budget
     sb3 = sb3_a2c_steps_per_second(env_id, args.sb3_steps)
     print(f"\n| agent | env steps/s (whole iterations) | × SB3 A2C |\n|---|---:|---:|")
     print(f"| svpg s2vgd (K = {args.householder}) | {s2:,.0f} | {s2 / sb3:,.0f}× |")

@@ -50,7 +50,8 @@ class SVPGConfig:
     total_steps: int = _f(0, "if > 0, train for this many environment steps instead of --iterations")
     seed: int = _f(0, "random seed (initial particles, environments, action noise)")
     device: str = _f("cpu", "torch device, e.g. cpu or cuda")
-    threads: int = _f(0, "torch CPU threads for the update (0: all cores; rollouts always use one)")
+    threads: int = _f(1, "torch CPU threads for the update (0: all cores; rollouts always use one). One is the "
+                      "robust default: on a 2-core machine with any other load, 2 threads can run several times slower")
     log_dir: str = _f("runs", "parent folder of run folders")
     run_name: str = _f("", "run folder name (default: <env>__<method>__<seed>__<time>)")
     checkpoint_every: int = _f(10, "save a checkpoint every this many iterations (0: only at the end)")
