@@ -23,27 +23,32 @@ TASKS = {
 }
 
 
-def svpg_steps_per_second(env_id: str, method: str, args) -> float:
+def svpg_steps_per_second(env_id: str, methods: list[str], args) -> dict[str, float]:
+    """Best-of-repeats steps/s of whole iterations for each method, timed in alternating blocks so
+    that background load affects every method alike (the structural-overhead ratio stays fair)."""
     from svpg.rl.config import SVPGConfig
     from svpg.rl.trainer import SVPGTrainer
 
-    cfg = SVPGConfig(
-        env_id=env_id, method=method, householder=args.householder, num_particles=args.particles,
-        samples_per_particle=args.samples, iterations=1, device=args.device, threads=args.threads,
-        log_dir=tempfile.mkdtemp(), progress=False, estimator=args.estimator,
-    )
-    trainer = SVPGTrainer(cfg)
-    for _ in range(args.warmup):
-        trainer.iterate()
-    best = 0.0
-    for _ in range(args.repeats):  # best of a few timings: the figure is capacity, not noise
-        steps = 0
-        t0 = time.perf_counter()
-        for _ in range(args.iterations):
-            batch, scalars = trainer.iterate()
-            steps += batch.num_steps
-        float(scalars["rollout/ep_rew_mean"])  # wait for the device
-        best = max(best, steps / (time.perf_counter() - t0))
+    trainers = {}
+    for method in methods:
+        cfg = SVPGConfig(
+            env_id=env_id, method=method, householder=args.householder, num_particles=args.particles,
+            samples_per_particle=args.samples, iterations=1, device=args.device, threads=args.threads,
+            log_dir=tempfile.mkdtemp(), progress=False, estimator=args.estimator,
+        )
+        trainers[method] = SVPGTrainer(cfg)
+        for _ in range(args.warmup):
+            trainers[method].iterate()
+    best = dict.fromkeys(methods, 0.0)
+    for _ in range(args.repeats):
+        for method, trainer in trainers.items():
+            steps = 0
+            t0 = time.perf_counter()
+            for _ in range(args.iterations):
+                batch, scalars = trainer.iterate()
+                steps += batch.num_steps
+            float(scalars["rollout/ep_rew_mean"])  # wait for the device
+            best[method] = max(best[method], steps / (time.perf_counter() - t0))
     return best
 
 
@@ -67,8 +72,8 @@ def main() -> None:
     p.add_argument("--samples", type=int, default=5000, help="samples per particle per iteration")
     p.add_argument("--householder", type=int, default=1)
     p.add_argument("--estimator", default="reinforce")
-    p.add_argument("--iterations", type=int, default=10, help="timed iterations per repeat")
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--iterations", type=int, default=5, help="timed iterations per block")
+    p.add_argument("--repeats", type=int, default=6, help="alternating blocks per method (best one counts)")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--sb3-steps", type=int, default=20_000)
     p.add_argument("--threads", type=int, default=1, help="torch threads for both SVPG's update and SB3 (default: 1)")
@@ -79,8 +84,8 @@ def main() -> None:
     print(f"task {env_id}: M = {args.particles}, {args.samples} samples/particle/iteration, "
           f"{args.estimator}, device {args.device}, {args.threads} torch thread(s), {os.cpu_count()} cores, "
           f"torch {torch.__version__}")
-    s2 = svpg_steps_per_second(env_id, "s2vgd", args)
-    plain = svpg_steps_per_second(env_id, "svgd", args)
+    rates = svpg_steps_per_second(env_id, ["s2vgd", "svgd"], args)
+    s2, plain = rates["s2vgd"], rates["svgd"]
     torch.set_num_threads(args.threads)  # SB3 runs with the same thread budget
     sb3 = sb3_a2c_steps_per_second(env_id, args.sb3_steps)
     print(f"\n| agent | env steps/s (whole iterations) | × SB3 A2C |\n|---|---:|---:|")

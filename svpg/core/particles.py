@@ -6,6 +6,7 @@ gradient and the SVGD direction be two small matrix products, with no loop over 
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from typing import Iterator
 
 import torch
@@ -17,6 +18,8 @@ class ParticleLayout:
     def __init__(self) -> None:
         self._blocks: dict[str, tuple[int, tuple[int, ...]]] = {}
         self.size = 0
+        self._source: torch.Tensor | None = None
+        self._views: dict[str, torch.Tensor] = {}
 
     def add(self, name: str, shape: tuple[int, ...]) -> None:
         if name in self._blocks:
@@ -33,8 +36,26 @@ class ParticleLayout:
     def shape(self, name: str) -> tuple[int, ...]:
         return self._blocks[name][1]
 
+    @contextmanager
+    def split(self, theta: torch.Tensor):
+        """Inside the block, :meth:`get` on ``theta`` returns views of one ``torch.split``.
+
+        Each plain slice's backward pass writes a zero-filled (M, D) gradient and adds it up, once per
+        block access; the views of one split have a single concatenation as their backward.
+        """
+        names = list(self._blocks)
+        parts = torch.split(theta, [math.prod(self._blocks[n][1]) for n in names], dim=1)
+        self._source = theta
+        self._views = {n: p.view(theta.shape[0], *self._blocks[n][1]) for n, p in zip(names, parts)}
+        try:
+            yield
+        finally:
+            self._source, self._views = None, {}
+
     def get(self, theta: torch.Tensor, name: str) -> torch.Tensor:
         """The block ``name`` of every particle, a view of shape (M, *shape)."""
+        if theta is self._source:
+            return self._views[name]
         offset, shape = self._blocks[name]
         n = math.prod(shape)
         return theta[:, offset : offset + n].view(theta.shape[0], *shape)
