@@ -358,3 +358,16 @@ def test_sequential_and_wy_householder_paths_agree(k, monkeypatch):
         monkeypatch.setattr(layers, "SEQUENTIAL_MAX_K", limit)
         both.append(layers.apply_householder_right_t(v_out, layers.apply_householder_left(v_in, a)))
     torch.testing.assert_close(both[0], both[1], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("sizes", [(4, 25, 10, 2), (3, 5), (6, 7, 1)])
+def test_acting_weights_compute_the_same_tanh_network(sizes):
+    # rollouts use σ-rewritten weights (tanh(z) = 2σ(2z) − 1 folded into W, b): same outputs
+    layout = ParticleLayout()
+    net = ParticleMLP(layout, NetworkSpec(sizes, householder=1 if min(sizes) > 1 else 0, learn_scales=True))
+    theta = _randn(4, layout.size, seed=3) * 0.7
+    x = _randn(4, 9, sizes[0], seed=4) * 2
+    weights = net.weights(theta)
+    torch.testing.assert_close(net.act(net.acting_weights(weights), x), net.forward(weights, x), rtol=1e-9, atol=1e-9)
+    relu = ParticleMLP(ParticleLayout(), NetworkSpec(sizes, activation="relu"))
+    assert relu.acting_weights(weights) is weights

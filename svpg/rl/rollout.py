@@ -53,7 +53,7 @@ def collect_rollout(
     """
     m = policy.num_particles
     n = env.num_envs // m
-    weights = policy.weights(policy.theta.detach())
+    weights = policy.acting_weights()
     noise = policy.draw_noise((steps, m, n), generator)
     if reset or obs is None:
         obs = env.reset()
