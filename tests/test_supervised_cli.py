@@ -29,7 +29,7 @@ def test_cli_writes_table_results_and_models(tmp_path, csv_file, capsys):
     assert train.main(argv) == 0  # dispatched by train.py to svpg.supervised.cli.main
     out = capsys.readouterr().out
     assert "| method | test RMSE | test log-likelihood | splits | s / split (median) |" in out
-    assert "| s2vgd (K=1) |" in out and "| map |" in out and " ± " in out
+    assert "| s2vgd (K=1) |" in out and "| map (M=1) |" in out and " ± " in out
     run = tmp_path / "t"
     assert (run / "results.md").read_text() in out
     results = json.loads((run / "results.json").read_text())

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import time
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
@@ -58,39 +57,6 @@ def gamma_log_prob_of_log(log_prec: torch.Tensor, a: float, b: float) -> torch.T
     return a * math.log(b) - math.lgamma(a) + a * log_prec - b * torch.exp(log_prec)
 
 
-class SplitLayout(ParticleLayout):
-    """A :class:`ParticleLayout` whose blocks can be cut from θ by one ``torch.split``.
-
-    ``ParticleLayout.get`` slices θ anew at every access, and the backward pass of every slice writes
-    a zero-filled (M, D) gradient and adds it up: for the 784-400-400-10 network (D ≈ 480k) and the
-    ~50 block accesses of a step that is ~50 full copies of θ per step. Inside :meth:`split` the same
-    accesses return views of one split, whose backward pass is one concatenation.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._source: torch.Tensor | None = None
-        self._views: dict[str, torch.Tensor] = {}
-
-    @contextmanager
-    def split(self, theta: torch.Tensor):
-        names = list(self)
-        sizes = [math.prod(self.shape(n)) for n in names]
-        m = theta.shape[0]
-        parts = torch.split(theta, sizes, dim=1)
-        self._source = theta
-        self._views = {n: p.view(m, *self.shape(n)) for n, p in zip(names, parts)}
-        try:
-            yield
-        finally:
-            self._source, self._views = None, {}
-
-    def get(self, theta: torch.Tensor, name: str) -> torch.Tensor:
-        if theta is self._source:
-            return self._views[name]
-        return super().get(theta, name)
-
-
 class Objective:
     """The log posterior of a particle BNN, log p(θ | batch) per particle (M,), and its pieces.
 
@@ -104,7 +70,7 @@ class Objective:
 
     def __init__(self, task: str, spec: NetworkSpec):
         self.task, self.spec = task, spec
-        self.layout = SplitLayout()
+        self.layout = ParticleLayout()
         self.net = ParticleMLP(self.layout, spec, "net")
         if task == "regression":
             self.layout.add("log_noise_precision", (1,))
@@ -135,7 +101,9 @@ class Objective:
         return scale * self.log_likelihood(theta, self.net.weights(theta), x, y) + self.log_prior(theta)
 
     def split_call(self, theta, x, y, scale) -> torch.Tensor:
-        """:meth:`__call__` with θ's blocks cut by one split (same value, a cheaper backward pass)."""
+        """:meth:`__call__` with θ's blocks cut by one ``torch.split`` (:meth:`ParticleLayout.split`):
+        the same value, and a backward pass of one concatenation instead of one (M, D) zero-filled
+        gradient per block access (~3.5× faster steps for the 784-400-400-10 S²VGD network)."""
         with self.layout.split(theta):
             return self(theta, x, y, scale)
 
