@@ -361,13 +361,20 @@ def test_sequential_and_wy_householder_paths_agree(k, monkeypatch):
 
 
 @pytest.mark.parametrize("sizes", [(4, 25, 10, 2), (3, 5), (6, 7, 1)])
-def test_acting_weights_compute_the_same_tanh_network(sizes):
-    # rollouts use σ-rewritten weights (tanh(z) = 2σ(2z) − 1 folded into W, b): same outputs
+def test_fast_weights_compute_the_same_tanh_network_and_gradients(sizes):
+    # the fast form rewrites tanh(z) = 2σ(2z) − 1 with the constants folded into W, b: same outputs
+    # and the same gradients with respect to θ
     layout = ParticleLayout()
     net = ParticleMLP(layout, NetworkSpec(sizes, householder=1 if min(sizes) > 1 else 0, learn_scales=True))
     theta = _randn(4, layout.size, seed=3) * 0.7
     x = _randn(4, 9, sizes[0], seed=4) * 2
     weights = net.weights(theta)
-    torch.testing.assert_close(net.act(net.acting_weights(weights), x), net.forward(weights, x), rtol=1e-9, atol=1e-9)
+    fast = net.fast_forward(net.fast_weights(weights), x)
+    torch.testing.assert_close(fast, net.forward(weights, x), rtol=1e-9, atol=1e-9)
+    theta.requires_grad_(True)
+    probe = _randn(*fast.shape, seed=5)
+    (g_fast,) = torch.autograd.grad((net.fast_forward(net.fast_weights(net.weights(theta)), x) * probe).sum(), theta)
+    (g_ref,) = torch.autograd.grad((net.forward(net.weights(theta), x) * probe).sum(), theta)
+    torch.testing.assert_close(g_fast, g_ref, rtol=1e-8, atol=1e-9)
     relu = ParticleMLP(ParticleLayout(), NetworkSpec(sizes, activation="relu"))
-    assert relu.acting_weights(weights) is weights
+    assert relu.fast_weights(weights) is weights

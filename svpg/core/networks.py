@@ -108,13 +108,14 @@ class ParticleMLP:
                 x = self.activation(x)
         return x
 
-    def acting_weights(self, weights: LayerWeights) -> LayerWeights:
-        """Weights for :meth:`act` (no autograd), computed once per rollout.
+    def fast_weights(self, weights: LayerWeights) -> LayerWeights:
+        """Weights for :meth:`fast_forward`, which computes the same function as :meth:`forward`.
 
-        For tanh networks the same function is rewritten with sigmoids, tanh(z) = 2σ(2z) − 1, the 2s
-        and −1s folded into the weights: with s = σ(2z) a layer's input h = 2s − 1 gives
-        hW + b = s(2W) + (b − 1ᵀW). torch's CPU tanh kernel costs ~5× its sigmoid kernel at rollout
-        sizes, and a rollout is hundreds of sequential forward passes.
+        For tanh networks the function is rewritten with sigmoids, tanh(z) = 2σ(2z) − 1, the 2s and
+        −1s folded into the weights: with s = σ(2z) a layer's input h = 2s − 1 gives
+        hW + b = s(2W) + (b − 1ᵀW). torch's CPU tanh kernel costs ~5× its sigmoid kernel, forward and
+        backward cost the same otherwise (measured: a CartPole update 35 → 26 ms, a rollout 39 → 35 ms).
+        Differentiable in the weights; compute once per rollout or update.
         """
         if self.activation is not torch.tanh:
             return weights
@@ -127,11 +128,11 @@ class ParticleMLP:
             out.append((w * ((1.0 if i == 0 else 2.0) * scale_out), b * scale_out))
         return out
 
-    def act(self, acting_weights: LayerWeights, x: torch.Tensor) -> torch.Tensor:
-        """:meth:`forward` from :meth:`acting_weights`: x (M, B, in) → (M, B, out)."""
+    def fast_forward(self, fast_weights: LayerWeights, x: torch.Tensor) -> torch.Tensor:
+        """:meth:`forward` from :meth:`fast_weights`: x (M, B, in) → (M, B, out)."""
         activation = torch.sigmoid if self.activation is torch.tanh else self.activation
-        last = len(acting_weights) - 1
-        for i, (w, b) in enumerate(acting_weights):
+        last = len(fast_weights) - 1
+        for i, (w, b) in enumerate(fast_weights):
             x = torch.baddbmm(b, x, w)
             if i < last:
                 x = activation(x)

@@ -62,12 +62,12 @@ class A2C:
 
     def values(self, obs: torch.Tensor, theta: torch.Tensor | None = None) -> torch.Tensor:
         """V_j(s) for obs (T, M, N, obs_dim) or (M, B, obs_dim) → matching shape without obs_dim."""
-        weights = self.net.weights(self.theta if theta is None else theta)
+        weights = self.net.fast_weights(self.net.weights(self.theta if theta is None else theta))
         if obs.ndim == 4:
             t, m, n, d = obs.shape
             flat = obs.transpose(0, 1).reshape(m, t * n, d)
-            return self.net.forward(weights, flat).view(m, t, n).transpose(0, 1)
-        return self.net.forward(weights, obs).squeeze(-1)
+            return self.net.fast_forward(weights, flat).view(m, t, n).transpose(0, 1)
+        return self.net.fast_forward(weights, obs).squeeze(-1)
 
     def advantages(self, batch: Rollout) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         with torch.no_grad():

@@ -36,7 +36,7 @@ def evaluate_particles(
             f"actions, but the policy was trained for size {policy.spec.obs_dim} and "
             f"{'discrete' if policy.spec.discrete else 'continuous'} actions: evaluate on the training env"
         )
-    weights = policy.acting_weights(policy.theta[idx])
+    weights = policy.fast_weights(policy.theta.detach()[idx])
     gen = torch.Generator(device=policy.device)
     gen.manual_seed(seed)
     obs = env.reset()

@@ -117,11 +117,11 @@ class ParticlePolicy:
         log_std = None if self.spec.discrete else self.layout.get(theta, "pi.log_std")
         return self.net.weights(theta), log_std
 
-    def acting_weights(self, theta: torch.Tensor | None = None):
-        """What :meth:`sample` and :meth:`mode` take: computed once per rollout, without autograd."""
-        theta = (self.theta if theta is None else theta).detach()
+    def fast_weights(self, theta: torch.Tensor | None = None):
+        """(network weights in the fast form of :meth:`ParticleMLP.fast_weights`, log-std): what
+        :meth:`sample` and :meth:`mode` take. Compute once per rollout (pass a detached θ)."""
         layer_weights, log_std = self.weights(theta)
-        return self.net.acting_weights(layer_weights), log_std
+        return self.net.fast_weights(layer_weights), log_std
 
     def draw_noise(self, shape: tuple[int, ...], generator: torch.Generator | None) -> torch.Tensor:
         """Noise for :meth:`sample`: Gumbel(0, 1) for categorical heads, N(0, 1) for Gaussian ones."""
@@ -132,24 +132,24 @@ class ParticlePolicy:
         return torch.randn(full, generator=generator, device=self.device)
 
     def sample(self, weights, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        """Actions for obs (M, N, obs_dim) given :meth:`acting_weights` and noise from :meth:`draw_noise`:
+        """Actions for obs (M, N, obs_dim) given :meth:`fast_weights` and noise from :meth:`draw_noise`:
         (M, N) or (M, N, A)."""
         layer_weights, log_std = weights
-        out = self.net.act(layer_weights, obs)
+        out = self.net.fast_forward(layer_weights, obs)
         if self.spec.discrete:
             return torch.argmax(out + noise, dim=-1)  # Gumbel-max: exact categorical sample
         return torch.addcmul(out, log_std.exp().unsqueeze(1), noise)
 
     def mode(self, weights, obs: torch.Tensor) -> torch.Tensor:
-        """Deterministic actions (argmax / mean) for obs (M, N, obs_dim), given :meth:`acting_weights`."""
+        """Deterministic actions (argmax / mean) for obs (M, N, obs_dim), given :meth:`fast_weights`."""
         layer_weights, _ = weights
-        out = self.net.act(layer_weights, obs)
+        out = self.net.fast_forward(layer_weights, obs)
         return out.argmax(-1) if self.spec.discrete else out
 
     def log_prob_entropy(self, theta: torch.Tensor, obs: torch.Tensor, actions: torch.Tensor):
         """log π(a|s) (M, B) and the mean entropy per particle (M,), differentiable in θ."""
-        layer_weights, log_std = self.weights(theta)
-        out = self.net.forward(layer_weights, obs)
+        layer_weights, log_std = self.fast_weights(theta)
+        out = self.net.fast_forward(layer_weights, obs)
         if self.spec.discrete:
             logits = torch.log_softmax(out, dim=-1)
             logp = logits.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
@@ -188,7 +188,7 @@ class ParticlePolicy:
                 f"({self.spec.obs_dim},) or (n_envs, {self.spec.obs_dim})"
             )
         i = self.particle
-        weights = self.acting_weights(self.theta[i : i + 1])
+        weights = self.fast_weights(self.theta.detach()[i : i + 1])
         x = torch.as_tensor(obs, device=self.device).unsqueeze(0)
         if deterministic:
             act = self.mode(weights, x)

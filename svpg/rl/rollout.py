@@ -53,7 +53,7 @@ def collect_rollout(
     """
     m = policy.num_particles
     n = env.num_envs // m
-    weights = policy.acting_weights()
+    weights = policy.fast_weights(policy.theta.detach())
     noise = policy.draw_noise((steps, m, n), generator)
     if reset or obs is None:
         obs = env.reset()
