@@ -60,6 +60,7 @@ class PolicySpec:
         if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
             raise ValueError(f"svpg policies need a flat Box observation space, got {obs_space}")
         obs_dim = obs_space.shape[0]
+        network = dict(network)
         hidden = tuple(network.pop("hidden"))
         if isinstance(action_space, gym.spaces.Discrete):
             n = int(action_space.n)

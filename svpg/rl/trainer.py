@@ -17,14 +17,13 @@ from tqdm.auto import tqdm
 
 import envs
 from svpg.core.svgd import SVGD
-from svpg.io import load_state, save_state
+from svpg.io import MODEL_FILE, load_state, save_state
 from svpg.rl.config import SVPGConfig
-from svpg.rl.policies import ParticlePolicy, PolicySpec, load_policy, save_policy
 from svpg.rl.estimators import A2C, Reinforce
+from svpg.rl.policies import ParticlePolicy, PolicySpec, load_policy, save_policy
 from svpg.rl.returns import episode_statistics
 from svpg.rl.rollout import Rollout, collect_rollout
 from svpg.runs import TensorBoardLogger, make_run_dir, run_name, write_json
-from svpg.io import MODEL_FILE
 
 STATE_FILE = "trainer_state.pt"
 PROGRESS_FILE = "progress.csv"
@@ -71,10 +70,9 @@ class SVPGTrainer:
         self.env = envs.make_batched(
             cfg.env_id, m * self.envs_per_particle, device=self.device, seed=cfg.seed, max_episode_steps=self.horizon
         )
-        act_space = self.env.single_action_space
-        out_dim = int(act_space.n) if isinstance(act_space, gym.spaces.Discrete) else int(act_space.shape[0])
         spec = PolicySpec.for_spaces(
-            self.env.single_observation_space, act_space, cfg.network_kwargs(self.env.obs_dim, out_dim), m
+            self.env.single_observation_space, self.env.single_action_space,
+            cfg.network_kwargs(self.env.obs_dim, self.env.action_dim), m,
         )
         self.policy = ParticlePolicy(spec, device=self.device, seed=cfg.seed)
         self.svgd = SVGD(self.policy.theta, cfg.kernel_spec(), cfg.optimizer, cfg.lr)
