@@ -77,7 +77,7 @@ def main() -> None:
     p.add_argument("--regression-particles", type=int, default=20)
     p.add_argument("--classification-rows", type=int, default=5000, help="rows of the timed epoch (default 5000)")
     p.add_argument("--classification-particles", type=int, default=10)
-    p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--threads", type=int, default=1, help="classification threads (default 1)")
     p.add_argument("--data-path", default=None, help="Fashion-MNIST IDX folder")
     p.add_argument("--compile", action="store_true", help="also time regression with torch.compile")
     p.add_argument("--skip", choices=("regression", "classification"), default=None)
