@@ -378,3 +378,15 @@ def test_fast_weights_compute_the_same_tanh_network_and_gradients(sizes):
     torch.testing.assert_close(g_fast, g_ref, rtol=1e-8, atol=1e-9)
     relu = ParticleMLP(ParticleLayout(), NetworkSpec(sizes, activation="relu"))
     assert relu.fast_weights(weights) is weights
+
+
+@pytest.mark.parametrize("k", [1, 6])
+@pytest.mark.parametrize("scale", [1e-8, 1e-12, 1e-20])
+def test_vanishing_householder_vectors_keep_finite_gradients(k, scale):
+    # a prior can shrink v towards 0 (the likelihood only sees its direction); in float32 the
+    # gradient must stay finite all the way (it overflowed to inf/NaN after ~750 SVPG iterations)
+    v = (torch.randn(2, k, 25) * scale).requires_grad_(True)
+    a = torch.randn(2, 25, 10)
+    y = apply_householder_right_t(torch.randn(2, k, 10), apply_householder_left(v, a))
+    (g,) = torch.autograd.grad((y * torch.randn_like(y)).sum(), v)
+    assert torch.isfinite(y).all() and torch.isfinite(g).all()

@@ -21,12 +21,17 @@ from svpg.core.priors import FlatPrior, HierarchicalGaussianPrior
 
 
 
+# ‖v‖² + ε² keeps H's value and gradient finite as v → 0: the likelihood sees only v's direction,
+# so a prior can shrink v towards 0 (seen after ~750 SVPG iterations), and 1/‖v‖⁴ overflows float32
+# once ‖v‖ < 1e-10. ε = 1e-10 is far below any ‖v‖ that matters; a zero vector reflects nothing.
+_EPS_SQ = 1e-20
+
+
 def _wy_factor(v: torch.Tensor) -> torch.Tensor:
     """S = striu(V Vᵀ) + ½ diag(V Vᵀ) for vectors stacked as rows of v (M, K, ℓ): (M, K, K)."""
     gram = v @ v.mT
     diag = torch.diagonal(gram, dim1=-2, dim2=-1)
-    # a zero vector would divide by zero: give it ½‖v‖² := 1, so its reflection is the identity
-    return torch.triu(gram, diagonal=1) + torch.diag_embed(torch.where(diag > 0, 0.5 * diag, torch.ones_like(diag)))
+    return torch.triu(gram, diagonal=1) + torch.diag_embed(0.5 * (diag + _EPS_SQ))
 
 
 # Up to this K the reflections are applied one after another (two small batched products each);
@@ -35,11 +40,8 @@ SEQUENTIAL_MAX_K = 4
 
 
 def _unit_rows(v: torch.Tensor) -> torch.Tensor:
-    """√2 v/‖v‖ so that H = I − u uᵀ; a zero vector stays zero (its reflection is the identity)."""
-    norm_sq = v.square().sum(-1, keepdim=True)
-    nonzero = norm_sq > 0
-    safe = torch.where(nonzero, norm_sq, torch.ones_like(norm_sq))  # no inf even in the unused branch
-    return v * torch.where(nonzero, (2.0 / safe).sqrt(), torch.zeros_like(norm_sq))
+    """√2 v/‖v‖, so that H = I − u uᵀ (eq. 12)."""
+    return v * torch.rsqrt(v.square().sum(-1, keepdim=True) + _EPS_SQ) * math.sqrt(2.0)
 
 
 def apply_householder_left(v: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
