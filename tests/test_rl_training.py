@@ -70,3 +70,18 @@ def test_impossible_hyperparameters_are_rejected_with_the_fix(tmp_runs):
         SVPGTrainer(small_config(tmp_runs, env_id="CartPol-v1"))
     with pytest.raises(ValueError, match="householder"):
         SVPGTrainer(small_config(tmp_runs, hidden=(3,), householder=5, env_id="CartPole-v1"))
+
+
+@pytest.mark.parametrize("env_id, estimator", [("Pendulum-v1", "a2c"), ("Acrobot-v1", "reinforce")])
+def test_any_gymnasium_id_trains_on_the_generic_path(tmp_runs, env_id, estimator):
+    import envs
+
+    assert not envs.is_fast(env_id)
+    trainer = SVPGTrainer(small_config(
+        tmp_runs, env_id=env_id, estimator=estimator, num_particles=2, samples_per_particle=200, iterations=2,
+        horizon=100, run_name=f"generic-{estimator}",
+    ))
+    policy = trainer.train()
+    assert torch.isfinite(policy.theta).all() and trainer.iteration == 2
+    returns = evaluate_particles(policy, env_id, 2, seed=0, max_episode_steps=100)
+    assert returns.shape == (2, 2) and torch.isfinite(returns).all()
