@@ -15,6 +15,18 @@ METHODS = {
     "independent": "plain dense layers, identity kernel: M independent policy-gradient learners",
 }
 ESTIMATORS = ("reinforce", "a2c")
+DEFAULT_HORIZON = 1000  # for Gymnasium ids registered without a time limit
+
+
+def default_horizon(env_id: str) -> int:
+    """The id's registered time limit, or :data:`DEFAULT_HORIZON`."""
+    import gymnasium as gym
+
+    try:
+        steps = gym.spec(env_id).max_episode_steps
+    except Exception:
+        steps = None
+    return int(steps or DEFAULT_HORIZON)
 
 
 def _f(default, help: str, **kw):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import torch
 
 import envs
+from svpg.rl.config import DEFAULT_HORIZON, default_horizon
 from svpg.rl.policies import ParticlePolicy
 
 
@@ -22,6 +23,8 @@ def evaluate_particles(
 
     All particles × episodes run at once, one episode per environment.
     """
+    if max_episode_steps is None and not envs.is_fast(env_id):
+        max_episode_steps = default_horizon(env_id)
     if episodes < 1:
         raise ValueError(f"episodes must be ≥ 1, got {episodes}")
     idx = list(range(policy.num_particles)) if particles is None else list(particles)
@@ -42,7 +45,8 @@ def evaluate_particles(
     obs = env.reset()
     returns = torch.zeros(p * episodes, device=policy.device)
     alive = torch.ones(p * episodes, dtype=torch.bool, device=policy.device)
-    for _ in range(env.max_episode_steps):
+    # every episode ends by the time limit; an id registered without one gets the trainer's default
+    for _ in range(env.max_episode_steps or DEFAULT_HORIZON):
         o = obs.view(p, episodes, -1)
         if deterministic:
             a = policy.mode(weights, o)

@@ -11,14 +11,13 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-import gymnasium as gym
 import torch
 from tqdm.auto import tqdm
 
 import envs
 from svpg.core.svgd import SVGD
 from svpg.io import MODEL_FILE, load_state, save_state
-from svpg.rl.config import SVPGConfig
+from svpg.rl.config import SVPGConfig, default_horizon
 from svpg.rl.estimators import A2C, Reinforce
 from svpg.rl.policies import ParticlePolicy, PolicySpec, load_policy, save_policy
 from svpg.rl.returns import episode_statistics
@@ -36,14 +35,6 @@ CHART_LAYOUT = {
         "SVGD terms": ["Multiline", ["svgd/driving_norm", "svgd/repulsive_norm"]],
     }
 }
-
-
-def default_horizon(env_id: str) -> int:
-    try:
-        steps = gym.spec(env_id).max_episode_steps
-    except Exception:
-        steps = None
-    return int(steps or 1000)
 
 
 class SVPGTrainer:
