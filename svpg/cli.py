@@ -6,6 +6,11 @@ import dataclasses
 import typing
 
 
+def option(default, help: str, **kw):
+    """A config dataclass field that documents itself: ``help`` (and ``choices``) feed ``--help``."""
+    return dataclasses.field(default=default, metadata={"help": help, **kw})
+
+
 def _parse_bool(text: str) -> bool:
     value = text.strip().lower()
     if value in ("1", "true", "yes", "on"):

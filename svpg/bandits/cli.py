@@ -15,13 +15,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 from svpg.cli import add_dataclass_arguments, dataclass_from_args
-
-
-def _f(default, help: str, **kw):
-    return field(default=default, metadata={"help": help, **kw})
+from svpg.cli import option as _f
 
 
 @dataclass

@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
+
+from svpg.cli import option as _f
 
 METHODS = {
     # method: (Householder K used?, learn Λ scales, kernel)
@@ -27,10 +29,6 @@ def default_horizon(env_id: str) -> int:
     except Exception:
         steps = None
     return int(steps or DEFAULT_HORIZON)
-
-
-def _f(default, help: str, **kw):
-    return field(default=default, metadata={"help": help, **kw})
 
 
 @dataclass

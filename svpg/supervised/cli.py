@@ -19,11 +19,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from svpg.cli import add_dataclass_arguments, dataclass_from_args
+from svpg.cli import option as _f
 from svpg.supervised.data import DATASETS, Dataset, load_dataset, train_test_splits
 from svpg.supervised.metrics import mean_and_stderr
 from svpg.supervised.models import METHODS
@@ -35,10 +36,6 @@ REGRESSION_DEFAULTS = dict(num_particles=20, lr=3e-3, lr_schedule="cosine", epoc
 LARGE_REGRESSION_DEFAULTS = dict(num_particles=20, lr=1e-3, lr_schedule="cosine", epochs=40, eval_every=2, batch_size=1000)
 CLASSIFICATION_DEFAULTS = dict(num_particles=10, lr=1e-3, lr_schedule="cosine", epochs=10, eval_every=1, batch_size=100)
 LARGE_DATA = 10_000
-
-
-def _f(default, help: str, **kw):
-    return field(default=default, metadata={"help": help, **kw})
 
 
 @dataclass
