@@ -99,8 +99,9 @@ def balance_kernel(xp, k, state, action):
 def swingup_kernel(xp, k, state, action):
     """:class:`CartPoleSwingUp`: reward ``cos theta``, ``-100`` on the terminating step; terminates
     when ``|x| > 3`` (after the step)."""
-    nxt, _ = cartpole_dynamics(xp, k, state, action)
-    x, _, theta, _ = nxt
+    (x, x_dot, theta, theta_dot), _ = cartpole_dynamics(xp, k, state, action)
+    # the angle stays in [-pi, pi): upright looks the same to the policy however many turns it took
+    nxt = (x, x_dot, xp.wrap_angle(theta), theta_dot)
     terminated = xp.abs(x) > k.x_limit
     return nxt, nxt, xp.fill_where_(xp.cos(theta), terminated, -100.0), terminated
 

@@ -4,7 +4,7 @@ Every fast-path task writes its transition, reward and termination *once*, as a 
 ``kernel(xp, k, state, action)`` over the columns of the state (see :class:`envs.base.TorchEnv`). The
 kernel only uses
 
-- the math functions of the namespace ``xp`` (``sin``, ``addcmul``, ``clip``, ... listed in
+- the math functions of the namespace ``xp`` (``sin``, ``addcmul``, ``clip``, ``wrap_angle``, ... listed in
   :class:`TorchOps`),
 - arithmetic and comparison operators (``+ - * / > |``) between two *array* operands, and
 - constants ``k.<name>`` (0-d arrays, or floats on the scalar path); an op with a Python scalar
@@ -60,6 +60,11 @@ class TorchOps:
     def clip(x: torch.Tensor, lo: float, hi: float) -> torch.Tensor:
         """``min(max(x, lo), hi)`` as a new array (for inputs the kernel does not own)."""
         return torch.clamp(x, lo, hi)
+
+    @staticmethod
+    def wrap_angle(x: torch.Tensor) -> torch.Tensor:
+        """The angle ``x`` mapped into ``[-pi, pi)``."""
+        return torch.remainder(x + math.pi, 2 * math.pi) - math.pi
 
     @staticmethod
     def clip_(x: torch.Tensor, lo: float, hi: float) -> torch.Tensor:
@@ -173,6 +178,11 @@ class NumpyOps:
         np.maximum(x, self._c(lo), out=x)
         return np.minimum(x, self._c(hi), out=x)
 
+    def wrap_angle(self, x):
+        t = np.remainder(x + self._c(math.pi), self._c(2 * math.pi))
+        t -= self._c(math.pi)
+        return t
+
     @staticmethod
     def fill_where_(x, cond, value):
         np.putmask(x, cond, value)
@@ -236,6 +246,10 @@ def _clip(x, lo, hi):
     return min(max(x, lo), hi)
 
 
+def _wrap_angle(x):
+    return (x + math.pi) % (2 * math.pi) - math.pi
+
+
 def _fill_where(x, cond, value):
     return value if cond else x
 
@@ -260,6 +274,7 @@ class SCALAR:
     addcdiv = staticmethod(_addcdiv)
     clip = staticmethod(_clip)
     clip_ = staticmethod(_clip)
+    wrap_angle = staticmethod(_wrap_angle)
     fill_where_ = staticmethod(_fill_where)
     take = staticmethod(_take)
     full_like = staticmethod(_full_like)

@@ -98,6 +98,8 @@ def test_rllab_cartpole_dynamics_match_scalar_reference(env_cls, backend):
     out = _step_from(env_cls, states, actions, backend)
     for i, (s, a) in enumerate(CARTPOLE_CASES):
         expected, _ = rllab_cartpole_step(s, a)
+        if env_cls is CartPoleSwingUp:
+            expected = _wrapped(expected)
         np.testing.assert_allclose(out.final_obs[i].numpy(), expected, rtol=1e-12, atol=1e-12)
     assert out.final_obs[5, 3].item() == pytest.approx(0.5 * math.pi / 0.05)  # clamped
     assert out.final_obs[6, 3].item() == pytest.approx(-0.5 * math.pi / 0.05)
@@ -107,13 +109,22 @@ def test_rllab_cartpole_multistep_trajectory():
     rng = np.random.default_rng(0)
     env = CartPoleSwingUp(1, seed=0, **F64)
     s = env.reset()[0].numpy()
+    turns = 0
     for _ in range(100):
         a = rng.normal() * 2
         out = env.step(torch.tensor([[a]], **F64))
         s, _ = rllab_cartpole_step(s, a)
         if out.terminated.item():
             break
-        np.testing.assert_allclose(out.final_obs[0].numpy(), s, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(out.final_obs[0].numpy(), _wrapped(s), rtol=1e-9, atol=1e-9)
+        turns += abs(s[2]) > math.pi
+    assert turns > 0  # the random forces spin the pole past the bottom, so the wrap was exercised
+
+
+def _wrapped(state):
+    """The swing-up reports its angle in [-pi, pi): the reference's angle, wrapped via atan2."""
+    x, x_dot, theta, theta_dot = state
+    return [x, x_dot, math.atan2(math.sin(theta), math.cos(theta)), theta_dot]
 
 
 def test_balance_rewards_and_termination():

@@ -1,7 +1,11 @@
 """Return estimators and episode statistics on hand-built episode tables."""
+
+import numpy as np
 import torch
 
-from svpg.rl.returns import discounted_returns, episode_statistics, standardize
+from svpg.rl.returns import (
+    discounted_returns, episode_statistics, linear_feature_baseline, standardize, steps_since_reset,
+)
 
 
 def test_reward_to_go_never_crosses_episode_boundaries():
@@ -54,3 +58,41 @@ def test_standardize_constant_batch_gives_zeros_not_nan():
     z = standardize(y, dims=(0, 2))
     torch.testing.assert_close(z.mean(dim=(0, 2)), torch.zeros(3), atol=1e-5, rtol=0)
     torch.testing.assert_close(z.std(dim=(0, 2), unbiased=False), torch.ones(3), atol=1e-4, rtol=0)
+
+
+def test_steps_since_reset_restarts_after_every_end():
+    d = torch.tensor([0, 0, 1, 0, 1, 1, 0], dtype=torch.bool).view(7, 1)
+    assert steps_since_reset(d).view(-1).tolist() == [0, 1, 2, 0, 1, 0, 0]
+
+
+def test_linear_feature_baseline_matches_rllab_least_squares():
+    """Per particle, the fit equals numpy's least squares on rllab's features built by hand, path by path:
+    [o, o², t/100, (t/100)², (t/100)³, 1] with o clipped to ±10 and t the step inside the episode."""
+    gen = torch.Generator().manual_seed(0)
+    t_len, m, n, d = 40, 3, 2, 2
+    obs = torch.randn(t_len, m, n, d, generator=gen, dtype=torch.float64) * 6  # some |o| > 10: clipped
+    dones = torch.rand(t_len, m, n, generator=gen) < 0.1
+    returns = torch.randn(t_len, m, n, generator=gen, dtype=torch.float64)
+    got = linear_feature_baseline(obs, dones, returns, reg=0.0)
+    for j in range(m):
+        rows, targets = [], []
+        for e in range(n):
+            t_in_episode = 0
+            for t in range(t_len):
+                o = np.clip(obs[t, j, e].numpy(), -10, 10)
+                al = t_in_episode / 100
+                rows.append(np.concatenate([o, o**2, [al, al**2, al**3, 1.0]]))
+                targets.append(returns[t, j, e].item())
+                t_in_episode = 0 if dones[t, j, e] else t_in_episode + 1
+        x = np.array(rows)
+        w = np.linalg.lstsq(x, np.array(targets), rcond=None)[0]
+        np.testing.assert_allclose(got[:, j].T.reshape(-1).numpy(), x @ w, rtol=1e-6, atol=1e-8)
+
+
+def test_linear_feature_baseline_stays_finite_on_constant_features():
+    # one step per episode, identical observations: a singular system, solved thanks to the ridge term
+    obs = torch.zeros(5, 2, 3, 4)
+    dones = torch.ones(5, 2, 3, dtype=torch.bool)
+    returns = torch.full((5, 2, 3), 7.0)
+    out = linear_feature_baseline(obs, dones, returns)
+    torch.testing.assert_close(out, returns, rtol=1e-4, atol=1e-4)

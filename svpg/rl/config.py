@@ -52,6 +52,7 @@ class SVPGConfig:
     samples_per_particle: int = _f(5000, "environment steps each particle collects per iteration")
     horizon: int = _f(0, "maximum episode length (0: the environment's own limit)")
     gamma: float = _f(0.99, "discount factor γ")
+    baseline: str = _f("linear", "reinforce baseline: linear (rllab's linear feature baseline, refitted every batch) | none", choices=("linear", "none"))
     gae_lambda: float = _f(0.95, "GAE λ (a2c)")
     critic_hidden: tuple[int, ...] = _f((32, 32), "hidden widths of each particle's critic (a2c)")
     critic_lr: float = _f(5e-3, "critic learning rate (a2c)")

@@ -10,21 +10,34 @@ import torch
 
 from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
-from svpg.rl.returns import discounted_returns, gae_advantages, standardize
+from svpg.rl.returns import discounted_returns, gae_advantages, linear_feature_baseline, standardize
 from svpg.rl.rollout import Rollout
 
 
 class Reinforce:
+    """Reward-to-go minus a baseline, standardised per particle (rllab's VPG with ``center_adv``).
+
+    :param baseline: ``"linear"`` (rllab's linear feature baseline, fitted on each batch, see
+        :func:`~svpg.rl.returns.linear_feature_baseline`) or ``"none"`` (standardisation only).
+    """
+
     name = "reinforce"
     needs_final_obs = False
+    BASELINES = ("linear", "none")
 
-    def __init__(self, gamma: float):
-        self.gamma = gamma
+    def __init__(self, gamma: float, baseline: str = "linear"):
+        if baseline not in self.BASELINES:
+            raise ValueError(f"unknown REINFORCE baseline {baseline!r}: choose from {', '.join(self.BASELINES)}")
+        self.gamma, self.baseline = gamma, baseline
 
     def advantages(self, batch: Rollout) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Standardised (per particle) reward-to-go, (T, M, N). Cut-off episodes get no bootstrap."""
+        """Standardised (per particle) advantages, (T, M, N). Cut-off episodes get no bootstrap."""
         returns = discounted_returns(batch.rewards, batch.dones, self.gamma)
-        return standardize(returns, dims=(0, 2)), {}
+        if self.baseline == "none":
+            return standardize(returns, dims=(0, 2)), {}
+        adv = returns - linear_feature_baseline(batch.obs, batch.dones, returns)
+        explained = 1 - adv.var() / returns.var().clamp_min(1e-8)
+        return standardize(adv, dims=(0, 2)), {"baseline/explained_variance": explained}
 
     def state_dict(self) -> dict:
         return {}

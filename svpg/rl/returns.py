@@ -87,3 +87,49 @@ def gae_advantages(
     delta = rewards + gamma * (~terminated).to(rewards.dtype) * next_values - values
     keep = gamma * lam * (~dones).to(rewards.dtype)
     return _backward_recursion(delta, keep, torch.zeros_like(rewards[0]))
+
+
+def steps_since_reset(dones: torch.Tensor) -> torch.Tensor:
+    """Time step of every sample inside its episode (0 at the first step), from ``dones`` (T, ...).
+
+    The batch starts with fresh episodes (the rollout resets every iteration); after ``done[t]`` the
+    environment auto-resets, so step t + 1 is step 0 of the next episode.
+    """
+    t_len = dones.shape[0]
+    steps = torch.arange(t_len, device=dones.device).view(-1, *([1] * (dones.ndim - 1))).expand_as(dones)
+    end_idx = torch.where(dones, steps, torch.full_like(steps, -1))
+    prev_end = torch.cummax(end_idx, dim=0).values.roll(1, dims=0)
+    prev_end[0] = -1
+    return steps - prev_end - 1
+
+
+def linear_feature_baseline(
+    obs: torch.Tensor, dones: torch.Tensor, returns: torch.Tensor, reg: float = 1e-5
+) -> torch.Tensor:
+    """rllab's ``LinearFeatureBaseline`` fitted on this batch, per particle: V̂(s_t) = φ(s_t, t)ᵀ w_j.
+
+    φ = [o, o², t/100, (t/100)², (t/100)³, 1] with o the observation clipped to ±10 and t the step in
+    the episode; w_j solves the ridge regression of particle j's returns on φ (a 2d + 4 square system
+    per particle, solved as one batched call). The time features let the baseline follow how much of
+    the horizon is left, which a state-only baseline cannot. As in rllab the ridge term grows tenfold
+    until the solve is finite.
+
+    :param obs: (T, M, N, d); :param dones: (T, M, N) bool; :param returns: (T, M, N) targets.
+    :return: (T, M, N) baseline values.
+    """
+    t_len, m, n, d = obs.shape
+    o = obs.clamp(-10.0, 10.0)
+    al = (steps_since_reset(dones).to(obs.dtype) / 100.0).unsqueeze(-1)
+    feats = torch.cat([o, o * o, al, al * al, al * al * al, torch.ones_like(al)], dim=-1)
+    x = feats.transpose(0, 1).reshape(m, t_len * n, -1).double()
+    y = returns.transpose(0, 1).reshape(m, t_len * n, 1).double()
+    xtx, xty = x.transpose(1, 2) @ x, x.transpose(1, 2) @ y
+    eye = torch.eye(xtx.shape[-1], dtype=xtx.dtype, device=xtx.device)
+    for _ in range(5):
+        w = torch.linalg.solve(xtx + reg * eye, xty)
+        if torch.isfinite(w).all():
+            break
+        reg *= 10
+    else:  # a hopeless batch (inf returns): no baseline rather than NaN advantages
+        w = torch.zeros_like(xty)
+    return (x @ w).to(obs.dtype).view(m, t_len, n).transpose(0, 1)

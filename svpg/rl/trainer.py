@@ -73,7 +73,7 @@ class SVPGTrainer:
                 value_steps=cfg.value_steps, device=self.device, seed=cfg.seed,
             )
         else:
-            self.estimator = Reinforce(cfg.gamma)
+            self.estimator = Reinforce(cfg.gamma, cfg.baseline)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(cfg.seed + 1)
         per_iter = m * self.envs_per_particle * self.steps_per_iteration
