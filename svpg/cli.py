@@ -60,7 +60,11 @@ def explicit_options(parser: argparse.ArgumentParser, argv: list[str]) -> set[st
     """Destinations the user actually typed (so a preset can fill in the rest)."""
     probe = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
     for action in parser._actions:
-        if action.option_strings and action.dest != "help":
+        if not action.option_strings or action.dest == "help":
+            continue
+        if action.nargs == 0:  # flags (store_true and the like)
+            probe.add_argument(*action.option_strings, dest=action.dest, action="store_true")
+        else:
             probe.add_argument(*action.option_strings, dest=action.dest, type=action.type, nargs=action.nargs)
     known, _ = probe.parse_known_args(argv)
     return set(vars(known))

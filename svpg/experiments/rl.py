@@ -2,9 +2,11 @@
 
     python -m svpg.experiments.rl --task swingup --seeds 5
     python -m svpg.experiments.rl --task pendulum --seeds 5 --jobs 2 --out runs/repro-pendulum
+    python -m svpg.experiments.rl --task swingup --alpha 1 --anneal-lr true   # any train.py option overrides the preset
 
 Runs {s2vgd, svgd, svgd-star, independent} × {reinforce, a2c} × seeds with the task's paper preset,
-one run folder each under ``--out``. Finished runs are skipped and interrupted ones resume from
+one run folder each under ``--out``. Every training option of ``train.py`` (``--alpha``, ``--lr``,
+``--iterations``, ...) may be given to override the preset for all runs. Finished runs are skipped and interrupted ones resume from
 their last checkpoint, so re-running the command continues where it stopped. Writes to ``--out``:
 
 * ``curves.csv``  per-iteration mean / max / min over particles of every run,
@@ -24,6 +26,9 @@ from pathlib import Path
 METHODS = ("s2vgd", "svgd", "svgd-star", "independent")
 ESTIMATORS = ("reinforce", "a2c")
 TASKS = {"swingup": "swingup", "pendulum": "pendulum", "balance": "balance"}
+#: config fields the harness sets per run (not overridable)
+HARNESS_FIELDS = ("method", "estimator", "seed", "log_dir", "run_name", "resume", "progress", "eval_episodes", "threads")
+OWN_OPTIONS = {"task", "seeds", "methods", "estimators", "jobs", "out", "report_only"}
 
 
 def run_folder(out: Path, method: str, estimator: str, seed: int) -> Path:
@@ -145,11 +150,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--methods", default=",".join(METHODS))
     p.add_argument("--estimators", default=",".join(ESTIMATORS))
-    p.add_argument("--iterations", type=int, default=0, help="override the preset's iterations (0: keep)")
-    p.add_argument("--alpha", type=float, default=0.0, help="override the preset's temperature α (0: keep)")
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel, one torch thread each (default: 2)")
     p.add_argument("--out", default=None, help="output folder (default: runs/repro-<task>)")
     p.add_argument("--report-only", action="store_true", help="only rebuild the CSV, PNG and table")
+    from svpg.cli import add_dataclass_arguments, explicit_options
+    from svpg.rl.config import SVPGConfig
+
+    overridable = p.add_argument_group("training options overriding the preset (as in train.py)")
+    add_dataclass_arguments(overridable, SVPGConfig, skip=HARNESS_FIELDS)
+    argv = sys.argv[1:] if argv is None else argv
     args = p.parse_args(argv)
     methods = [m for m in args.methods.split(",") if m]
     estimators = [e for e in args.estimators.split(",") if e]
@@ -159,9 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out or f"runs/repro-{args.task}")
     out.mkdir(parents=True, exist_ok=True)
-    overrides = {"iterations": args.iterations} if args.iterations else {}
-    if args.alpha:
-        overrides["alpha"] = args.alpha
+    overrides = {name: getattr(args, name) for name in explicit_options(p, argv) if name not in OWN_OPTIONS}
     jobs = [(str(out), args.task, m, e, s, overrides) for e in estimators for m in methods for s in range(args.seeds)]
     t0 = time.perf_counter()
     if not args.report_only:

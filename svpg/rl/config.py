@@ -56,7 +56,8 @@ class SVPGConfig:
     gae_lambda: float = _f(0.95, "GAE λ (a2c)")
     critic_hidden: tuple[int, ...] = _f((32, 32), "hidden widths of each particle's critic (a2c)")
     critic_lr: float = _f(5e-3, "critic learning rate (a2c)")
-    value_steps: int = _f(5, "critic minibatch regression steps per iteration, one pass over the batch (a2c)")
+    value_steps: int = _f(5, "critic minibatches per pass over the batch (a2c)")
+    value_epochs: int = _f(1, "critic passes over the batch per iteration (a2c)")
     iterations: int = _f(200, "number of SVGD updates (iterations)")
     total_steps: int = _f(0, "if > 0, train for this many environment steps instead of --iterations")
     seed: int = _f(0, "random seed (initial particles, environments, action noise)")
@@ -90,8 +91,8 @@ class SVPGConfig:
             problems.append(f"--lr must be > 0, got {self.lr}")
         if not 0 <= self.gae_lambda <= 1:
             problems.append(f"--gae-lambda must be in [0, 1], got {self.gae_lambda}")
-        if self.value_steps < 1 or not self.critic_lr > 0 or not self.critic_hidden or min(self.critic_hidden) < 1:
-            problems.append("--value-steps ≥ 1, --critic-lr > 0 and positive --critic-hidden widths are required")
+        if self.value_steps < 1 or self.value_epochs < 1 or not self.critic_lr > 0 or not self.critic_hidden or min(self.critic_hidden) < 1:
+            problems.append("--value-steps ≥ 1, --value-epochs ≥ 1, --critic-lr > 0 and positive --critic-hidden widths are required")
         if not 0 <= self.gamma <= 1:
             problems.append(f"--gamma must be in [0, 1], got {self.gamma}")
         if not self.hidden or min(self.hidden) < 1:

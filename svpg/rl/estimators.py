@@ -51,8 +51,8 @@ class A2C:
 
     :param obs_dim: observation size; :param num_particles: M (one critic per particle).
     :param hidden: critic hidden widths; :param lr: critic Adam learning rate.
-    :param gae_lambda: λ of GAE; :param value_steps: minibatch regression steps per iteration
-        (together one pass over the batch).
+    :param gae_lambda: λ of GAE; :param value_steps: minibatches per pass over the batch;
+    :param value_epochs: passes over the batch per iteration (PPO-style critic fitting).
     """
 
     name = "a2c"
@@ -60,9 +60,11 @@ class A2C:
 
     def __init__(
         self, obs_dim: int, num_particles: int, gamma: float, *, gae_lambda: float = 0.95,
-        hidden: tuple[int, ...] = (32, 32), lr: float = 5e-3, value_steps: int = 5, device="cpu", seed: int = 0,
+        hidden: tuple[int, ...] = (32, 32), lr: float = 5e-3, value_steps: int = 5, value_epochs: int = 1,
+        device="cpu", seed: int = 0,
     ):
-        self.gamma, self.gae_lambda, self.value_steps = gamma, gae_lambda, value_steps
+        self.gamma, self.gae_lambda = gamma, gae_lambda
+        self.value_steps, self.value_epochs = value_steps, value_epochs
         self.layout = ParticleLayout()
         self.net = ParticleMLP(self.layout, NetworkSpec((obs_dim, *hidden, 1), prior="flat"), name="v")
         theta = torch.empty(num_particles, self.layout.size, device=device)
@@ -99,9 +101,13 @@ class A2C:
         t, m, n, d = obs.shape
         x = obs.transpose(0, 1).reshape(m, t * n, d)
         y = targets.transpose(0, 1).reshape(m, t * n)
-        perm = torch.randperm(t * n, generator=self.generator, device=obs.device)
         loss = torch.zeros((), device=obs.device)
-        for idx in perm.chunk(self.value_steps):
+        minibatches = [
+            idx
+            for _ in range(self.value_epochs)
+            for idx in torch.randperm(t * n, generator=self.generator, device=obs.device).chunk(self.value_steps)
+        ]
+        for idx in minibatches:
             pred = self.values(x[:, idx])
             loss = (pred - y[:, idx]).square().mean()
             self.optimizer.zero_grad(set_to_none=True)

@@ -70,7 +70,7 @@ class SVPGTrainer:
         if cfg.estimator == "a2c":
             self.estimator = A2C(
                 spec.obs_dim, m, cfg.gamma, gae_lambda=cfg.gae_lambda, hidden=cfg.critic_hidden, lr=cfg.critic_lr,
-                value_steps=cfg.value_steps, device=self.device, seed=cfg.seed,
+                value_steps=cfg.value_steps, value_epochs=cfg.value_epochs, device=self.device, seed=cfg.seed,
             )
         else:
             self.estimator = Reinforce(cfg.gamma, cfg.baseline)
