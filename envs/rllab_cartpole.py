@@ -22,7 +22,7 @@ Rewards and terminations are evaluated at the state *after* the step, as rllab d
   ``|x| > 2.4`` or ``|theta| > 0.2``; horizon 500, so the maximal return is about 5000.
 - :class:`CartPoleSwingUp` (rllab ``CartpoleSwingupEnv``): reset ``U([-1, -2, pi-1, -3], [1, 2, pi+1, 3])``
   (hanging down, give or take a radian); reward ``cos theta``, ``-100`` on the terminating step;
-  terminates when ``|x| > 3``; horizon 500, maximal return 500.
+  terminates when ``|x| > 3``; horizon 500, maximal return 500; the observed angle is wrapped into ``[-pi, pi)``.
 
 The equations, rewards and terminations are written once, as kernels over state columns
 (:func:`cartpole_dynamics`, :func:`balance_kernel`, :func:`swingup_kernel`), run on arrays by the
@@ -32,7 +32,10 @@ Deviations from rllab: (1) the dynamics are the analytic equations above instead
 simulation (no contact solver, no joint-error correction); (2) start states are physically
 consistent: rllab perturbed the position and velocity of each Box2D body independently, so the pole's
 body did not sit on the cart's pivot at reset. Here the state *is* ``[x, x_dot, theta, theta_dot]``,
-so every start state is a valid configuration. The angle is not wrapped.
+so every start state is a valid configuration; (3) the swing-up wraps its angle into ``[-pi, pi)`` after
+every step (rllab reported Box2D's unbounded body angle, so a pole that had turned over n times looked
+``2 pi n`` away from upright to the policy); rewards and dynamics depend on the angle only through sin
+and cos, so they are unchanged.
 """
 
 from __future__ import annotations
