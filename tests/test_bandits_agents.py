@@ -150,6 +150,16 @@ def test_agent_registry_and_options():
         make_agent("s2vgd", 2, 5, train_every=0)
 
 
+def test_per_method_learning_rates_replace_the_shared_one_for_that_stein_agent_only():
+    opts = dict(lr=3e-3, s2vgd_lr=1e-3, svgd_lr=5e-4)
+    assert make_agent("s2vgd", 2, 5, **opts).lr == 1e-3
+    assert make_agent("svgd", 2, 5, **opts).lr == 5e-4
+    assert make_agent("neural-greedy", 2, 5, **opts).lr == 3e-3
+    assert make_agent("s2vgd", 2, 5, lr=3e-3, s2vgd_lr=0).lr == 3e-3  # 0: the shared lr
+    opt = make_agent("s2vgd", 2, 5, **opts).svgd.optimizer
+    assert opt.param_groups[0]["lr"] == 1e-3
+
+
 def test_epsilon_greedy_explores_at_rate_epsilon():
     agent = make_agent("eps-greedy-0.2", 4, 3, initial_pulls=0)
     x = np.zeros((20_000, 3), dtype=np.float32)

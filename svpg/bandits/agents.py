@@ -428,13 +428,16 @@ def make_agent(name: str, num_actions: int, context_dim: int, seed: int = 0, **o
     """Build an agent by name (see ``AGENTS``); ``options`` are passed on where they apply.
 
     Options for the neural agents: ``num_particles``, ``householder``, and those in ``NEURAL_OPTIONS``;
-    for LinUCB: ``linucb_alpha``, ``linucb_reg``. Options that do not apply to an agent are ignored,
+    ``s2vgd_lr`` / ``svgd_lr`` (if given and non-zero) replace ``lr`` for that Stein agent only; for LinUCB: ``linucb_alpha``, ``linucb_reg``. Options that do not apply to an agent are ignored,
     so one options dict can configure a whole list of agents.
     """
     key = canonical_name(name)
     neural = {k: v for k, v in options.items() if k in NEURAL_OPTIONS}
     if key in ("s2vgd", "svgd"):
         extra = {k: options[k] for k in ("num_particles", "householder") if k in options}
+        own_lr = options.get(f"{key}_lr")  # a per-method learning rate (tuned separately), else the shared lr
+        if own_lr:
+            neural["lr"] = float(own_lr)
         return SteinThompson(num_actions, context_dim, method=key, seed=seed, **extra, **neural)
     if key == "neural-greedy":
         return NeuralGreedy(num_actions, context_dim, epsilon=0.0, seed=seed, **neural)

@@ -53,7 +53,9 @@ class BanditConfig:
     noise_b: float = _f(0.1, "Inv-Gamma scale of the likelihood's noise variance")
     bandwidth: str = _f("median", "RBF bandwidth: 'median' (h = med²/log M), a positive number, or 'identity' (independent particles)")
     optimizer: str = _f("adam", "adam | rmsprop | adagrad | sgd", choices=("adam", "rmsprop", "adagrad", "sgd"))
-    lr: float = _f(3e-3, "learning rate of the neural agents")
+    lr: float = _f(3e-3, "learning rate of the neural agents (unless one of the two below is set)")
+    s2vgd_lr: float = _f(0.0, "learning rate of the s2vgd agent only (0: --lr); tuned per method, see docs/bandits.md")
+    svgd_lr: float = _f(0.0, "learning rate of the svgd agent only (0: --lr); tuned per method, see docs/bandits.md")
     train_every: int = _f(50, "neural agents train every this many rounds")
     train_steps: int = _f(10, "SVGD (or MAP) minibatch steps per training point")
     batch_size: int = _f(64, "minibatch size (the likelihood is scaled by the data-set size, not this)")
@@ -77,6 +79,9 @@ class BanditConfig:
             problems.append("--householder and --initial-pulls must be ≥ 0")
         if not self.lr > 0:
             problems.append(f"--lr must be > 0, got {self.lr}")
+        for name in ("s2vgd_lr", "svgd_lr"):
+            if getattr(self, name) < 0:
+                problems.append(f"--{name.replace('_', '-')} must be ≥ 0 (0: use --lr), got {getattr(self, name)}")
         if not self.agent_names():
             problems.append("--agents is empty; name at least one agent, e.g. --agents s2vgd,linucb")
         if problems:
@@ -105,7 +110,7 @@ class BanditConfig:
         return dict(
             num_particles=self.num_particles, householder=self.householder, hidden=tuple(self.hidden),
             activation=self.activation, prior=self.prior, prior_a=self.prior_a, prior_b=self.prior_b,
-            noise_a=self.noise_a, noise_b=self.noise_b, kernel=kernel, optimizer=self.optimizer, lr=self.lr,
+            noise_a=self.noise_a, noise_b=self.noise_b, kernel=kernel, optimizer=self.optimizer, lr=self.lr, s2vgd_lr=self.s2vgd_lr, svgd_lr=self.svgd_lr,
             train_every=self.train_every, train_steps=self.train_steps, batch_size=self.batch_size,
             initial_pulls=self.initial_pulls, device=self.device, linucb_alpha=self.linucb_alpha, linucb_reg=self.linucb_reg,
         )
