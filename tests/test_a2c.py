@@ -77,7 +77,9 @@ def test_svgd_star_has_at_least_the_parameters_of_s2vgd_k4():
 def test_presets_hold_the_paper_settings():
     for name, iters in (("swingup", 1000), ("pendulum", 1000), ("balance", 100)):
         p = load_preset(name)
-        assert (p["num_particles"], p["alpha"], p["samples_per_particle"], p["horizon"], p["gamma"], p["lr"],
-                tuple(p["hidden"]), p["iterations"]) == (16, 10.0, 5000, 500, 0.99, 0.005, (25, 10), iters)
+        assert (p["num_particles"], p["samples_per_particle"], p["horizon"], p["gamma"], p["lr"],
+                tuple(p["hidden"]), p["iterations"]) == (16, 5000, 500, 0.99, 0.005, (25, 10), iters)
+        # on this package's J scale (summed over the batch, eq. 14 prior): α = 1, annealed lr (docs/rl.md)
+        assert (p["alpha"], p["anneal_lr"]) == (1.0, True)
     with pytest.raises(ValueError, match="unknown preset"):
         load_preset("nope")
