@@ -121,6 +121,7 @@ def test_cli_end_to_end(tmp_path, capsys):
     config = json.loads((run_dir / "config.json").read_text())
     assert config["delta"] == 0.9 and config["agent_names"] == ["s2vgd", "linucb", "uniform"]
     assert config["agent_hyperparameters"]["s2vgd"]["householder"] == 1
+    assert config["agent_hyperparameters"]["s2vgd"]["lr"] == config["s2vgd_lr"] == 1e-3  # the per-method default
     for agent in ("s2vgd", "linucb", "uniform"):
         for sub in ("seed_0", "seed_1", "mean"):
             assert list((run_dir / agent / sub).glob("events.out.tfevents.*")), (agent, sub)
@@ -142,6 +143,7 @@ def test_cli_end_to_end(tmp_path, capsys):
         (["--problem", "mushroom", "--data-path", "/nonexistent/agaricus-lepiota.data"], "no file at"),
         (["--problem", "wheel", "--rounds", "0"], "--rounds must be ≥ 1"),
         (["--problem", "wheel", "--agents", "greedy,eps-greedy-0"], "names an agent twice"),
+        (["--problem", "wheel", "--s2vgd-lr", "-1"], "--s2vgd-lr must be ≥ 0"),
     ],
 )
 def test_cli_bad_input_exits_2_with_a_clear_message(argv, message, capsys, tmp_path):
