@@ -3,7 +3,7 @@
     python train.py supervised --dataset boston --method s2vgd,svgd --splits 20
     python train.py supervised --dataset concrete --method s2vgd --householder 2
     python train.py supervised --dataset csv --data-path my.csv --target price
-    python train.py supervised --dataset fashion-mnist --method s2vgd,svgd,map --epochs 10
+    python train.py supervised --dataset fashion-mnist --method s2vgd,svgd,map --epochs 20
 
 Regression sets are split 20 times at random 90/10 (seeded; split k is the same for every method and
 every --splits ≥ k); classification sets with an official test set (Fashion-MNIST) use it, and
@@ -34,7 +34,7 @@ from svpg.supervised.models import METHODS
 REGRESSION_DEFAULTS = dict(num_particles=20, lr=3e-3, lr_schedule="cosine", epochs=800, eval_every=20, batch_size=100)
 # ≥ 10000 rows: 100 hidden units and batches of 1000 as in §5.1
 LARGE_REGRESSION_DEFAULTS = dict(num_particles=20, lr=1e-3, lr_schedule="cosine", epochs=40, eval_every=2, batch_size=1000)
-CLASSIFICATION_DEFAULTS = dict(num_particles=10, lr=1e-3, lr_schedule="cosine", epochs=10, eval_every=1, batch_size=100)
+CLASSIFICATION_DEFAULTS = dict(num_particles=10, lr=1e-3, lr_schedule="cosine", epochs=20, eval_every=1, batch_size=100)
 LARGE_DATA = 10_000
 
 
@@ -50,7 +50,7 @@ class SupervisedConfig:
     householder: int = _f(1, "K, Householder reflections per side of every layer (s2vgd; capped at min(ℓ1, ℓ2))")
     num_particles: int = _f(0, "M, the number of particles (0: 20 for regression as in §5, 10 for classification; map always uses 1)")
     hidden: str = _f("auto", "hidden widths, e.g. 50 or 400,400 (auto: 50 ReLU units, 100 from 10000 rows; 400,400 for images)")
-    epochs: int = _f(0, "training epochs (0: 800 for small regression sets, 40 for large ones, 10 for classification)")
+    epochs: int = _f(0, "training epochs (0: 800 for small regression sets, 40 for large ones, 20 for classification)")
     lr: float = _f(0.0, "learning rate (0: 3e-3 for small regression sets, 1e-3 otherwise)")
     lr_schedule: str = _f("auto", "constant | cosine (anneal to 0 over training) | auto (the data set's default)",
                           choices=("auto", "constant", "cosine"))
