@@ -118,12 +118,22 @@ def linear_feature_baseline(
     :return: (T, M, N) baseline values.
     """
     t_len, m, n, d = obs.shape
-    o = obs.clamp(-10.0, 10.0)
-    al = (steps_since_reset(dones).to(obs.dtype) / 100.0).unsqueeze(-1)
-    feats = torch.cat([o, o * o, al, al * al, al * al * al, torch.ones_like(al)], dim=-1)
-    x = feats.transpose(0, 1).reshape(m, t_len * n, -1).double()
-    y = returns.transpose(0, 1).reshape(m, t_len * n, 1).double()
-    xtx, xty = x.transpose(1, 2) @ x, x.transpose(1, 2) @ y
+    # one (M, T·N, F + 1) buffer [φ | returns]: a single product gives both XᵀX and Xᵀy, accumulated
+    # in the batch's dtype (entries ≤ ~1e2, sums of ≤ T·N terms); only the small solve is in float64
+    f = 2 * d + 4
+    buf = torch.empty(m, t_len, n, f + 1, dtype=obs.dtype, device=obs.device)
+    o = torch.clamp(obs.transpose(0, 1), -10.0, 10.0, out=buf[..., :d])
+    torch.mul(o, o, out=buf[..., d : 2 * d])
+    al = buf[..., 2 * d]
+    al.copy_(steps_since_reset(dones).transpose(0, 1)).div_(100.0)
+    torch.mul(al, al, out=buf[..., 2 * d + 1])
+    torch.mul(buf[..., 2 * d + 1], al, out=buf[..., 2 * d + 2])
+    buf[..., 2 * d + 3] = 1.0
+    buf[..., f] = returns.transpose(0, 1)
+    xy = buf.view(m, t_len * n, f + 1)
+    gram = (xy.transpose(1, 2) @ xy).double()
+    xtx, xty = gram[:, :f, :f], gram[:, :f, f:]
+    x = xy[..., :f]
     eye = torch.eye(xtx.shape[-1], dtype=xtx.dtype, device=xtx.device)
     for _ in range(5):
         w = torch.linalg.solve(xtx + reg * eye, xty)
@@ -132,4 +142,4 @@ def linear_feature_baseline(
         reg *= 10
     else:  # a hopeless batch (inf returns): no baseline rather than NaN advantages
         w = torch.zeros_like(xty)
-    return (x @ w).to(obs.dtype).view(m, t_len, n).transpose(0, 1)
+    return (x @ w.to(x.dtype)).view(m, t_len, n).transpose(0, 1)
