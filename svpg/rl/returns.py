@@ -50,11 +50,8 @@ def episode_statistics(rewards: torch.Tensor, dones: torch.Tensor) -> tuple[torc
     previous end in that environment (found with a cumulative max over end indices).
     """
     t_len = rewards.shape[0]
-    steps = torch.arange(t_len, device=rewards.device).view(-1, 1, 1).expand_as(rewards)
+    steps, prev_end = _previous_end(dones)
     csum = rewards.cumsum(0)
-    end_idx = torch.where(dones, steps, torch.full_like(steps, -1))
-    prev_end = torch.cummax(end_idx, dim=0).values.roll(1, dims=0)
-    prev_end[0] = -1
     prev_sum = torch.where(prev_end >= 0, csum.gather(0, prev_end.clamp_min(0)), torch.zeros_like(csum))
     ep_ret = torch.where(dones, csum - prev_sum, torch.zeros_like(csum))
     ep_len = torch.where(dones, (steps - prev_end).to(rewards.dtype), torch.zeros_like(csum))
@@ -95,12 +92,19 @@ def steps_since_reset(dones: torch.Tensor) -> torch.Tensor:
     The batch starts with fresh episodes (the rollout resets every iteration); after ``done[t]`` the
     environment auto-resets, so step t + 1 is step 0 of the next episode.
     """
+    steps, prev_end = _previous_end(dones)
+    return steps - prev_end - 1
+
+
+def _previous_end(dones: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Step index t and the index of the last episode end strictly before t (−1 if none), both like
+    ``dones`` (T, ...): a cumulative max over end indices, shifted by one step."""
     t_len = dones.shape[0]
     steps = torch.arange(t_len, device=dones.device).view(-1, *([1] * (dones.ndim - 1))).expand_as(dones)
     end_idx = torch.where(dones, steps, torch.full_like(steps, -1))
     prev_end = torch.cummax(end_idx, dim=0).values.roll(1, dims=0)
     prev_end[0] = -1
-    return steps - prev_end - 1
+    return steps, prev_end
 
 
 def linear_feature_baseline(
