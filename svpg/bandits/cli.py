@@ -17,6 +17,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
+from svpg.core.allocator import keep_freed_memory
 from svpg.cli import add_dataclass_arguments, dataclass_from_args
 from svpg.cli import option as _f
 
@@ -202,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     from svpg.runs import make_run_dir, run_name, write_json
 
     torch.set_num_threads(config.threads)
+    keep_freed_memory()
     name = config.run_name or run_name("bandit", problem.name, config.seed)
     run_dir = make_run_dir(config.log_dir, name)
     write_json(run_dir / "config.json", {

@@ -176,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
 
         target = overrides.get("iterations") or load_preset(args.task)["iterations"]
         todo = [j for j in jobs if finished_iterations(run_folder(out, j[2], j[3], j[4])) < target]
+        # A2C runs take ~2× a REINFORCE run (critic fitting): start them first so no job idles at the end
+        todo.sort(key=lambda j: j[3] != "a2c")
         print(f"{len(jobs)} runs, {len(jobs) - len(todo)} already finished; running {len(todo)} with {args.jobs} jobs")
         from tqdm import tqdm
 

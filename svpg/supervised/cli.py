@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from svpg.core.allocator import keep_freed_memory
 from svpg.cli import add_dataclass_arguments, dataclass_from_args
 from svpg.cli import option as _f
 from svpg.supervised.data import DATASETS, Dataset, load_dataset, train_test_splits
@@ -199,6 +200,7 @@ def run(cfg: SupervisedConfig) -> tuple[str, dict]:
     settings = resolve(cfg, data)
     classification = data.task == "classification"
     torch.set_num_threads(cfg.threads or 1)
+    keep_freed_memory()
 
     name = cfg.run_name or run_name("supervised", data.name, "-".join(methods))
     run_dir = make_run_dir(cfg.log_dir, name)
