@@ -52,6 +52,20 @@ def test_resume_continues_exactly_where_it_stopped(tmp_runs):
     assert [int(r["iteration"]) for r in rows] == [1, 2, 3, 4], "progress.csv continues without gaps or repeats"
 
 
+def test_resuming_a_run_saved_before_a_field_existed_keeps_its_old_behaviour(tmp_runs):
+    import json
+
+    first = SVPGTrainer(small_config(tmp_runs, iterations=1, baseline="none", run_name="old"))
+    first.train()
+    path = first.run_dir / "config.json"
+    saved = json.loads(path.read_text())
+    del saved["baseline"], saved["value_epochs"]  # as written before those options were added
+    path.write_text(json.dumps(saved))
+    resumed = SVPGTrainer(SVPGConfig(resume=str(first.run_dir), iterations=2, progress=False))
+    assert resumed.config.baseline == "none" and resumed.config.value_epochs == 1
+    assert SVPGConfig().baseline == "linear", "new runs still get the current default"
+
+
 def test_one_particle_and_identical_particles_give_no_nan(tmp_runs):
     one = SVPGTrainer(small_config(tmp_runs, num_particles=1, run_name="one")).train()
     assert torch.isfinite(one.theta).all()

@@ -25,6 +25,10 @@ def train_one(task_env: str, algo: str, seed: int, steps: int, eval_every: int, 
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
 
+    import torch
+
+    # SB3's small MLPs gain nothing from a second thread, and the svpg runs it is compared with use one
+    torch.set_num_threads(1)
     cls = {"a2c": A2C, "ppo": PPO}[algo]
     model = cls("MlpPolicy", make_vec_env(task_env, n_envs=8, seed=seed), seed=seed, device="cpu", verbose=0)
     eval_env = make_vec_env(task_env, n_envs=1, seed=seed + 1000)

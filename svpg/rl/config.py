@@ -145,6 +145,16 @@ class SVPGConfig:
         return cls(**d)
 
 
+# Fields added after runs were already being saved, with the value that reproduces what those runs did.
+# A resumed run must continue as it started, not pick up a newer default.
+LEGACY_DEFAULTS = {"baseline": "none", "value_epochs": 1}
+
+
+def saved_config(d: dict) -> SVPGConfig:
+    """The configuration of a saved run (``config.json``); keys it predates get :data:`LEGACY_DEFAULTS`."""
+    return SVPGConfig.from_dict({**LEGACY_DEFAULTS, **d})
+
+
 def parameter_count(sizes: tuple[int, ...], **spec) -> int:
     """D, the number of coordinates of one particle of a network."""
     from svpg.core.networks import NetworkSpec, ParticleMLP

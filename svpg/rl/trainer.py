@@ -18,7 +18,7 @@ import envs
 from svpg.core.allocator import keep_freed_memory
 from svpg.core.svgd import SVGD
 from svpg.io import MODEL_FILE, load_state, save_state
-from svpg.rl.config import SVPGConfig, default_horizon
+from svpg.rl.config import SVPGConfig, default_horizon, saved_config
 from svpg.rl.estimators import A2C, Reinforce
 from svpg.rl.policies import ParticlePolicy, PolicySpec, load_policy, save_policy
 from svpg.rl.returns import episode_statistics
@@ -205,7 +205,7 @@ class SVPGTrainer:
             raise FileNotFoundError(f"cannot resume: {path} does not exist (is {config.resume} a run folder?)")
         import json
 
-        saved = SVPGConfig.from_dict(json.loads(path.read_text()))
+        saved = saved_config(json.loads(path.read_text()))
         saved.resume, saved.progress = config.resume, config.progress
         if config.iterations != saved.iterations and config.iterations != SVPGConfig.iterations:
             saved.iterations = config.iterations  # allow extending a finished run
