@@ -17,9 +17,9 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-from svpg.core.allocator import keep_freed_memory
 from svpg.cli import add_dataclass_arguments, dataclass_from_args
 from svpg.cli import option as _f
+from svpg.core.allocator import keep_freed_memory
 
 
 @dataclass

@@ -29,5 +29,5 @@ def keep_freed_memory() -> bool:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         _done = bool(libc.mallopt(_M_MMAP_THRESHOLD, _LIMIT)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, _LIMIT))
     except (OSError, AttributeError):  # musl or another libc without mallopt: nothing to tune
-        _done = False
+        pass
     return _done

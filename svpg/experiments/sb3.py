@@ -21,11 +21,10 @@ import numpy as np
 
 def train_one(task_env: str, algo: str, seed: int, steps: int, eval_every: int, out: Path) -> list[dict]:
     import envs  # noqa: F401  (registers svpg/* ids)
+    import torch
     from stable_baselines3 import A2C, PPO
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
-
-    import torch
 
     # SB3's small MLPs gain nothing from a second thread, and the svpg runs it is compared with use one
     torch.set_num_threads(1)

@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from svpg.core.allocator import keep_freed_memory
 from svpg.cli import add_dataclass_arguments, dataclass_from_args
 from svpg.cli import option as _f
+from svpg.core.allocator import keep_freed_memory
 from svpg.supervised.data import DATASETS, Dataset, load_dataset, train_test_splits
 from svpg.supervised.metrics import mean_and_stderr
 from svpg.supervised.models import METHODS
