@@ -4,6 +4,7 @@ import torch
 
 from svpg.rl.config import SVPGConfig
 from svpg.rl.evaluation import evaluate_particles
+from svpg.rl.rollout import collect_rollout
 from svpg.rl.trainer import SVPGTrainer
 
 
@@ -27,6 +28,25 @@ def test_short_training_run_clearly_improves_cartpole(tmp_runs):
     assert before < 40
     assert after.mean() > 150, f"mean return {after.mean():.1f} after training (before {before:.1f})"
     assert after.mean(1).min() > 60, "every particle must learn, not only some"
+
+
+@pytest.mark.parametrize("prior", ["mvg", "flat"])
+def test_update_drives_particles_by_J_over_alpha_plus_weighted_log_prior(tmp_runs, prior):
+    # eq. 19's driving gradient is ∇J/α + λ∇log p (λ = prior_weight; eq. 18 has λ = 1). Computed here
+    # term by term on the same batch and compared with what the trainer hands to the SVGD step.
+    cfg = small_config(tmp_runs, env_id="svpg/CartPoleSwingUp-v0", alpha=4.0, prior_weight=0.25, prior=prior, run_name=prior)
+    trainer = SVPGTrainer(cfg)
+    batch = collect_rollout(trainer.env, trainer.policy, trainer.steps_per_iteration, trainer.generator)
+    theta = trainer.policy.theta
+    surrogate, _, _ = trainer.policy_gradient_surrogate(batch)
+    (grad_j,) = torch.autograd.grad(surrogate.sum(), theta)
+    log_prior = trainer.policy.log_prior(theta)
+    grad_p = torch.autograd.grad(log_prior.sum(), theta)[0] if log_prior.requires_grad else torch.zeros_like(theta)
+    assert (grad_p.abs().sum() > 0) == (prior == "mvg")
+    seen, step = {}, trainer.svgd.step
+    trainer.svgd.step = lambda grad: step(seen.setdefault("grad", grad.clone()))
+    trainer.update(batch)
+    torch.testing.assert_close(seen["grad"], grad_j / 4.0 + 0.25 * grad_p, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("method", ["s2vgd", "svgd", "independent"])
@@ -76,6 +96,8 @@ def test_one_particle_and_identical_particles_give_no_nan(tmp_runs):
 
 
 def test_impossible_hyperparameters_are_rejected_with_the_fix(tmp_runs):
+    with pytest.raises(ValueError, match="--prior-weight"):
+        SVPGTrainer(small_config(tmp_runs, prior_weight=-1.0))
     with pytest.raises(ValueError, match="--alpha"):
         SVPGTrainer(small_config(tmp_runs, alpha=0.0))
     with pytest.raises(ValueError, match="--num-particles"):

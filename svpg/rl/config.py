@@ -42,6 +42,8 @@ class SVPGConfig:
     householder: int = _f(1, "K, Householder reflections per side of every layer (s2vgd only; capped at min(ℓ1, ℓ2))")
     hidden: tuple[int, ...] = _f((25, 10), "hidden layer widths of the tanh policy MLP")
     alpha: float = _f(1.0, "temperature α of the target q(θ) ∝ exp(J(θ)/α) p(θ) (eq. 18); larger α trusts the prior more")
+    prior_weight: float = _f(1.0, "λ in q(θ) ∝ exp(J(θ)/α) p(θ)^λ; eq. 18 has λ = 1. With λ = 1/α the prior keeps its weight against J "
+                             "as at α = 1 while α raises the kernel's repulsion (the presets' tempered posterior)")
     prior: str = _f("mvg", "mvg (eq. 14 with Inv-Gamma(a, b) hyperpriors) | flat (original SVPG)", choices=("mvg", "flat"))
     prior_a: float = _f(1.0, "Inv-Gamma shape a of the prior variances")
     prior_b: float = _f(0.1, "Inv-Gamma scale b of the prior variances")
@@ -87,6 +89,8 @@ class SVPGConfig:
             problems.append("give --iterations > 0 or --total-steps > 0")
         if not self.alpha > 0:
             problems.append(f"--alpha (temperature) must be > 0, got {self.alpha}")
+        if not self.prior_weight >= 0:
+            problems.append(f"--prior-weight must be ≥ 0, got {self.prior_weight}")
         if not self.lr > 0:
             problems.append(f"--lr must be > 0, got {self.lr}")
         if not 0 <= self.gae_lambda <= 1:

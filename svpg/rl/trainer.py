@@ -104,11 +104,11 @@ class SVPGTrainer:
         return (logp * adv.transpose(0, 1).reshape(m, -1)).sum(1), entropy, info
 
     def update(self, batch: Rollout) -> dict[str, torch.Tensor]:
-        """One SVGD step on ∇log q = ∇J/α + ∇log p (eq. 19)."""
+        """One SVGD step on ∇log q = ∇J/α + λ ∇log p (eq. 19; λ = ``prior_weight``, 1 in the paper)."""
         theta = self.policy.theta
         with self.policy.layout.split(theta):  # one backward concatenation instead of one per block
             surrogate, entropy, info = self.policy_gradient_surrogate(batch)
-            log_q = surrogate / self.config.alpha + self.policy.log_prior(theta)
+            log_q = surrogate / self.config.alpha + self.config.prior_weight * self.policy.log_prior(theta)
         (grad,) = torch.autograd.grad(log_q.sum(), theta)
         terms = self.svgd.step(grad)
         return {**terms.diagnostics(theta.detach()), "policy/entropy": entropy.mean().detach(), **info}
