@@ -79,7 +79,7 @@ def test_presets_hold_the_paper_settings():
         p = load_preset(name)
         assert (p["num_particles"], p["samples_per_particle"], p["horizon"], p["gamma"], p["lr"],
                 tuple(p["hidden"]), p["iterations"]) == (16, 5000, 500, 0.99, 0.005, (25, 10), iters)
-        # on this package's J scale (summed over the batch, eq. 14 prior): α = 1, annealed lr (docs/rl.md)
-        assert (p["alpha"], p["anneal_lr"]) == (1.0, True)
+        # on this package's J scale (summed over the batch): α = 1000, flat prior, annealed lr (docs/rl.md)
+        assert (p["alpha"], p["prior"], p["anneal_lr"]) == (1000.0, "flat", True)
     with pytest.raises(ValueError, match="unknown preset"):
         load_preset("nope")

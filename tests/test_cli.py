@@ -92,7 +92,7 @@ def test_preset_fills_in_and_command_line_overrides(tmp_path):
     import json
 
     cfg = json.loads((tmp_path / "p" / "config.json").read_text())
-    assert cfg["env_id"] == "svpg/CartPoleSwingUp-v0" and cfg["alpha"] == 1.0 and cfg["anneal_lr"] is True and cfg["horizon"] == 500
+    assert cfg["env_id"] == "svpg/CartPoleSwingUp-v0" and cfg["alpha"] == 1000.0 and cfg["prior"] == "flat" and cfg["anneal_lr"] is True and cfg["horizon"] == 500
     assert cfg["iterations"] == 1 and cfg["num_particles"] == 2, "typed options win over the preset"
     assert "svpg/CartPoleSwingUp-v0" in out.stdout
 
