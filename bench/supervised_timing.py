@@ -6,7 +6,7 @@
 
 Regression: one Boston split (455 training rows, 10 % of them for validation) with the CLI defaults
 (50 ReLU units, M = 20, batch 100, validation every epoch here); a fit of --regression-epochs epochs
-is timed after a warm-up fit and scaled linearly to the default 800 epochs.
+is timed after a warm-up fit and scaled linearly to Boston's default number of epochs.
 Classification: 784-400-400-10 ReLU on Fashion-MNIST (or random pixels if it is not installed), batch
 100; one epoch on --classification-rows training rows is timed and scaled to the 54000 rows (60000
 less 10 % validation) of a real epoch. Regression runs single-threaded (as the CLI does), classification
@@ -25,7 +25,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from svpg.supervised import BayesianClassifier, BayesianRegressor, load_dataset, train_test_splits  # noqa: E402
-from svpg.supervised.cli import CLASSIFICATION_DEFAULTS, REGRESSION_DEFAULTS  # noqa: E402
+from svpg.supervised.cli import CLASSIFICATION_DEFAULTS, REGRESSION_DEFAULTS, REGRESSION_EPOCHS  # noqa: E402
 
 FULL_EPOCH_ROWS = 54_000
 
@@ -33,10 +33,10 @@ FULL_EPOCH_ROWS = 54_000
 def regression(methods, epochs, particles, compile_modes):
     data = load_dataset("boston")
     tr, te = train_test_splits(len(data.y), 1)[0]
-    full = REGRESSION_DEFAULTS["epochs"]
+    full = REGRESSION_EPOCHS["boston"]
     print(f"\nregression: boston split 0 ({len(tr)} train rows), 13-50-1 ReLU, M = {particles}, batch 100, "
           f"{epochs} epochs timed (median epoch, validation included), scaled to {full} epochs; 1 thread")
-    print("| method | torch.compile | s / epoch | s / split (800 epochs) | steps / s |\n|---|---|---|---|---|")
+    print(f"| method | torch.compile | s / epoch | s / split ({full} epochs) | steps / s |\n|---|---|---|---|---|")
     torch.set_num_threads(1)
     for method in methods:
         for compiled in compile_modes:

@@ -71,3 +71,18 @@ def test_config_help_documents_every_field():
     text = build_parser().format_help()
     for name in SupervisedConfig.__dataclass_fields__:
         assert "--" + name.replace("_", "-") in text
+
+
+def test_epochs_default_per_data_set_and_override():
+    """Boston and Concrete get the epochs chosen on their validation rows; --epochs wins over both."""
+    from svpg.supervised.cli import resolve
+    from svpg.supervised.data import Dataset
+
+    def toy(name):
+        return Dataset(name, np.zeros((50, 2)), np.zeros(50), "regression")
+
+    cfg = SupervisedConfig()
+    assert resolve(cfg, toy("boston"))["epochs"] == 2400
+    assert resolve(cfg, toy("concrete"))["epochs"] == 3200
+    assert resolve(cfg, toy("my.csv"))["epochs"] == 2400
+    assert resolve(SupervisedConfig(epochs=7), toy("concrete"))["epochs"] == 7
