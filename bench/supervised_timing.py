@@ -25,7 +25,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from svpg.supervised import BayesianClassifier, BayesianRegressor, load_dataset, train_test_splits  # noqa: E402
-from svpg.supervised.cli import CLASSIFICATION_DEFAULTS, REGRESSION_DEFAULTS, REGRESSION_EPOCHS  # noqa: E402
+from svpg.supervised.cli import CLASSIFICATION_DEFAULTS, REGRESSION_DEFAULTS  # noqa: E402
 
 FULL_EPOCH_ROWS = 54_000
 
@@ -33,7 +33,7 @@ FULL_EPOCH_ROWS = 54_000
 def regression(methods, epochs, particles, compile_modes):
     data = load_dataset("boston")
     tr, te = train_test_splits(len(data.y), 1)[0]
-    full = REGRESSION_EPOCHS["boston"]
+    full = REGRESSION_DEFAULTS["epochs"]  # Boston's
     print(f"\nregression: boston split 0 ({len(tr)} train rows), 13-50-1 ReLU, M = {particles}, batch 100, "
           f"{epochs} epochs timed (median epoch, validation included), scaled to {full} epochs; 1 thread")
     print(f"| method | torch.compile | s / epoch | s / split ({full} epochs) | steps / s |\n|---|---|---|---|---|")

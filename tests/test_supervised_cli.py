@@ -8,7 +8,8 @@ import pytest
 
 import train
 from svpg.supervised import BayesianRegressor
-from svpg.supervised.cli import SupervisedConfig, main
+from svpg.supervised.cli import SupervisedConfig, main, resolve
+from svpg.supervised.data import Dataset
 
 
 @pytest.fixture
@@ -75,9 +76,6 @@ def test_config_help_documents_every_field():
 
 def test_epochs_default_per_data_set_and_override():
     """Boston and Concrete get the epochs chosen on their validation rows; --epochs wins over both."""
-    from svpg.supervised.cli import resolve
-    from svpg.supervised.data import Dataset
-
     def toy(name):
         return Dataset(name, np.zeros((50, 2)), np.zeros(50), "regression")
 
