@@ -30,6 +30,13 @@ def _int_tuple(text: str) -> tuple[int, ...]:
     return values
 
 
+def _float_tuple(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(v) for v in text.replace(" ", "").split(",") if v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers such as 1,1,0.1, got {text!r}") from None
+
+
 def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = ()) -> None:
     """One ``--field-name`` option per dataclass field, with its default and help text."""
     hints = typing.get_type_hints(cls)
@@ -44,6 +51,9 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[st
         elif hint == tuple[int, ...]:
             kwargs.update(type=_int_tuple, metavar="W1,W2")
             kwargs["help"] = f.metadata.get("help", "") + f" (default: {','.join(map(str, default))})"
+        elif hint == tuple[float, ...]:
+            kwargs.update(type=_float_tuple, metavar="S1,S2,…")
+            kwargs["help"] = f.metadata.get("help", "") + f" (default: {','.join(map(str, default)) or 'none'})"
         else:
             kwargs["type"] = hint
         if "choices" in f.metadata:

@@ -56,3 +56,41 @@ def test_gaussian_log_prob_and_entropy_match_torch_distributions():
         policy.theta.mul_(100)
     act, _ = policy.predict(far, deterministic=True)
     assert act.shape == (5, 2) and np.all(np.abs(act) <= 1.0)
+
+
+def test_obs_scale_is_the_same_policy_as_scaling_every_observation():
+    """--obs-scale s folds into the first layer: a policy with s on x equals the same θ without s on x ⊙ s,
+    in actions and in log-probabilities with their gradients (so training is unchanged by the folding)."""
+    box = gym.spaces.Box(-1, 1, (2,))
+    scale = (1.0, 0.1, 2.0, 0.5)
+    plain = make(box)
+    scaled = ParticlePolicy(PolicySpec.for_spaces(gym.spaces.Box(-1, 1, (4,)), box, NET, 3, obs_scale=scale), plain.theta)
+    obs, actions = torch.randn(3, 6, 4) * 20, torch.randn(3, 6, 2)
+    logp_scaled, _ = scaled.log_prob_entropy(scaled.theta, obs, actions)
+    logp_plain, _ = plain.log_prob_entropy(plain.theta, obs * torch.tensor(scale), actions)
+    torch.testing.assert_close(logp_scaled, logp_plain, **TOL)
+    (g_scaled,) = torch.autograd.grad(logp_scaled.sum(), scaled.theta)
+    (g_plain,) = torch.autograd.grad(logp_plain.sum(), plain.theta)
+    torch.testing.assert_close(g_scaled, g_plain, rtol=1e-4, atol=1e-4)
+    a, _ = scaled.predict(obs[0].numpy(), deterministic=True)
+    b, _ = plain.predict((obs[0] * torch.tensor(scale)).numpy(), deterministic=True)
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    assert not np.allclose(a, plain.predict(obs[0].numpy(), deterministic=True)[0]), "the scale must change the policy"
+
+
+def test_obs_scale_of_the_wrong_length_or_sign_is_a_clear_error():
+    import pytest
+
+    for bad in ((1.0, 0.1), (1.0, 1.0, 0.0, 1.0)):
+        with pytest.raises(ValueError, match="4 positive numbers"):
+            PolicySpec.for_spaces(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2), NET, 2, obs_scale=bad)
+
+
+def test_a_critic_reads_the_scaled_observation():
+    from svpg.rl.estimators import A2C
+
+    scale = (1.0, 1.0, 0.1, 3.0)
+    plain = A2C(4, 2, 0.99, hidden=(8,), seed=3)
+    scaled = A2C(4, 2, 0.99, hidden=(8,), seed=3, obs_scale=scale)
+    obs = torch.randn(2, 5, 4) * 10
+    torch.testing.assert_close(scaled.values(obs), plain.values(obs * torch.tensor(scale)), rtol=1e-5, atol=1e-5)

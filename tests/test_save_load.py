@@ -90,3 +90,17 @@ def test_checkpoint_writes_are_atomic(run_dir):
     leftovers = [p.name for p in path.rglob("*.tmp")]
     assert leftovers == []
     assert sorted(p.name for p in (path / "checkpoints").iterdir()) == ["iter_000002.safetensors"]
+
+
+def test_obs_scale_survives_save_and_load_and_old_checkpoints_load_without_it(tmp_path):
+    from svpg.rl.policies import ParticlePolicy, PolicySpec, load_policy
+
+    spec = PolicySpec.for_spaces(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2), dict(hidden=(5,)), 2,
+                                 obs_scale=(1, 1, 0.1, 0.1))
+    policy = ParticlePolicy(spec, seed=0)
+    save_policy(policy, tmp_path / "m.safetensors")
+    loaded = load_policy(tmp_path / "m.safetensors")
+    assert loaded.spec == spec and loaded.spec.obs_scale == (1.0, 1.0, 0.1, 0.1)
+    old = spec.to_dict()
+    del old["obs_scale"]  # a checkpoint written before the option existed
+    assert PolicySpec.from_dict(old).obs_scale == ()

@@ -47,6 +47,8 @@ class SVPGConfig:
     prior: str = _f("mvg", "mvg (eq. 14 with Inv-Gamma(a, b) hyperpriors) | flat (original SVPG)", choices=("mvg", "flat"))
     prior_a: float = _f(1.0, "Inv-Gamma shape a of the prior variances")
     prior_b: float = _f(0.1, "Inv-Gamma scale b of the prior variances")
+    obs_scale: tuple[float, ...] = _f((), "fixed multipliers of the observation features that the policy (and critic and baseline) "
+                                     "read, one per feature, e.g. 1,1,0.1,1,1,0.1 (empty: none); stored in the checkpoint")
     bandwidth: str = _f("median", "RBF bandwidth h: 'median' (h = med²/log M) or a fixed positive number")
     optimizer: str = _f("adam", "adam | rmsprop | adagrad | sgd (steps along −φ)", choices=("adam", "rmsprop", "adagrad", "sgd"))
     lr: float = _f(5e-3, "learning rate")
@@ -101,6 +103,8 @@ class SVPGConfig:
             problems.append(f"--gamma must be in [0, 1], got {self.gamma}")
         if not self.hidden or min(self.hidden) < 1:
             problems.append(f"--hidden needs positive widths, got {self.hidden}")
+        if any(not 0 < s < float("inf") for s in self.obs_scale):
+            problems.append(f"--obs-scale needs positive numbers, got {','.join(map(str, self.obs_scale))}")
         if self.bandwidth != "median":
             try:
                 ok = float(self.bandwidth) > 0
@@ -143,7 +147,7 @@ class SVPGConfig:
         if unknown:
             raise ValueError(f"unknown config keys {sorted(unknown)}")
         d = dict(d)
-        for key in ("hidden", "critic_hidden"):
+        for key in ("hidden", "critic_hidden", "obs_scale"):
             if key in d:
                 d[key] = tuple(d[key])
         return cls(**d)

@@ -10,6 +10,7 @@ import torch
 
 from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
+from svpg.rl.policies import fold_obs_scale
 from svpg.rl.returns import discounted_returns, gae_advantages, linear_feature_baseline, standardize
 from svpg.rl.rollout import Rollout
 
@@ -25,17 +26,18 @@ class Reinforce:
     needs_final_obs = False
     BASELINES = ("linear", "none")
 
-    def __init__(self, gamma: float, baseline: str = "linear"):
+    def __init__(self, gamma: float, baseline: str = "linear", obs_scale: tuple[float, ...] = ()):
         if baseline not in self.BASELINES:
             raise ValueError(f"unknown REINFORCE baseline {baseline!r}: choose from {', '.join(self.BASELINES)}")
-        self.gamma, self.baseline = gamma, baseline
+        self.gamma, self.baseline, self.obs_scale = gamma, baseline, tuple(obs_scale)
 
     def advantages(self, batch: Rollout) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Standardised (per particle) advantages, (T, M, N). Cut-off episodes get no bootstrap."""
         returns = discounted_returns(batch.rewards, batch.dones, self.gamma)
         if self.baseline == "none":
             return standardize(returns, dims=(0, 2)), {}
-        adv = returns - linear_feature_baseline(batch.obs, batch.dones, returns)
+        obs = batch.obs * batch.obs.new_tensor(self.obs_scale) if self.obs_scale else batch.obs  # what the policy sees
+        adv = returns - linear_feature_baseline(obs, batch.dones, returns)
         explained = 1 - adv.var() / returns.var().clamp_min(1e-8)
         return standardize(adv, dims=(0, 2)), {"baseline/explained_variance": explained}
 
@@ -53,6 +55,7 @@ class A2C:
     :param hidden: critic hidden widths; :param lr: critic Adam learning rate.
     :param gae_lambda: λ of GAE; :param value_steps: minibatches per pass over the batch;
     :param value_epochs: passes over the batch per iteration (PPO-style critic fitting).
+    :param obs_scale: the policy's fixed observation scale, which the critics read too.
     """
 
     name = "a2c"
@@ -61,10 +64,11 @@ class A2C:
     def __init__(
         self, obs_dim: int, num_particles: int, gamma: float, *, gae_lambda: float = 0.95,
         hidden: tuple[int, ...] = (32, 32), lr: float = 5e-3, value_steps: int = 5, value_epochs: int = 1,
-        device="cpu", seed: int = 0,
+        device="cpu", seed: int = 0, obs_scale: tuple[float, ...] = (),
     ):
         self.gamma, self.gae_lambda = gamma, gae_lambda
         self.value_steps, self.value_epochs = value_steps, value_epochs
+        self.obs_scale = tuple(obs_scale)
         self.layout = ParticleLayout()
         self.net = ParticleMLP(self.layout, NetworkSpec((obs_dim, *hidden, 1), prior="flat"), name="v")
         theta = torch.empty(num_particles, self.layout.size, device=device)
@@ -77,7 +81,7 @@ class A2C:
 
     def values(self, obs: torch.Tensor, theta: torch.Tensor | None = None) -> torch.Tensor:
         """V_j(s) for obs (T, M, N, obs_dim) or (M, B, obs_dim) → matching shape without obs_dim."""
-        weights = self.net.fast_weights(self.net.weights(self.theta if theta is None else theta))
+        weights = self.net.fast_weights(fold_obs_scale(self.net.weights(self.theta if theta is None else theta), self.obs_scale))
         if obs.ndim == 4:
             t, m, n, d = obs.shape
             flat = obs.transpose(0, 1).reshape(m, t * n, d)

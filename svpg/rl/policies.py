@@ -30,6 +30,8 @@ class PolicySpec:
     :param action_low: lower bounds of a Box action space (clipping in :meth:`predict`).
     :param action_high: upper bounds of a Box action space.
     :param init_log_std: initial log σ of the Gaussian head.
+    :param obs_scale: fixed per-feature multipliers of the observation (empty: none), folded into the
+        first layer's effective weights, so the policy still takes the environment's raw observation.
     """
 
     obs_dim: int
@@ -40,6 +42,16 @@ class PolicySpec:
     action_low: tuple[float, ...] = field(default=())
     action_high: tuple[float, ...] = field(default=())
     init_log_std: float = 0.0
+    obs_scale: tuple[float, ...] = field(default=())
+
+    def __post_init__(self):
+        scale = tuple(float(s) for s in self.obs_scale)
+        object.__setattr__(self, "obs_scale", scale)
+        if scale and (len(scale) != self.obs_dim or not all(0 < s < float("inf") for s in scale)):
+            raise ValueError(
+                f"--obs-scale needs {self.obs_dim} positive numbers (one per observation feature), got {scale}; "
+                f"leave it empty for no scaling"
+            )
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -52,10 +64,12 @@ class PolicySpec:
         d["network"] = NetworkSpec(**d["network"])
         d["action_low"] = tuple(d.get("action_low", ()))
         d["action_high"] = tuple(d.get("action_high", ()))
+        d["obs_scale"] = tuple(d.get("obs_scale", ()))  # absent in checkpoints saved before it existed
         return cls(**d)
 
     @classmethod
-    def for_spaces(cls, obs_space: gym.Space, action_space: gym.Space, network: dict, num_particles: int) -> "PolicySpec":
+    def for_spaces(cls, obs_space: gym.Space, action_space: gym.Space, network: dict, num_particles: int,
+                   obs_scale: tuple[float, ...] = ()) -> "PolicySpec":
         """Build from Gymnasium spaces; ``network`` holds NetworkSpec fields except ``sizes``' ends."""
         if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
             raise ValueError(f"svpg policies need a flat Box observation space, got {obs_space}")
@@ -64,14 +78,23 @@ class PolicySpec:
         hidden = tuple(network.pop("hidden"))
         if isinstance(action_space, gym.spaces.Discrete):
             n = int(action_space.n)
-            return cls(obs_dim, True, n, NetworkSpec((obs_dim, *hidden, n), **network), num_particles)
+            return cls(obs_dim, True, n, NetworkSpec((obs_dim, *hidden, n), **network), num_particles, obs_scale=obs_scale)
         if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
             a = action_space.shape[0]
             return cls(
                 obs_dim, False, a, NetworkSpec((obs_dim, *hidden, a), **network), num_particles,
                 tuple(float(x) for x in action_space.low), tuple(float(x) for x in action_space.high),
+                obs_scale=obs_scale,
             )
         raise ValueError(f"svpg policies support Discrete or flat Box action spaces, got {action_space}")
+
+
+def fold_obs_scale(weights: LayerWeights, obs_scale: tuple[float, ...]) -> LayerWeights:
+    """Layer weights whose first layer reads x ⊙ obs_scale: W0 (M, in, out) → diag(obs_scale) W0."""
+    if not obs_scale:
+        return weights
+    (w, b), *rest = weights
+    return [(w * w.new_tensor(obs_scale).unsqueeze(-1), b), *rest]
 
 
 class ParticlePolicy:
@@ -113,10 +136,14 @@ class ParticlePolicy:
         return self.theta.device
 
     def weights(self, theta: torch.Tensor | None = None) -> tuple[LayerWeights, torch.Tensor | None]:
-        """Effective layer weights and log-std of every particle (compute once per update)."""
+        """Effective layer weights and log-std of every particle (compute once per update).
+
+        A fixed observation scale s is folded into the first layer: (x ⊙ s) W = x (diag(s) W), the same
+        function and the same gradients in θ as scaling every observation, at no cost per step.
+        """
         theta = self.theta if theta is None else theta
         log_std = None if self.spec.discrete else self.layout.get(theta, "pi.log_std")
-        return self.net.weights(theta), log_std
+        return fold_obs_scale(self.net.weights(theta), self.spec.obs_scale), log_std
 
     def fast_weights(self, theta: torch.Tensor | None = None):
         """(network weights in the fast form of :meth:`ParticleMLP.fast_weights`, log-std): what

@@ -65,7 +65,7 @@ class SVPGTrainer:
         )
         spec = PolicySpec.for_spaces(
             self.env.single_observation_space, self.env.single_action_space,
-            cfg.network_kwargs(self.env.obs_dim, self.env.action_dim), m,
+            cfg.network_kwargs(self.env.obs_dim, self.env.action_dim), m, obs_scale=cfg.obs_scale,
         )
         self.policy = ParticlePolicy(spec, device=self.device, seed=cfg.seed)
         self.svgd = SVGD(self.policy.theta, cfg.kernel_spec(), cfg.optimizer, cfg.lr)
@@ -73,9 +73,10 @@ class SVPGTrainer:
             self.estimator = A2C(
                 spec.obs_dim, m, cfg.gamma, gae_lambda=cfg.gae_lambda, hidden=cfg.critic_hidden, lr=cfg.critic_lr,
                 value_steps=cfg.value_steps, value_epochs=cfg.value_epochs, device=self.device, seed=cfg.seed,
+                obs_scale=cfg.obs_scale,
             )
         else:
-            self.estimator = Reinforce(cfg.gamma, cfg.baseline)
+            self.estimator = Reinforce(cfg.gamma, cfg.baseline, cfg.obs_scale)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(cfg.seed + 1)
         per_iter = m * self.envs_per_particle * self.steps_per_iteration
