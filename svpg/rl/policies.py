@@ -64,7 +64,6 @@ class PolicySpec:
         d["network"] = NetworkSpec(**d["network"])
         d["action_low"] = tuple(d.get("action_low", ()))
         d["action_high"] = tuple(d.get("action_high", ()))
-        d["obs_scale"] = tuple(d.get("obs_scale", ()))  # absent in checkpoints saved before it existed
         return cls(**d)
 
     @classmethod
