@@ -47,6 +47,7 @@ class SVPGConfig:
     prior: str = _f("mvg", "mvg (eq. 14 with Inv-Gamma(a, b) hyperpriors) | flat (original SVPG)", choices=("mvg", "flat"))
     prior_a: float = _f(1.0, "Inv-Gamma shape a of the prior variances")
     prior_b: float = _f(0.1, "Inv-Gamma scale b of the prior variances")
+    # validated against the observation size by PolicySpec, the one place that knows it
     obs_scale: tuple[float, ...] = _f((), "fixed multipliers of the observation features that the policy (and critic and baseline) "
                                      "read, one per feature, e.g. 1,1,0.1,1,1,0.1 (empty: none); stored in the checkpoint")
     bandwidth: str = _f("median", "RBF bandwidth h: 'median' (h = med²/log M) or a fixed positive number")
@@ -103,8 +104,6 @@ class SVPGConfig:
             problems.append(f"--gamma must be in [0, 1], got {self.gamma}")
         if not self.hidden or min(self.hidden) < 1:
             problems.append(f"--hidden needs positive widths, got {self.hidden}")
-        if any(not 0 < s < float("inf") for s in self.obs_scale):
-            problems.append(f"--obs-scale needs positive numbers, got {','.join(map(str, self.obs_scale))}")
         if self.bandwidth != "median":
             try:
                 ok = float(self.bandwidth) > 0
