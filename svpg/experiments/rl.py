@@ -19,6 +19,7 @@ import argparse
 import csv
 import json
 import multiprocessing as mp
+import signal
 import sys
 import time
 from pathlib import Path
@@ -181,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(jobs)} runs, {len(jobs) - len(todo)} already finished; running {len(todo)} with {args.jobs} jobs")
         from tqdm import tqdm
 
+        # `kill` (SIGTERM) must not orphan the workers: exiting through the `with` terminates the pool, and every
+        # run resumes from its last checkpoint next time
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         with mp.get_context("spawn").Pool(args.jobs) as pool, tqdm(total=len(todo), unit="run") as bar:
             for name, secs in pool.imap_unordered(train_one, todo):
                 bar.write(f"{name}: {secs:.0f} s")
