@@ -94,3 +94,24 @@ def test_a_critic_reads_the_scaled_observation():
     scaled = A2C(4, 2, 0.99, hidden=(8,), seed=3, obs_scale=scale)
     obs = torch.randn(2, 5, 4) * 10
     torch.testing.assert_close(scaled.values(obs), plain.values(obs * torch.tensor(scale)), rtol=1e-5, atol=1e-5)
+
+
+def test_the_reinforce_baseline_reads_the_scaled_observation():
+    """rllab's linear baseline is fitted on what the policy sees: with obs_scale s on raw obs the advantages equal
+    those of an unscaled estimator on obs ⊙ s (and differ from the raw fit: the baseline clips its features at ±10)."""
+    from svpg.rl.estimators import Reinforce
+    from svpg.rl.rollout import Rollout
+
+    g = torch.Generator().manual_seed(0)
+    t, m, n = 40, 2, 3
+    obs = torch.randn(t, m, n, 2, generator=g) * torch.tensor([1.0, 60.0])
+    rewards = torch.randn(t, m, n, generator=g) + 0.05 * obs[..., 1]
+    none = torch.zeros(t, m, n, dtype=torch.bool)
+    batch = Rollout(obs, torch.zeros(t, m, n), rewards, none, none, None, obs[-1])
+    scale = (1.0, 0.1)
+    adv_scaled, _ = Reinforce(0.99, "linear", scale).advantages(batch)
+    ref = Rollout(obs * torch.tensor(scale), torch.zeros(t, m, n), rewards, none, none, None, obs[-1])
+    adv_ref, _ = Reinforce(0.99, "linear").advantages(ref)
+    torch.testing.assert_close(adv_scaled, adv_ref)
+    adv_raw, _ = Reinforce(0.99, "linear").advantages(batch)
+    assert not torch.allclose(adv_scaled, adv_raw, atol=1e-3)
