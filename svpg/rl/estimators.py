@@ -63,7 +63,7 @@ class A2C:
 
     def __init__(
         self, obs_dim: int, num_particles: int, gamma: float, *, gae_lambda: float = 0.95,
-        hidden: tuple[int, ...] = (32, 32), lr: float = 5e-3, value_steps: int = 5, value_epochs: int = 1,
+        hidden: tuple[int, ...] = (32, 32), lr: float = 5e-3, value_steps: int = 8, value_epochs: int = 2,
         device="cpu", seed: int = 0, obs_scale: tuple[float, ...] = (),
     ):
         self.gamma, self.gae_lambda = gamma, gae_lambda
