@@ -109,7 +109,9 @@ class A2C:
         for _ in range(self.value_epochs):
             # one index_select per pass, then contiguous chunks: 5× cheaper than indexing per minibatch
             perm = torch.randperm(t * n, generator=self.generator, device=obs.device)
-            for xb, yb in zip(x.index_select(1, perm).chunk(self.value_steps, 1), y.index_select(1, perm).chunk(self.value_steps, 1)):
+            x_chunks = x.index_select(1, perm).chunk(self.value_steps, 1)
+            y_chunks = y.index_select(1, perm).chunk(self.value_steps, 1)
+            for xb, yb in zip(x_chunks, y_chunks):
                 pred = self.values(xb)
                 loss = (pred - yb).square().mean()
                 self.optimizer.zero_grad(set_to_none=True)
