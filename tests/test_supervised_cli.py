@@ -84,3 +84,16 @@ def test_epochs_default_per_data_set_and_override():
     assert resolve(cfg, toy("concrete"))["epochs"] == 3200
     assert resolve(cfg, toy("my.csv"))["epochs"] == 2400
     assert resolve(SupervisedConfig(epochs=7), toy("concrete"))["epochs"] == 7
+
+
+def test_validation_fraction_default_per_task_and_override():
+    """Small regression sets train on every row (chosen by nested validation); classification keeps a
+    10 % validation split; an explicit --validation-fraction wins; a bad one is a clear error."""
+    small = Dataset("boston", np.zeros((50, 2)), np.zeros(50), "regression")
+    images = Dataset("digits", np.zeros((50, 2)), np.zeros(50, dtype=int), "classification")
+    assert resolve(SupervisedConfig(), small)["validation_fraction"] == 0.0
+    assert resolve(SupervisedConfig(), images)["validation_fraction"] == 0.1
+    assert resolve(SupervisedConfig(validation_fraction="0.2"), small)["validation_fraction"] == 0.2
+    for bad in ("1.5", "-0.1", "some"):
+        with pytest.raises(ValueError, match="--validation-fraction must be 'auto' or a number in"):
+            SupervisedConfig(validation_fraction=bad).validate()

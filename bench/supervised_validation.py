@@ -1,0 +1,66 @@
+"""Nested validation of the regression protocol: scores settings on held-out *training* rows.
+
+For each of the first ``--splits`` random 90/10 splits, the rows a 10 % validation split would take
+from the training part (the same rows ``BayesianRegressor`` carves) are held out and used as a
+pseudo-test set; the model is fitted on the remaining training rows. The test rows of the splits are
+never loaded, so the printed figures can choose settings without touching test data.
+
+    python bench/supervised_validation.py --dataset boston --protocol full            # the default since session 9
+    python bench/supervised_validation.py --dataset boston --protocol checkpoint      # the earlier protocol
+    python bench/supervised_validation.py --dataset concrete --method svgd --epochs 800
+
+``--protocol checkpoint`` carves a further 10 % of the remaining rows to select the checkpoint and
+refit the noise (the protocol before session 9); ``full`` trains on all of them and keeps the last
+epoch of the cosine schedule. Prints one line per split and the mean RMSE and log-likelihood.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+import torch
+
+from svpg.supervised import BayesianRegressor, load_dataset
+from svpg.supervised.cli import REGRESSION_DEFAULTS, REGRESSION_EPOCHS
+from svpg.supervised.data import holdout_split, train_test_splits
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", default="boston")
+    parser.add_argument("--method", default="s2vgd", choices=("s2vgd", "svgd", "map"))
+    parser.add_argument("--protocol", default="full", choices=("full", "checkpoint"))
+    parser.add_argument("--splits", type=int, default=5, help="use the validation rows of splits 0..N-1")
+    parser.add_argument("--epochs", type=int, default=0, help="0: the data set's default")
+    parser.add_argument("--lr", type=float, default=REGRESSION_DEFAULTS["lr"])
+    parser.add_argument("--compile", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+
+    data = load_dataset(args.dataset)
+    epochs = args.epochs or REGRESSION_EPOCHS.get(data.name, REGRESSION_DEFAULTS["epochs"])
+    rows = []
+    for k, (train, _test) in enumerate(train_test_splits(len(data.y), 20, 0.1, 0)[: args.splits]):
+        fit, held_out = holdout_split(len(train), 0.1, k)
+        x, y = data.x[train], data.y[train]
+        model = BayesianRegressor(
+            method=args.method, n_particles=REGRESSION_DEFAULTS["num_particles"], householder=1, hidden=(50,),
+            lr=args.lr, lr_schedule="cosine", epochs=epochs, batch_size=REGRESSION_DEFAULTS["batch_size"],
+            eval_every=REGRESSION_DEFAULTS["eval_every"], seed=k, compile=bool(args.compile),
+            validation_fraction=0.1 if args.protocol == "checkpoint" else 0.0,
+        )
+        t0 = time.perf_counter()
+        model.fit(x[fit], y[fit])
+        row = {"split": k, **model.evaluate(x[held_out], y[held_out]), "best_epoch": model.best_epoch_,
+               "seconds": round(time.perf_counter() - t0, 1)}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    rmse, ll = np.mean([r["rmse"] for r in rows]), np.mean([r["test_ll"] for r in rows])
+    print(f"{data.name} {args.method} protocol={args.protocol} epochs={epochs} lr={args.lr:g}: "
+          f"held-out RMSE {rmse:.3f}, log-likelihood {ll:.3f} (mean over {len(rows)} splits)")
+
+
+if __name__ == "__main__":
+    main()
