@@ -35,6 +35,7 @@ def main() -> None:
     parser.add_argument("--splits", type=int, default=5, help="use the validation rows of splits 0..N-1")
     parser.add_argument("--epochs", type=int, default=0, help="0: the data set's default")
     parser.add_argument("--lr", type=float, default=REGRESSION_DEFAULTS["lr"])
+    parser.add_argument("--optimizer", default="adam", choices=("adam", "rmsprop", "adagrad", "sgd"))
     parser.add_argument("--compile", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -47,7 +48,7 @@ def main() -> None:
         x, y = data.x[train], data.y[train]
         model = BayesianRegressor(
             method=args.method, n_particles=REGRESSION_DEFAULTS["num_particles"], householder=1, hidden=(50,),
-            lr=args.lr, lr_schedule="cosine", epochs=epochs, batch_size=REGRESSION_DEFAULTS["batch_size"],
+            optimizer=args.optimizer, lr=args.lr, lr_schedule="cosine", epochs=epochs, batch_size=REGRESSION_DEFAULTS["batch_size"],
             eval_every=REGRESSION_DEFAULTS["eval_every"], seed=k, compile=bool(args.compile),
             validation_fraction=0.1 if args.protocol == "checkpoint" else 0.0,
         )
@@ -58,7 +59,7 @@ def main() -> None:
         rows.append(row)
         print(json.dumps(row), flush=True)
     rmse, ll = np.mean([r["rmse"] for r in rows]), np.mean([r["test_ll"] for r in rows])
-    print(f"{data.name} {args.method} protocol={args.protocol} epochs={epochs} lr={args.lr:g}: "
+    print(f"{data.name} {args.method} protocol={args.protocol} epochs={epochs} {args.optimizer} lr={args.lr:g}: "
           f"held-out RMSE {rmse:.3f}, log-likelihood {ll:.3f} (mean over {len(rows)} splits)")
 
 
