@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from svpg.supervised import BayesianRegressor, load_dataset
-from svpg.supervised.cli import REGRESSION_DEFAULTS, REGRESSION_EPOCHS
+from svpg.supervised.cli import REGRESSION_DEFAULTS, regression_epochs
 from svpg.supervised.data import holdout_split, train_test_splits
 
 
@@ -41,7 +41,7 @@ def main() -> None:
     torch.set_num_threads(1)
 
     data = load_dataset(args.dataset)
-    epochs = args.epochs or REGRESSION_EPOCHS.get(data.name, REGRESSION_DEFAULTS["epochs"])
+    epochs = args.epochs or regression_epochs(data.name, args.method)
     rows = []
     for k, (train, _test) in enumerate(train_test_splits(len(data.y), 20, 0.1, 0)[: args.splits]):
         fit, held_out = holdout_split(len(train), 0.1, k)

@@ -37,7 +37,7 @@ def test_cli_writes_table_results_and_models(tmp_path, csv_file, capsys):
     assert [r["split"] for r in results["results"]["s2vgd"]] == [0, 1]
     assert results["results"]["map"][0]["n_test"] == 6
     config = json.loads((run / "config.json").read_text())
-    assert config["resolved"]["hidden"] == [50] and config["resolved"]["epochs"] == 3
+    assert config["resolved"]["hidden"] == [50] and config["resolved"]["epochs"] == {"s2vgd": 3, "map": 3}
     model = BayesianRegressor.load(run / "models" / "s2vgd_split01.safetensors")
     assert model.predict(np.zeros((2, 3)))[0].shape == (2,)
     assert list(run.glob("events.out.tfevents*"))
@@ -75,15 +75,15 @@ def test_config_help_documents_every_field():
 
 
 def test_epochs_default_per_data_set_and_override():
-    """Boston and Concrete get the epochs chosen on their validation rows; --epochs wins over both."""
+    """Boston and Concrete get the epochs chosen on their validation rows, per method; --epochs wins."""
     def toy(name):
         return Dataset(name, np.zeros((50, 2)), np.zeros(50), "regression")
 
-    cfg = SupervisedConfig()
-    assert resolve(cfg, toy("boston"))["epochs"] == 2400
-    assert resolve(cfg, toy("concrete"))["epochs"] == 3200
-    assert resolve(cfg, toy("my.csv"))["epochs"] == 2400
-    assert resolve(SupervisedConfig(epochs=7), toy("concrete"))["epochs"] == 7
+    both = SupervisedConfig(method="s2vgd,svgd")
+    assert resolve(both, toy("boston"))["epochs"] == {"s2vgd": 2400, "svgd": 800}
+    assert resolve(both, toy("concrete"))["epochs"] == {"s2vgd": 3200, "svgd": 3200}
+    assert resolve(SupervisedConfig(method="map"), toy("my.csv"))["epochs"] == {"map": 2400}
+    assert resolve(SupervisedConfig(method="s2vgd,svgd", epochs=7), toy("boston"))["epochs"] == {"s2vgd": 7, "svgd": 7}
 
 
 def test_validation_fraction_default_per_task_and_override():
