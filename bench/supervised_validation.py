@@ -22,8 +22,8 @@ import time
 import numpy as np
 import torch
 
-from svpg.supervised import BayesianRegressor, load_dataset
-from svpg.supervised.cli import REGRESSION_DEFAULTS, regression_epochs
+from svpg.supervised import load_dataset
+from svpg.supervised.cli import REGRESSION_DEFAULTS, SupervisedConfig, make_estimator, resolve
 from svpg.supervised.data import holdout_split, train_test_splits
 
 
@@ -41,17 +41,17 @@ def main() -> None:
     torch.set_num_threads(1)
 
     data = load_dataset(args.dataset)
-    epochs = args.epochs or regression_epochs(data.name, args.method)
+    # the CLI's own settings and estimator, so this scores exactly what `train.py supervised` would run
+    cfg = SupervisedConfig(dataset=args.dataset, method=args.method, epochs=args.epochs, lr=args.lr,
+                           optimizer=args.optimizer, compile=bool(args.compile),
+                           validation_fraction="0.1" if args.protocol == "checkpoint" else "0")
+    settings = resolve(cfg.validate(), data)
+    epochs = settings["epochs"][args.method]
     rows = []
     for k, (train, _test) in enumerate(train_test_splits(len(data.y), 20, 0.1, 0)[: args.splits]):
         fit, held_out = holdout_split(len(train), 0.1, k)
         x, y = data.x[train], data.y[train]
-        model = BayesianRegressor(
-            method=args.method, n_particles=REGRESSION_DEFAULTS["num_particles"], householder=1, hidden=(50,),
-            optimizer=args.optimizer, lr=args.lr, lr_schedule="cosine", epochs=epochs, batch_size=REGRESSION_DEFAULTS["batch_size"],
-            eval_every=REGRESSION_DEFAULTS["eval_every"], seed=k, compile=bool(args.compile),
-            validation_fraction=0.1 if args.protocol == "checkpoint" else 0.0,
-        )
+        model = make_estimator(cfg, data, settings, args.method, seed=k, progress=False)
         t0 = time.perf_counter()
         model.fit(x[fit], y[fit])
         row = {"split": k, **model.evaluate(x[held_out], y[held_out]), "best_epoch": model.best_epoch_,

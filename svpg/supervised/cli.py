@@ -41,13 +41,7 @@ REGRESSION_DEFAULTS = dict(num_particles=20, lr=3e-3, lr_schedule="cosine", epoc
 # The number of epochs is the setting whose best value differs between data sets and methods (chosen on
 # validation rows, docs/supervised.md): 2400 (the default) for S²VGD on Boston and 3200 on Concrete; plain
 # SVGD overfits Boston when it trains to the end of 2400 epochs without a checkpoint and gets 800.
-REGRESSION_EPOCHS = {("concrete", "s2vgd"): 3200, ("concrete", "svgd"): 3200, ("concrete", "map"): 3200,
-                     ("boston", "svgd"): 800}
-
-
-def regression_epochs(dataset: str, method: str) -> int:
-    """The default number of epochs of ``method`` on a small regression set."""
-    return REGRESSION_EPOCHS.get((dataset, method), REGRESSION_DEFAULTS["epochs"])
+REGRESSION_EPOCHS = {"concrete": {"s2vgd": 3200, "svgd": 3200, "map": 3200}, "boston": {"svgd": 800}}
 # ≥ 10000 rows: 100 hidden units and batches of 1000 as in §5.1
 LARGE_REGRESSION_DEFAULTS = dict(num_particles=20, lr=1e-3, lr_schedule="cosine", epochs=40, eval_every=2, batch_size=1000,
                                  validation_fraction=0.1)
@@ -144,15 +138,15 @@ def resolve(cfg: SupervisedConfig, data: Dataset) -> dict:
     """The settings actually used for this data set (fills every 'auto'/0 field); ``epochs`` maps each
     method to its number of epochs."""
     n = len(data.y)
-    small_regression = data.task == "regression" and n < LARGE_DATA
+    per_method_epochs: dict[str, int] = {}
     if data.task == "classification":
         defaults, hidden = CLASSIFICATION_DEFAULTS, (400, 400)
     elif n >= LARGE_DATA:
         defaults, hidden = LARGE_REGRESSION_DEFAULTS, (100,)
     else:
         defaults, hidden = REGRESSION_DEFAULTS, (50,)
-    epochs = {m: cfg.epochs or (regression_epochs(data.name, m) if small_regression else defaults["epochs"])
-              for m in cfg.methods()}
+        per_method_epochs = REGRESSION_EPOCHS.get(data.name, {})
+    epochs = {m: cfg.epochs or per_method_epochs.get(m, defaults["epochs"]) for m in cfg.methods()}
     if cfg.hidden != "auto":
         hidden = tuple(int(w) for w in cfg.hidden.split(",") if w.strip())
     splits = cfg.splits or (1 if data.y_test is not None else 20)
