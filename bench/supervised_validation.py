@@ -36,6 +36,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=0, help="0: the data set's default")
     parser.add_argument("--lr", type=float, default=REGRESSION_DEFAULTS["lr"])
     parser.add_argument("--optimizer", default="adam", choices=("adam", "rmsprop", "adagrad", "sgd"))
+    parser.add_argument("--householder", type=int, default=1, help="K, reflections per side (s2vgd)")
     parser.add_argument("--compile", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -43,7 +44,7 @@ def main() -> None:
     data = load_dataset(args.dataset)
     # the CLI's own settings and estimator, so this scores exactly what `train.py supervised` would run
     cfg = SupervisedConfig(dataset=args.dataset, method=args.method, epochs=args.epochs, lr=args.lr,
-                           optimizer=args.optimizer, compile=bool(args.compile),
+                           optimizer=args.optimizer, householder=args.householder, compile=bool(args.compile),
                            validation_fraction="0.1" if args.protocol == "checkpoint" else "0")
     settings = resolve(cfg.validate(), data)
     epochs = settings["epochs"][args.method]
@@ -59,7 +60,7 @@ def main() -> None:
         rows.append(row)
         print(json.dumps(row), flush=True)
     rmse, ll = np.mean([r["rmse"] for r in rows]), np.mean([r["test_ll"] for r in rows])
-    print(f"{data.name} {args.method} protocol={args.protocol} epochs={epochs} {args.optimizer} lr={args.lr:g}: "
+    print(f"{data.name} {args.method} K={args.householder} protocol={args.protocol} epochs={epochs} {args.optimizer} lr={args.lr:g}: "
           f"held-out RMSE {rmse:.3f}, log-likelihood {ll:.3f} (mean over {len(rows)} splits)")
 
 
