@@ -156,6 +156,10 @@ def test_per_method_learning_rates_replace_the_shared_one_for_that_stein_agent_o
     assert make_agent("svgd", 2, 5, **opts).lr == 5e-4
     assert make_agent("neural-greedy", 2, 5, **opts).lr == 3e-3
     assert make_agent("s2vgd", 2, 5, lr=3e-3, s2vgd_lr=0).lr == 3e-3  # 0: the shared lr
+    # with no rate given, each agent has its own tuned default, in Python as in the CLI
+    assert make_agent("s2vgd", 2, 5).lr == 1e-3 and SteinThompson(2, 5, method="svgd").lr == 5e-4
+    assert make_agent("eps-greedy-0.01", 2, 5).lr == 3e-3
+    assert make_agent("svgd", 2, 5, lr=2e-3).lr == 2e-3  # an explicit shared rate applies to every neural agent
     opt = make_agent("s2vgd", 2, 5, **opts).svgd.optimizer
     assert opt.param_groups[0]["lr"] == 1e-3
 

@@ -22,6 +22,7 @@ from svpg.bandits.agents import (
     EpsilonGreedy,
     LinUCB,
     NeuralGreedy,
+    STEIN_LR,
     SteinThompson,
     Uniform,
     make_agent,
@@ -39,6 +40,6 @@ from svpg.bandits.report import save_results
 
 __all__ = [
     "AGENTS", "DEFAULT_AGENTS", "Agent", "SteinThompson", "NeuralGreedy", "EpsilonGreedy", "LinUCB", "Uniform",
-    "make_agent", "BanditProblem", "BanditTable", "MushroomBandit", "WheelBandit", "ClassificationBandit",
+    "STEIN_LR", "make_agent", "BanditProblem", "BanditTable", "MushroomBandit", "WheelBandit", "ClassificationBandit",
     "make_problem", "play", "run", "AgentRun", "BanditResults", "save_results",
 ]

@@ -314,6 +314,11 @@ def _spec(context_dim, num_actions, hidden, activation, householder, learn_scale
                        learn_scales=learn_scales, prior=prior, prior_a=prior_a, prior_b=prior_b)
 
 
+# Learning rates tuned per Stein method on mushroom tuning seeds (docs/bandits.md); the greedy agents
+# keep ParticleRewardModel's 3e-3.
+STEIN_LR = {"s2vgd": 1e-3, "svgd": 5e-4}
+
+
 class SteinThompson(ParticleRewardModel):
     """Stein Thompson sampling (Algorithm 1 of S²VGD, §4.1).
 
@@ -324,12 +329,15 @@ class SteinThompson(ParticleRewardModel):
         scales Λ, eqs. 10–14) or ``"svgd"`` (plain dense layers).
     :param num_particles: M. :param householder: K (s2vgd only). :param hidden: hidden widths.
     :param kernel: ``"median"``, a fixed bandwidth, or ``"identity"`` (M independent learners).
+    :param lr: Adam's step; default ``STEIN_LR[method]``, the rate tuned for each method on mushroom
+        (docs/bandits.md, "Why S²VGD lagged").
     See :class:`ParticleRewardModel` for the training parameters.
     """
 
     def __init__(self, num_actions: int, context_dim: int, method: str = "s2vgd", num_particles: int = 20,
                  householder: int = 1, hidden=(50,), activation: str = "relu", prior: str = "mvg",
-                 prior_a: float = 1.0, prior_b: float = 0.1, seed: int = 0, name: str | None = None, **training):
+                 prior_a: float = 1.0, prior_b: float = 0.1, seed: int = 0, name: str | None = None,
+                 lr: float | None = None, **training):
         if method not in ("s2vgd", "svgd"):
             raise ValueError(f"SteinThompson: method must be 's2vgd' or 'svgd', got {method!r}")
         if method == "s2vgd" and householder < 1:
@@ -339,7 +347,7 @@ class SteinThompson(ParticleRewardModel):
         spec = _spec(context_dim, num_actions, hidden, activation, householder if structural else 0, structural,
                      prior, prior_a, prior_b)
         super().__init__(num_actions, context_dim, num_particles=num_particles, spec=spec, seed=seed,
-                         name=name or method, **training)
+                         name=name or method, lr=STEIN_LR[method] if lr is None else lr, **training)
 
     def choose(self, values, n):
         particle = torch.as_tensor(self.rng.integers(0, self.num_particles, size=n), device=values.device)

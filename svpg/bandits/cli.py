@@ -17,6 +17,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
+from svpg.bandits.agents import STEIN_LR
 from svpg.cli import add_dataclass_arguments, dataclass_from_args
 from svpg.cli import option as _f
 from svpg.core.allocator import keep_freed_memory
@@ -55,8 +56,8 @@ class BanditConfig:
     bandwidth: str = _f("median", "RBF bandwidth: 'median' (h = med²/log M), a positive number, or 'identity' (independent particles)")
     optimizer: str = _f("adam", "adam | rmsprop | adagrad | sgd", choices=("adam", "rmsprop", "adagrad", "sgd"))
     lr: float = _f(3e-3, "learning rate of the neural agents (unless one of the two below is set)")
-    s2vgd_lr: float = _f(1e-3, "learning rate of the s2vgd agent only (0: --lr); tuned per method, see docs/bandits.md")
-    svgd_lr: float = _f(5e-4, "learning rate of the svgd agent only (0: --lr); tuned per method, see docs/bandits.md")
+    s2vgd_lr: float = _f(STEIN_LR["s2vgd"], "learning rate of the s2vgd agent only (0: --lr); tuned per method, see docs/bandits.md")
+    svgd_lr: float = _f(STEIN_LR["svgd"], "learning rate of the svgd agent only (0: --lr); tuned per method, see docs/bandits.md")
     train_every: int = _f(50, "neural agents train every this many rounds")
     train_steps: int = _f(10, "SVGD (or MAP) minibatch steps per training point")
     batch_size: int = _f(64, "minibatch size (the likelihood is scaled by the data-set size, not this)")
