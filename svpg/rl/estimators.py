@@ -10,6 +10,7 @@ import torch
 
 from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
+from svpg.rl.config import SVPGConfig
 from svpg.rl.policies import fold_obs_scale
 from svpg.rl.returns import discounted_returns, gae_advantages, linear_feature_baseline, standardize
 from svpg.rl.rollout import Rollout
@@ -48,6 +49,9 @@ class Reinforce:
         pass
 
 
+_DEFAULTS = SVPGConfig()  # the critic's defaults live in the config (one home, shown by --help)
+
+
 class A2C:
     """GAE advantages from M batched critics V_j(s) (tanh MLPs), fitted after each rollout.
 
@@ -62,8 +66,9 @@ class A2C:
     needs_final_obs = True
 
     def __init__(
-        self, obs_dim: int, num_particles: int, gamma: float, *, gae_lambda: float = 0.95,
-        hidden: tuple[int, ...] = (32, 32), lr: float = 5e-3, value_steps: int = 8, value_epochs: int = 2,
+        self, obs_dim: int, num_particles: int, gamma: float, *, gae_lambda: float = _DEFAULTS.gae_lambda,
+        hidden: tuple[int, ...] = _DEFAULTS.critic_hidden, lr: float = _DEFAULTS.critic_lr,
+        value_steps: int = _DEFAULTS.value_steps, value_epochs: int = _DEFAULTS.value_epochs,
         device="cpu", seed: int = 0, obs_scale: tuple[float, ...] = (),
     ):
         self.gamma, self.gae_lambda = gamma, gae_lambda
