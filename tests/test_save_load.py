@@ -1,4 +1,6 @@
 """Save → load round trips, bad checkpoints, and the Stable-Baselines3 predict convention."""
+import shutil
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -57,6 +59,12 @@ def test_corrupt_truncated_and_foreign_checkpoints_are_refused(run_dir, tmp_path
     truncated.write_bytes(good[: len(good) // 2])
     with pytest.raises(CheckpointError, match="corrupt or truncated"):
         svpg.load(truncated)
+    # a damaged model file inside a run folder points at the run's own earlier checkpoints
+    damaged_run = tmp_path / "damaged_run"
+    shutil.copytree(run_dir[0], damaged_run)
+    (damaged_run / "model.safetensors").write_bytes(good[:100])
+    with pytest.raises(CheckpointError, match=r"load an earlier checkpoint from .*damaged_run/checkpoints"):
+        svpg.load(damaged_run)
     garbage = tmp_path / "garbage.safetensors"
     garbage.write_bytes(b"\x00" * 100)
     with pytest.raises(CheckpointError, match="corrupt or truncated"):

@@ -136,7 +136,7 @@ def test_save_load_round_trip_gives_identical_predictions(tmp_path, toy_model, d
     with pytest.raises(CheckpointError, match="bnn-classifier"):
         BayesianRegressor.load(tmp_path / "clf.safetensors")
     (tmp_path / "bad.safetensors").write_bytes(b"\x00" * 20)
-    with pytest.raises(CheckpointError, match="corrupt or truncated"):
+    with pytest.raises(CheckpointError, match=r"corrupt or truncated .*; pass a \.safetensors file written by svpg"):
         BayesianRegressor.load(tmp_path / "bad.safetensors")
 
 
