@@ -18,7 +18,7 @@ from svpg.bandits import (
     play,
     run,
 )
-from svpg.bandits.agents import canonical_name
+from svpg.bandits.agents import S2VGD_STRUCTURE, STEIN_LR, canonical_name
 from svpg.core.kernels import RBFKernel
 
 
@@ -157,11 +157,30 @@ def test_per_method_learning_rates_replace_the_shared_one_for_that_stein_agent_o
     assert make_agent("neural-greedy", 2, 5, **opts).lr == 3e-3
     assert make_agent("s2vgd", 2, 5, lr=3e-3, s2vgd_lr=0).lr == 3e-3  # 0: the shared lr
     # with no rate given, each agent has its own tuned default, in Python as in the CLI
-    assert make_agent("s2vgd", 2, 5).lr == 1e-3 and SteinThompson(2, 5, method="svgd").lr == 5e-4
+    assert make_agent("s2vgd", 2, 5).lr == STEIN_LR["s2vgd"] and SteinThompson(2, 5, method="svgd").lr == STEIN_LR["svgd"]
     assert make_agent("eps-greedy-0.01", 2, 5).lr == 3e-3
     assert make_agent("svgd", 2, 5, lr=2e-3).lr == 2e-3  # an explicit shared rate applies to every neural agent
     opt = make_agent("s2vgd", 2, 5, **opts).svgd.optimizer
     assert opt.param_groups[0]["lr"] == 1e-3
+
+
+def test_s2vgd_structure_options_and_defaults():
+    agent = make_agent("s2vgd", 2, 5)  # the tuned defaults: K = 2, plain output layer, Λ/v at 0.1 × lr
+    hp = agent.hyperparameters()
+    assert {k: hp[k] for k in S2VGD_STRUCTURE} == S2VGD_STRUCTURE
+    assert agent.net.structural_blocks() == ["reward.0.lam_in", "reward.0.lam_out", "reward.0.v_in", "reward.0.v_out"]
+    assert agent.layout.shape("reward.0.v_in") == (S2VGD_STRUCTURE["householder"], 5)
+    scale = agent.svgd.step_scale
+    assert agent.layout.get(scale.unsqueeze(0), "reward.0.lam_in").eq(0.1).all()
+    assert agent.layout.get(scale.unsqueeze(0), "reward.0.C").eq(1.0).all()
+    # the paper's layout (every layer structural, K = 1, one step size) is three options away
+    paper = make_agent("s2vgd", 2, 5, householder=1, structural_output=True, structural_lr_scale=1.0)
+    assert "reward.1.v_out" in paper.layout and paper.svgd.step_scale is None
+    plain = make_agent("svgd", 2, 5)  # no structure, whatever the s2vgd options
+    assert plain.net.structural_blocks() == [] and plain.svgd.step_scale is None
+    assert plain.hyperparameters()["structural_lr_scale"] == 1.0
+    with pytest.raises(ValueError, match="structural_lr_scale must be > 0"):
+        make_agent("s2vgd", 2, 5, structural_lr_scale=0)
 
 
 def test_epsilon_greedy_explores_at_rate_epsilon():

@@ -120,8 +120,9 @@ def test_cli_end_to_end(tmp_path, capsys):
         assert (run_dir / name).is_file(), name
     config = json.loads((run_dir / "config.json").read_text())
     assert config["delta"] == 0.9 and config["agent_names"] == ["s2vgd", "linucb", "uniform"]
-    assert config["agent_hyperparameters"]["s2vgd"]["householder"] == 1
-    assert config["agent_hyperparameters"]["s2vgd"]["lr"] == config["s2vgd_lr"] == 1e-3  # the per-method default
+    hp = config["agent_hyperparameters"]["s2vgd"]
+    assert hp["householder"] == config["householder"] == 2 and hp["structural_output"] is False
+    assert hp["structural_lr_scale"] == 0.1 and hp["lr"] == config["s2vgd_lr"] == 1e-3  # the tuned defaults
     for agent in ("s2vgd", "linucb", "uniform"):
         for sub in ("seed_0", "seed_1", "mean"):
             assert list((run_dir / agent / sub).glob("events.out.tfevents.*")), (agent, sub)

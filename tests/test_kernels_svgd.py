@@ -320,6 +320,23 @@ def test_svgd_step_moves_along_phi_with_sgd():
     assert th.grad is None
 
 
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_step_scale_multiplies_each_coordinates_step(optimizer):
+    # a per-coordinate step scale s gives θ_old + s ⊙ (the plain optimizer's step), over several steps
+    theta, grad = _particles(4, 5, seed=3)
+    scale = torch.tensor([1.0, 0.1, 0.5, 1.0, 0.0], dtype=theta.dtype)
+    plain, scaled = theta.clone().requires_grad_(True), theta.clone().requires_grad_(True)
+    opt_plain = SVGD(plain, kernel=1.0, optimizer=optimizer, lr=0.05)
+    opt_scaled = SVGD(scaled, kernel=1.0, optimizer=optimizer, lr=0.05, step_scale=scale)
+    before = theta.clone()
+    opt_plain.step(grad)
+    opt_scaled.step(grad)
+    torch.testing.assert_close(scaled.detach(), before + scale * (plain.detach() - before))
+    assert torch.equal(scaled.detach()[:, 4], before[:, 4]) and scaled.grad is None  # s = 0 freezes a coordinate
+    with pytest.raises(ValueError, match=r"step_scale must have shape \(5,\)"):
+        SVGD(theta.clone().requires_grad_(True), step_scale=torch.ones(4))
+
+
 # ----------------------------------------------------------------------------- SVGD as a sampler
 MU = torch.tensor([1.0, -0.5], dtype=F64)
 SIGMA = torch.tensor([[1.0, 0.6], [0.6, 0.8]], dtype=F64)  # correlation 0.6/sqrt(0.8) ≈ 0.67

@@ -390,3 +390,21 @@ def test_vanishing_householder_vectors_keep_finite_gradients(k, scale):
     y = apply_householder_right_t(torch.randn(2, k, 10), apply_householder_left(v, a))
     (g,) = torch.autograd.grad((y * torch.randn_like(y)).sum(), v)
     assert torch.isfinite(y).all() and torch.isfinite(g).all()
+
+
+def test_plain_output_layer_keeps_hidden_layers_structural():
+    layout = ParticleLayout()
+    spec = NetworkSpec((6, 5, 2), activation="relu", householder=2, learn_scales=True, structural_output=False)
+    net = ParticleMLP(layout, spec, "net")
+    assert net.structural_blocks() == ["net.0.lam_in", "net.0.lam_out", "net.0.v_in", "net.0.v_out"]
+    assert not any(name.startswith("net.1.") and name.split(".")[-1] in ("lam_in", "lam_out", "v_in", "v_out", "log_var_v")
+                   for name in layout)
+    theta = torch.randn(3, layout.size, dtype=torch.float64)
+    (w0, _), (w1, _) = net.weights(theta)
+    torch.testing.assert_close(w1, layout.get(theta, "net.1.C"))  # plain: W = C
+    assert not torch.allclose(w0, layout.get(theta, "net.0.C"))  # structural: W = P Λ1 C Λ2 Qᵀ
+    # per-block values land on exactly those coordinates
+    scale = layout.per_coordinate(dict.fromkeys(net.structural_blocks(), 0.1))
+    for name in layout:
+        block = layout.get(scale.unsqueeze(0), name)
+        assert torch.all(block == (0.1 if name in net.structural_blocks() else 1.0)), name

@@ -178,7 +178,8 @@ class ParticleRewardModel(Agent):
     def __init__(self, num_actions: int, context_dim: int, *, num_particles: int, spec: NetworkSpec,
                  kernel="median", optimizer: str = "adam", lr: float = 3e-3, train_every: int = 50,
                  train_steps: int = 10, batch_size: int = 64, initial_pulls: int = 2, noise_a: float = 1.0,
-                 noise_b: float = 0.1, seed: int = 0, device: str = "cpu", name: str | None = None):
+                 noise_b: float = 0.1, structural_lr_scale: float = 1.0, seed: int = 0, device: str = "cpu",
+                 name: str | None = None):
         super().__init__(num_actions, context_dim, name)
         problems = []
         for key, value in (("num_particles", num_particles), ("train_every", train_every),
@@ -187,6 +188,8 @@ class ParticleRewardModel(Agent):
                 problems.append(f"{key} must be ≥ 1, got {value}")
         if int(initial_pulls) < 0:
             problems.append(f"initial_pulls must be ≥ 0, got {initial_pulls}")
+        if not structural_lr_scale > 0:
+            problems.append(f"structural_lr_scale must be > 0, got {structural_lr_scale}")
         if not (noise_a > 0 and noise_b > 0):
             problems.append(f"noise_a and noise_b (Inv-Gamma prior of the noise variance) must be > 0, got {noise_a}, {noise_b}")
         if spec.sizes[0] != context_dim or spec.sizes[-1] != num_actions:
@@ -198,6 +201,7 @@ class ParticleRewardModel(Agent):
         self.initial_pulls = int(initial_pulls)
         self.noise_a, self.noise_b = float(noise_a), float(noise_b)
         self.lr, self.optimizer_name, self.kernel_spec = float(lr), optimizer, kernel
+        self.structural_lr_scale = float(structural_lr_scale)
         self.device = torch.device(device)
         self.layout = ParticleLayout()
         self.net = ParticleMLP(self.layout, spec, "reward")
@@ -210,7 +214,11 @@ class ParticleRewardModel(Agent):
         self.net.init_(theta, self.generator)
         self.layout.get(theta, "noise.log_var").zero_()  # σ² = 1 in standardised reward units
         self.theta = theta.requires_grad_(True)
-        self.svgd = SVGD(self.theta, kernel, optimizer, lr)
+        structural = self.net.structural_blocks()
+        step_scale = None  # Λ and Householder vectors may step slower than C and b (docs/bandits.md, session 10)
+        if structural and self.structural_lr_scale != 1.0:
+            step_scale = self.layout.per_coordinate(dict.fromkeys(structural, self.structural_lr_scale))
+        self.svgd = SVGD(self.theta, kernel, optimizer, lr, step_scale=step_scale)
         # growable buffers of everything observed
         self._x = torch.empty(0, context_dim, device=self.device)
         self._a = torch.empty(0, dtype=torch.long, device=self.device)
@@ -306,17 +314,23 @@ class ParticleRewardModel(Agent):
             "prior_a": self.spec.prior_a, "prior_b": self.spec.prior_b, "noise_a": self.noise_a, "noise_b": self.noise_b,
             "kernel": str(self.kernel_spec), "optimizer": self.optimizer_name, "lr": self.lr, "train_every": self.train_every,
             "train_steps": self.train_steps, "batch_size": self.batch_size, "initial_pulls": self.initial_pulls,
+            "structural_output": self.spec.structural_output, "structural_lr_scale": self.structural_lr_scale,
         }
 
 
-def _spec(context_dim, num_actions, hidden, activation, householder, learn_scales, prior, prior_a, prior_b) -> NetworkSpec:
+def _spec(context_dim, num_actions, hidden, activation, householder, learn_scales, prior, prior_a, prior_b,
+          structural_output=True) -> NetworkSpec:
     return NetworkSpec((context_dim, *tuple(hidden), num_actions), activation=activation, householder=householder,
-                       learn_scales=learn_scales, prior=prior, prior_a=prior_a, prior_b=prior_b)
+                       learn_scales=learn_scales, prior=prior, prior_a=prior_a, prior_b=prior_b,
+                       structural_output=structural_output)
 
 
-# Learning rates tuned per Stein method on mushroom tuning seeds (docs/bandits.md); the greedy agents
-# keep ParticleRewardModel's 3e-3.
-STEIN_LR = {"s2vgd": 1e-3, "svgd": 5e-4}
+# Settings of the Stein agents chosen on mushroom tuning seeds 100–102 at the full 50,000 rounds, each
+# method its own best (docs/bandits.md, session 10); the greedy agents keep ParticleRewardModel's 3e-3.
+STEIN_LR = {"s2vgd": 1e-3, "svgd": 1e-3}
+# s2vgd: K = 2 reflections, structural hidden layer, plain output layer (the output's 2-D reflection
+# mixes the arms), Λ and Householder vectors stepping at 0.1 × lr
+S2VGD_STRUCTURE = {"householder": 2, "structural_output": False, "structural_lr_scale": 0.1}
 
 
 class SteinThompson(ParticleRewardModel):
@@ -327,27 +341,34 @@ class SteinThompson(ParticleRewardModel):
 
     :param method: ``"s2vgd"`` (structural prior: K Householder reflections per side and learned
         scales Λ, eqs. 10–14) or ``"svgd"`` (plain dense layers).
-    :param num_particles: M. :param householder: K (s2vgd only). :param hidden: hidden widths.
+    :param num_particles: M. :param hidden: hidden widths.
+    :param householder: K (s2vgd only). :param structural_output: the output layer structural too
+        (s2vgd only). :param structural_lr_scale: step of the Λ and Householder coordinates relative
+        to ``lr`` (s2vgd only). Defaults: ``S2VGD_STRUCTURE``.
     :param kernel: ``"median"``, a fixed bandwidth, or ``"identity"`` (M independent learners).
-    :param lr: Adam's step; default ``STEIN_LR[method]``, the rate tuned for each method on mushroom
-        (docs/bandits.md, "Why S²VGD lagged").
+    :param lr: Adam's step; default ``STEIN_LR[method]``.
+    The defaults were chosen on mushroom tuning seeds (docs/bandits.md, "Session 10").
     See :class:`ParticleRewardModel` for the training parameters.
     """
 
     def __init__(self, num_actions: int, context_dim: int, method: str = "s2vgd", num_particles: int = 20,
-                 householder: int = 1, hidden=(50,), activation: str = "relu", prior: str = "mvg",
-                 prior_a: float = 1.0, prior_b: float = 0.1, seed: int = 0, name: str | None = None,
-                 lr: float | None = None, **training):
+                 householder: int = S2VGD_STRUCTURE["householder"], hidden=(50,), activation: str = "relu",
+                 prior: str = "mvg", prior_a: float = 1.0, prior_b: float = 0.1,
+                 structural_output: bool = S2VGD_STRUCTURE["structural_output"],
+                 structural_lr_scale: float = S2VGD_STRUCTURE["structural_lr_scale"], seed: int = 0,
+                 name: str | None = None, lr: float | None = None, **training):
         if method not in ("s2vgd", "svgd"):
             raise ValueError(f"SteinThompson: method must be 's2vgd' or 'svgd', got {method!r}")
         if method == "s2vgd" and householder < 1:
             raise ValueError("SteinThompson: s2vgd needs householder K ≥ 1 (K = 0 with learned scales is the diagonal MVG)")
         self.method = method
         structural = method == "s2vgd"
+        # plain SVGD has no structure: K = 0, Λ = I, every layer plain, no structural step scale
         spec = _spec(context_dim, num_actions, hidden, activation, householder if structural else 0, structural,
-                     prior, prior_a, prior_b)
+                     prior, prior_a, prior_b, structural_output or not structural)
         super().__init__(num_actions, context_dim, num_particles=num_particles, spec=spec, seed=seed,
-                         name=name or method, lr=STEIN_LR[method] if lr is None else lr, **training)
+                         name=name or method, lr=STEIN_LR[method] if lr is None else lr,
+                         structural_lr_scale=structural_lr_scale if structural else 1.0, **training)
 
     def choose(self, values, n):
         particle = torch.as_tensor(self.rng.integers(0, self.num_particles, size=n), device=values.device)
@@ -442,7 +463,8 @@ def make_agent(name: str, num_actions: int, context_dim: int, seed: int = 0, **o
     key = canonical_name(name)
     neural = {k: v for k, v in options.items() if k in NEURAL_OPTIONS}
     if key in ("s2vgd", "svgd"):
-        extra = {k: options[k] for k in ("num_particles", "householder") if k in options}
+        extra = {k: options[k] for k in ("num_particles", "householder", "structural_output", "structural_lr_scale")
+                 if k in options}
         own_lr = options.get(f"{key}_lr")  # a per-method learning rate (tuned separately), else the shared lr
         if own_lr:
             neural["lr"] = float(own_lr)

@@ -17,7 +17,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-from svpg.bandits.agents import STEIN_LR
+from svpg.bandits.agents import S2VGD_STRUCTURE, STEIN_LR
 from svpg.cli import add_dataclass_arguments, dataclass_from_args
 from svpg.cli import option as _f
 from svpg.core.allocator import keep_freed_memory
@@ -45,7 +45,11 @@ class BanditConfig:
     prob_poisonous_bad: float = _f(0.5, "mushroom: probability of the bad outcome")
     # neural agents
     num_particles: int = _f(20, "M, particles of the Stein Thompson agents (s2vgd, svgd)")
-    householder: int = _f(1, "K, Householder reflections per side of every layer (s2vgd)")
+    householder: int = _f(S2VGD_STRUCTURE["householder"], "K, Householder reflections per side of every structural layer (s2vgd)")
+    structural_output: bool = _f(S2VGD_STRUCTURE["structural_output"],
+                                 "s2vgd: the output layer is structural too (false: plain output layer, structural hidden layers)")
+    structural_lr_scale: float = _f(S2VGD_STRUCTURE["structural_lr_scale"],
+                                    "s2vgd: learning rate of the Λ scales and Householder vectors, relative to the agent's lr")
     hidden: tuple[int, ...] = _f((50,), "hidden layer widths of the reward networks")
     activation: str = _f("relu", "relu | tanh", choices=("relu", "tanh"))
     prior: str = _f("mvg", "mvg (eq. 14 with Inv-Gamma(a, b) hyperpriors) | flat", choices=("mvg", "flat"))
@@ -81,6 +85,8 @@ class BanditConfig:
             problems.append("--householder and --initial-pulls must be ≥ 0")
         if not self.lr > 0:
             problems.append(f"--lr must be > 0, got {self.lr}")
+        if not self.structural_lr_scale > 0:
+            problems.append(f"--structural-lr-scale must be > 0, got {self.structural_lr_scale}")
         for name in ("s2vgd_lr", "svgd_lr"):
             if getattr(self, name) < 0:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 0 (0: use --lr), got {getattr(self, name)}")
@@ -110,7 +116,8 @@ class BanditConfig:
             except ValueError:
                 raise ValueError(f"--bandwidth must be 'median', 'identity' or a positive number, got {kernel!r}") from None
         return dict(
-            num_particles=self.num_particles, householder=self.householder, hidden=tuple(self.hidden),
+            num_particles=self.num_particles, householder=self.householder, structural_output=self.structural_output,
+            structural_lr_scale=self.structural_lr_scale, hidden=tuple(self.hidden),
             activation=self.activation, prior=self.prior, prior_a=self.prior_a, prior_b=self.prior_b,
             noise_a=self.noise_a, noise_b=self.noise_b, kernel=kernel, optimizer=self.optimizer, lr=self.lr, s2vgd_lr=self.s2vgd_lr, svgd_lr=self.svgd_lr,
             train_every=self.train_every, train_steps=self.train_steps, batch_size=self.batch_size,

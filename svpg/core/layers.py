@@ -125,6 +125,13 @@ class StructuralLinear:
             if householder:
                 layout.add(p + "log_var_v", (1,))
 
+    # the coordinates of the structure itself (scales Λ, Householder vectors), as opposed to C and b
+    STRUCTURAL_BLOCKS = ("lam_in", "lam_out", "v_in", "v_out")
+
+    def structural_blocks(self) -> list[str]:
+        """Layout names of this layer's Λ and Householder-vector blocks (empty for a plain layer)."""
+        return [f"{self.name}.{b}" for b in self.STRUCTURAL_BLOCKS if f"{self.name}.{b}" in self.layout]
+
     def _get(self, theta: torch.Tensor, block: str) -> torch.Tensor:
         return self.layout.get(theta, f"{self.name}.{block}")
 

@@ -46,6 +46,8 @@ class NetworkSpec:
     :param learn_scales: learn the diagonal scales Λ1, Λ2 (S²VGD) or fix Λ = I (plain SVGD).
     :param prior: ``"mvg"`` (eq. 14) or ``"flat"``.
     :param prior_a: Inv-Gamma shape a; :param prior_b: Inv-Gamma scale b (§5: a = 1, b = 0.1).
+    :param structural_output: the last layer is structural too (§3.3: W_L "can follow the same
+        techniques"); False keeps it plain (K = 0, Λ = I) while the hidden layers stay structural.
     """
 
     sizes: tuple[int, ...]
@@ -55,6 +57,7 @@ class NetworkSpec:
     prior: str = "mvg"
     prior_a: float = 1.0
     prior_b: float = 0.1
+    structural_output: bool = True
 
     def __post_init__(self):
         object.__setattr__(self, "sizes", tuple(int(s) for s in self.sizes))
@@ -82,18 +85,14 @@ class ParticleMLP:
         self.spec = spec
         self.activation = ACTIVATIONS[spec.activation]
         prior = make_prior(spec.prior, spec.prior_a, spec.prior_b)
-        self.layers = [
-            StructuralLinear(
-                layout,
-                f"{name}.{i}",
-                l1,
-                l2,
-                householder=min(spec.householder, l1, l2),
-                learn_scales=spec.learn_scales,
-                prior=prior,
-            )
-            for i, (l1, l2) in enumerate(zip(spec.sizes[:-1], spec.sizes[1:]))
-        ]
+        pairs = list(zip(spec.sizes[:-1], spec.sizes[1:]))
+        self.layers = []
+        for i, (l1, l2) in enumerate(pairs):
+            structural = spec.structural_output or i < len(pairs) - 1
+            self.layers.append(StructuralLinear(
+                layout, f"{name}.{i}", l1, l2, householder=min(spec.householder, l1, l2) if structural else 0,
+                learn_scales=spec.learn_scales and structural, prior=prior,
+            ))
 
     def weights(self, theta: torch.Tensor) -> LayerWeights:
         """Effective (W, b) of every layer, W (M, ℓ1, ℓ2), b (M, 1, ℓ2)."""
@@ -137,6 +136,10 @@ class ParticleMLP:
             if i < last:
                 x = activation(x)
         return x
+
+    def structural_blocks(self) -> list[str]:
+        """Layout names of every Λ and Householder-vector block (for per-block step sizes)."""
+        return [b for layer in self.layers for b in layer.structural_blocks()]
 
     def log_prior(self, theta: torch.Tensor) -> torch.Tensor:
         """Σ over layers of eq. 14: (M,)."""

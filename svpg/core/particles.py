@@ -60,6 +60,14 @@ class ParticleLayout:
         n = math.prod(shape)
         return theta[:, offset : offset + n].view(theta.shape[0], *shape)
 
+    def per_coordinate(self, values: dict[str, float], default: float = 1.0) -> torch.Tensor:
+        """A (D,) tensor holding ``values[name]`` on the coordinates of each named block, else ``default``."""
+        out = torch.full((self.size,), float(default))
+        for name, value in values.items():
+            offset, shape = self._blocks[name]
+            out[offset : offset + math.prod(shape)] = float(value)
+        return out
+
     def describe(self) -> dict[str, list[int]]:
         """Block shapes, for checkpoint metadata and mismatch messages."""
         return {k: list(s) for k, (_, s) in self._blocks.items()}

@@ -95,16 +95,30 @@ class SVGD:
     :param theta: the (M, D) leaf tensor holding all particles.
     :param kernel: ``"median"`` / a fixed bandwidth / ``"identity"`` or a kernel object.
     :param optimizer: ``"adam"``, ``"rmsprop"``, ``"adagrad"`` or ``"sgd"``.
+    :param step_scale: optional (D,) multiplier of every coordinate's optimizer step: a per-block
+        learning rate on the single (M, D) tensor (e.g. slower structural coordinates,
+        :meth:`ParticleLayout.per_coordinate`). ``None``: the plain optimizer step.
     """
 
-    def __init__(self, theta: torch.Tensor, kernel="median", optimizer: str = "adam", lr: float = 5e-3):
+    def __init__(self, theta: torch.Tensor, kernel="median", optimizer: str = "adam", lr: float = 5e-3,
+                 step_scale: torch.Tensor | None = None):
         self.theta = theta
         self.kernel = make_kernel(kernel)
         self.optimizer = make_optimizer(optimizer, [theta], lr)
+        if step_scale is not None:
+            if step_scale.shape != theta.shape[1:]:
+                raise ValueError(f"step_scale must have shape {tuple(theta.shape[1:])} (one value per coordinate), "
+                                 f"got {tuple(step_scale.shape)}")
+            step_scale = step_scale.to(theta.device, theta.dtype)
+        self.step_scale = step_scale
 
     def step(self, grad_logp: torch.Tensor) -> SVGDTerms:
         terms = svgd_terms(self.theta, grad_logp, self.kernel)
+        before = self.theta.detach().clone() if self.step_scale is not None else None
         self.theta.grad = -terms.direction
         self.optimizer.step()
         self.theta.grad = None
+        if before is not None:  # θ ← θ_old + s ⊙ (θ_new − θ_old); exact per-coordinate lr for Adam/RMSprop/SGD
+            with torch.no_grad():
+                self.theta.sub_(before).mul_(self.step_scale).add_(before)
         return terms
