@@ -36,19 +36,15 @@ def main() -> int:
     p.add_argument("--train-steps", type=int, default=10)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=0.0,
-                   help="learning rate (0: the CLI default of the agent: s2vgd 1e-3, svgd 5e-4, others 3e-3)")
+                   help="learning rate (0: the agent's default, as in the CLI)")
     args = p.parse_args()
 
     torch.set_num_threads(args.threads)
     problem = make_problem("mushroom")
     table = problem.table(args.rounds, args.seed)
-    from svpg.bandits.cli import BanditConfig
-
-    defaults = BanditConfig()
-    lr = args.lr or {"s2vgd": defaults.s2vgd_lr, "svgd": defaults.svgd_lr}.get(args.method, defaults.lr)
     agent = make_agent(args.method, problem.num_actions, problem.context_dim, seed=args.seed,
                        num_particles=args.particles, train_every=args.train_every, train_steps=args.train_steps,
-                       batch_size=args.batch_size, lr=lr)
+                       batch_size=args.batch_size, **({"lr": args.lr} if args.lr else {}))
     train_time = [0.0]
     inner_train = agent.train
 
