@@ -22,6 +22,7 @@ from svpg.bandits.agents import (
     EpsilonGreedy,
     LinUCB,
     NeuralGreedy,
+    S2VGD_STRUCTURE,
     STEIN_LR,
     SteinThompson,
     Uniform,
@@ -40,6 +41,6 @@ from svpg.bandits.report import save_results
 
 __all__ = [
     "AGENTS", "DEFAULT_AGENTS", "Agent", "SteinThompson", "NeuralGreedy", "EpsilonGreedy", "LinUCB", "Uniform",
-    "STEIN_LR", "make_agent", "BanditProblem", "BanditTable", "MushroomBandit", "WheelBandit", "ClassificationBandit",
+    "STEIN_LR", "S2VGD_STRUCTURE", "make_agent", "BanditProblem", "BanditTable", "MushroomBandit", "WheelBandit", "ClassificationBandit",
     "make_problem", "play", "run", "AgentRun", "BanditResults", "save_results",
 ]

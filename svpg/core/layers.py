@@ -88,6 +88,9 @@ class StructuralLinear:
     :param prior: eq. 14 hierarchical prior (adds one log-variance coordinate per group) or flat.
     """
 
+    # the coordinates of the structure itself (scales Λ, Householder vectors), as opposed to C and b
+    STRUCTURAL_BLOCKS = ("lam_in", "lam_out", "v_in", "v_out")
+
     def __init__(
         self,
         layout: ParticleLayout,
@@ -124,9 +127,6 @@ class StructuralLinear:
                 layout.add(p + "log_var_lam", (1,))
             if householder:
                 layout.add(p + "log_var_v", (1,))
-
-    # the coordinates of the structure itself (scales Λ, Householder vectors), as opposed to C and b
-    STRUCTURAL_BLOCKS = ("lam_in", "lam_out", "v_in", "v_out")
 
     def structural_blocks(self) -> list[str]:
         """Layout names of this layer's Λ and Householder-vector blocks (empty for a plain layer)."""
