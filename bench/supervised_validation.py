@@ -22,6 +22,7 @@ import time
 import numpy as np
 import torch
 
+from svpg.core.svgd import OPTIMIZERS
 from svpg.supervised import load_dataset
 from svpg.supervised.cli import REGRESSION_DEFAULTS, SupervisedConfig, make_estimator, resolve
 from svpg.supervised.data import holdout_split, train_test_splits
@@ -35,8 +36,8 @@ def main() -> None:
     parser.add_argument("--splits", type=int, default=5, help="use the validation rows of splits 0..N-1")
     parser.add_argument("--epochs", type=int, default=0, help="0: the data set's default")
     parser.add_argument("--lr", type=float, default=REGRESSION_DEFAULTS["lr"])
-    parser.add_argument("--optimizer", default="adam", choices=("adam", "rmsprop", "adagrad", "sgd"))
-    parser.add_argument("--householder", type=int, default=1, help="K, reflections per side (s2vgd)")
+    parser.add_argument("--optimizer", default=SupervisedConfig.optimizer, choices=sorted(OPTIMIZERS))
+    parser.add_argument("--householder", type=int, default=SupervisedConfig.householder, help="K, reflections per side (s2vgd)")
     parser.add_argument("--compile", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(1)

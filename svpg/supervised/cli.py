@@ -113,8 +113,10 @@ class SupervisedConfig:
             problems.append(f"--lr must be > 0 (or 0 for the default), got {self.lr}")
         if str(self.validation_fraction) != "auto":
             try:
-                assert 0 <= float(self.validation_fraction) < 1
-            except (ValueError, AssertionError):
+                fraction_ok = 0 <= float(self.validation_fraction) < 1
+            except ValueError:
+                fraction_ok = False
+            if not fraction_ok:  # an explicit check: an assert would vanish under python -O
                 problems.append(f"--validation-fraction must be 'auto' or a number in [0, 1), got {self.validation_fraction!r}")
         if not 0 < self.test_fraction < 1:
             problems.append(f"--test-fraction must be in (0, 1), got {self.test_fraction}")
