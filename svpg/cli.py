@@ -3,7 +3,19 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import typing
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (plus a pointer to ``--help``), not a usage dump."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("usage", "%(prog)s [options]")
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def option(default, help: str, **kw):
@@ -64,6 +76,47 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[st
 def dataclass_from_args(cls, args: argparse.Namespace):
     names = {f.name for f in dataclasses.fields(cls)}
     return cls(**{k: v for k, v in vars(args).items() if k in names})
+
+
+def _typed(name: str, hint, value, source: str):
+    """``value`` checked (and, for tuples and int → float, converted) against the field's type."""
+    def bad(expected: str):
+        return ValueError(f"{source}: {name!r} must be {expected}, got {value!r}")
+
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise bad("true or false")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad("an integer")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad("a number")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise bad("a string")
+        return value
+    if typing.get_origin(hint) is tuple:
+        (item, _) = typing.get_args(hint)
+        if not isinstance(value, (list, tuple)):
+            raise bad(f"a list of {'integers' if item is int else 'numbers'}")
+        return tuple(_typed(name, item, v, source) for v in value)
+    return value
+
+
+def dataclass_from_dict(cls, data: dict, source: str):
+    """``cls(**data)`` with unknown keys and wrongly typed values refused in one line naming ``source``."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{source} must be a JSON object of option names and values, got a {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"{source}: unknown option(s) {unknown}; see --help for the valid names")
+    return cls(**{k: _typed(k, hints[k], v, source) for k, v in data.items()})
 
 
 def explicit_options(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]:

@@ -22,18 +22,45 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be used: corrupt, truncated, foreign or of the wrong shape."""
 
 
-def _atomic_write(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
+class WriteError(ValueError):
+    """A file could not be written (full disk, permissions); its previous version is intact."""
+
+
+def atomic_write(path: str | Path, write) -> None:
+    """Write ``path`` through ``write(tmp_path)`` so that readers (and a crash at any moment) see the
+    old file or the new one, never part of one. A failed write leaves the old file and no temporary.
+
+    :raises WriteError: naming the file and the reason (e.g. no space left on the device).
+    """
+    path = Path(path)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(fd)
         write(tmp)
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
-        os.replace(tmp, path)  # atomic: readers see the old file or the new one, never half of one
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)  # make the rename itself durable
+    except OSError as e:
+        raise WriteError(f"could not write {path} ({e.strerror or e}); the previous version is unchanged") from None
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.remove(tmp)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # not supported on every platform
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def save_tensors(path: str | Path, tensors: dict[str, torch.Tensor], kind: str, metadata: dict) -> Path:
@@ -41,7 +68,7 @@ def save_tensors(path: str | Path, tensors: dict[str, torch.Tensor], kind: str, 
     path = Path(path)
     tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
     header = {"format": FORMAT, "kind": kind, "metadata": json.dumps(metadata)}
-    _atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=header))
+    atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=header))
     return path
 
 
@@ -85,11 +112,20 @@ def load_tensors(path: str | Path, expected_kind: str | None = None) -> tuple[di
 
 def save_state(path: str | Path, state: dict) -> None:
     """Auxiliary training state (optimizer, RNG) with torch.save, atomically."""
-    _atomic_write(Path(path), lambda tmp: torch.save(state, tmp))
+    atomic_write(Path(path), lambda tmp: torch.save(state, tmp))
 
 
 def load_state(path: str | Path) -> dict:
+    """Auxiliary state written by :func:`save_state`; tensors and plain containers only."""
+    import pickle
+
+    if not Path(path).exists():
+        raise CheckpointError(f"{path} does not exist")
     try:
         return torch.load(path, weights_only=True, map_location="cpu")
+    except pickle.UnpicklingError:
+        # weights_only refused an object: never loaded, whatever torch's own message suggests
+        raise CheckpointError(f"{path} holds Python objects that svpg does not load (it was not written by svpg); "
+                              f"it was not loaded") from None
     except Exception as e:  # torch raises several types for damaged zip files
-        raise CheckpointError(f"{path} is corrupt or truncated ({type(e).__name__}: {e})") from None
+        raise CheckpointError(f"{path} is corrupt or truncated ({type(e).__name__})") from None

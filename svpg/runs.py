@@ -1,12 +1,19 @@
-"""Run folders (``runs/<run-name>/``) and TensorBoard logging, shared by every front end."""
+"""Run folders (``runs/<run-name>/``) and TensorBoard logging, shared by every front end.
+
+A run folder is never overwritten: :func:`create_run_dir` refuses an existing one (resume it instead),
+and every file in it is written atomically (:func:`svpg.io.atomic_write`).
+"""
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from pathlib import Path
 
 import torch
+
+from svpg.io import atomic_write
 
 
 def run_name(*parts) -> str:
@@ -15,26 +22,76 @@ def run_name(*parts) -> str:
     return re.sub(r"[^A-Za-z0-9_.\-]+", "-", name)
 
 
-def make_run_dir(log_dir: str | Path, name: str) -> Path:
+def _os_reason(e: OSError) -> str:
+    return e.strerror or type(e).__name__
+
+
+def create_run_dir(log_dir: str | Path, name: str, *, resume_hint: str = "--resume") -> Path:
+    """Create ``log_dir/name`` for a new run; a ValueError if it exists or cannot be written.
+
+    :param resume_hint: how the command line resumes a run (quoted in the error for an existing folder).
+    """
     path = Path(log_dir) / name
-    path.mkdir(parents=True, exist_ok=True)
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise ValueError(
+            f"run folder {path} already exists: continue it with {resume_hint} {path}, "
+            f"or pick another --run-name (nothing was written)"
+        )
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"cannot create run folder {path} ({_os_reason(e)}): pass a writable --log-dir") from None
+    check_writable(path)
     return path
 
 
-def write_json(path: Path, obj) -> None:
-    from svpg.io import _atomic_write
+def check_writable(path: Path) -> None:
+    """A ValueError naming the folder if files cannot be created in it."""
+    try:
+        probe = path / f".write-test-{os.getpid()}.tmp"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise ValueError(f"cannot write to {path} ({_os_reason(e)}): make it writable or use another --log-dir") from None
 
-    _atomic_write(Path(path), lambda tmp: Path(tmp).write_text(json.dumps(obj, indent=2)))
+
+def remove_stray_temporaries(run_dir: Path) -> list[Path]:
+    """Delete ``.*.tmp`` files left by a process killed during an atomic write; returns them."""
+    stray = [p for p in Path(run_dir).rglob(".*.tmp") if p.is_file()]
+    for p in stray:
+        p.unlink(missing_ok=True)
+    return stray
+
+
+def write_json(path: Path, obj) -> None:
+    atomic_write(Path(path), lambda tmp: Path(tmp).write_text(json.dumps(obj, indent=2)))
+
+
+def read_json_object(path: Path, what: str) -> dict:
+    """A JSON object from ``path``, or a one-line ValueError naming the file."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{what} {path} does not exist") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{what} {path} is not readable JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{what} {path} must hold a JSON object of option names and values, got a {type(data).__name__}")
+    return data
 
 
 class TensorBoardLogger:
-    """Scalars to TensorBoard with one host sync per call (values may be 0-d tensors)."""
+    """Scalars to TensorBoard with one host sync per call (values may be 0-d tensors).
 
-    def __init__(self, run_dir: Path, layout: dict | None = None):
+    :param purge_step: on resume, the first step not yet covered by the checkpoint: events from an
+        interrupted run at or after it are dropped, so curves have no duplicated steps.
+    """
+
+    def __init__(self, run_dir: Path, layout: dict | None = None, purge_step: int | None = None):
         from torch.utils.tensorboard import SummaryWriter
 
-        self.writer = SummaryWriter(str(run_dir))
-        if layout:
+        self.writer = SummaryWriter(str(run_dir), purge_step=purge_step)
+        if layout and not purge_step:
             self.writer.add_custom_scalars(layout)
 
     def log(self, scalars: dict[str, torch.Tensor | float], step: int) -> dict[str, float]:

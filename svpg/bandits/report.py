@@ -184,7 +184,7 @@ def write_tensorboard_summary(results: BanditResults, run_dir: str | Path, point
 def save_results(results: BanditResults, run_dir: str | Path, points: int = 500, tensorboard: bool = True) -> dict[str, Path]:
     """Write ``results.csv`` (per seed), ``summary.csv``, ``curves.csv``, ``results.md``, ``regret.png``
     (and the TensorBoard mean curves) into ``run_dir``; returns the paths."""
-    from svpg.io import _atomic_write
+    from svpg.io import atomic_write
 
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -197,8 +197,8 @@ def save_results(results: BanditResults, run_dir: str | Path, points: int = 500,
     }
     for key, frame in (("per_seed", per_seed_frame(results)), ("summary", summary_frame(results)),
                        ("curves", curves_frame(results, points))):
-        _atomic_write(paths[key], lambda tmp, f=frame: f.to_csv(tmp, index=False))
-    _atomic_write(paths["markdown"], lambda tmp: Path(tmp).write_text(markdown_table(results)))
+        atomic_write(paths[key], lambda tmp, f=frame: f.to_csv(tmp, index=False))
+    atomic_write(paths["markdown"], lambda tmp: Path(tmp).write_text(markdown_table(results)))
     plot_regret(results, paths["figure"], points)
     if tensorboard:
         write_tensorboard_summary(results, run_dir, points)

@@ -1,0 +1,95 @@
+"""Process-level settings shared by every front end: devices, CPU threads and graceful interruption."""
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+
+import torch
+
+#: torch CPU threads of every front end and Python API unless told otherwise. Small batched ops gain
+#: nothing from more threads, and on shared cores a second thread can make a step several times slower.
+DEFAULT_THREADS = 1
+
+_DEVICE_TYPES = ("cpu", "cuda", "mps")
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """``device`` as a torch.device, or a one-line ValueError naming what to pass instead."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"--device {device!r} is not a torch device; use cpu, cuda or cuda:N") from None
+    if dev.type not in _DEVICE_TYPES:
+        raise ValueError(f"--device {device!r}: svpg runs on {', '.join(_DEVICE_TYPES)}; use --device cpu")
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"--device {device!r}: this torch build sees no CUDA device; use --device cpu")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ValueError(f"--device {device!r}: only {torch.cuda.device_count()} CUDA device(s); use cuda:0")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"--device {device!r}: MPS is not available in this torch build; use --device cpu")
+    return dev
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int | None):
+    """Run the block with ``threads`` torch CPU threads (None or 0: leave as is), then restore."""
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(int(threads))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+class StopRequest:
+    """SIGINT / SIGTERM ask a training loop to stop at its next safe point instead of killing it.
+
+    Used as a context manager around the loop; ``requested`` is the signal's name once one arrived.
+    A second signal raises KeyboardInterrupt at once (nothing is saved then; the last checkpoint stays).
+    Outside the main thread (where handlers cannot be installed) it does nothing.
+    """
+
+    def __init__(self):
+        self.requested: str | None = None
+        self._previous: dict = {}
+
+    def _handle(self, signum, frame):
+        if self.requested is not None:
+            raise KeyboardInterrupt
+        self.requested = signal.Signals(signum).name
+
+    def __enter__(self) -> "StopRequest":
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+    @property
+    def exit_status(self) -> int:
+        """The shell's convention: 128 + signal number."""
+        return 128 + int(getattr(signal, self.requested)) if self.requested else 0
+
+
+@contextlib.contextmanager
+def sigterm_as_keyboard_interrupt():
+    """Make SIGTERM interrupt like Ctrl-C (for loops whose unit of work is long: seeds, splits)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handle(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handle)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
