@@ -9,11 +9,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
+
+from svpg.cli import Parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="evaluate.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(prog="evaluate.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("path", help="run folder (runs/<run-name>) or a .safetensors checkpoint")
     p.add_argument("--particle", default="all", help="'all', 'best' (highest mean return) or a particle index (default: all)")
     p.add_argument("--episodes", type=int, default=20, help="episodes per particle (default: 20)")
@@ -28,14 +32,35 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def check_gif_path(path: str) -> None:
+    """Refuse an output the GIF could not be written to before any episode runs."""
+    out = Path(path)
+    folder = out.parent if str(out.parent) else Path(".")
+    if out.suffix.lower() != ".gif":
+        raise ValueError(f"--gif {path!r} must end in .gif")
+    if out.is_dir():
+        raise ValueError(f"--gif {path!r} is a folder; give a file name such as {out / 'episode.gif'}")
+    if not folder.is_dir():
+        raise ValueError(f"--gif {path!r}: the folder {folder} does not exist; create it or choose another path")
+    if not os.access(folder, os.W_OK | os.X_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise ValueError(f"--gif {path!r}: {folder} is not writable; choose another path")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import svpg
-    from svpg.io import CheckpointError
+    from svpg.io import CheckpointError, WriteError
     from svpg.rl.evaluation import evaluate_particles, format_table
+    from svpg.runtime import resolve_device
+    from svpg.seeding import int_seed
 
     try:
-        policy = svpg.load(args.path, device=args.device)
+        if args.episodes < 1:
+            raise ValueError(f"--episodes must be ≥ 1, got {args.episodes}")
+        if args.gif:
+            check_gif_path(args.gif)
+        device = resolve_device(args.device)
+        policy = svpg.load(args.path, device=device)
         config = policy.metadata.get("config", {})
         env_id = args.env_id or policy.metadata.get("env_id") or config.get("env_id")
         if env_id is None:
@@ -44,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.particle == "all":
             particles = None
         elif args.particle == "best":
-            scores = evaluate_particles(policy, env_id, args.episodes, seed=args.seed + 1, deterministic=not args.stochastic, max_episode_steps=horizon)
+            # chosen on episodes of their own stream, then reported on the --seed episodes
+            scores = evaluate_particles(policy, env_id, args.episodes, seed=int_seed(args.seed, "selection"),
+                                        deterministic=not args.stochastic, max_episode_steps=horizon)
             particles = [int(scores.mean(1).argmax())]
         else:
             try:
@@ -66,10 +93,14 @@ def main(argv: list[str] | None = None) -> int:
 
         chosen = particles[0] if particles else int(returns.mean(1).argmax())
         policy.set_particle(chosen)
-        path, ep_returns = record_gif(
-            policy, env_id, args.gif, seed=args.seed, deterministic=not args.stochastic,
-            max_episode_steps=horizon, frame_skip=max(1, args.gif_frame_skip),
-        )
+        try:
+            path, ep_returns = record_gif(
+                policy, env_id, args.gif, seed=args.seed, deterministic=not args.stochastic,
+                max_episode_steps=horizon, frame_skip=max(1, args.gif_frame_skip),
+            )
+        except WriteError as e:
+            print(f"evaluate.py: error: {e}", file=sys.stderr)
+            return 2
         print(f"\nparticle {chosen}: one episode (return {ep_returns[0]:.1f}) rendered to {path}")
     return 0
 

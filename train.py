@@ -3,19 +3,24 @@
 
     python train.py                                   # S²VGD (K = 1), M = 16, REINFORCE, CartPole-v1
     python train.py --method svgd --seed 3 --run-name svgd-s3
-    python train.py --preset swingup --estimator a2c  # the paper's settings (svpg/rl/presets/*.json)
-    python train.py --resume runs/<run-name>          # continue a run from its last checkpoint
+    python train.py --preset swingup --estimator a2c  # a task's settings (svpg/rl/presets/*.json)
+    python train.py --resume runs/<run-name>          # continue from the newest consistent checkpoint
+    python train.py --resume runs/<run-name> --iterations 400 --from iter_000100
 
-Every run writes runs/<run-name>/: TensorBoard events, config.json, model.safetensors and
-checkpoints/. Watch it with `tensorboard --logdir runs`.
+Every run writes runs/<run-name>/: TensorBoard events, config.json, progress.csv, model.safetensors and
+checkpoints/. Watch it with `tensorboard --logdir runs`. An existing run folder is never overwritten.
+Ctrl-C (or SIGTERM) finishes the current iteration, saves a checkpoint and exits; --resume continues
+the run exactly as if it had not stopped. With --resume only these options may be given:
+--iterations, --total-steps, --eval-episodes, --progress, --threads, --device, --checkpoint-every.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
-from svpg.cli import add_dataclass_arguments, dataclass_from_args, explicit_options
+from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, explicit_options
+from svpg.io import CheckpointError
 from svpg.rl.config import METHODS, SVPGConfig, available_presets, load_preset
+from svpg.seeding import int_seed
 
 # Other front ends, dispatched on the first argument: name -> (module with main(argv) -> int, help).
 SUBCOMMANDS = {
@@ -24,8 +29,10 @@ SUBCOMMANDS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser() -> Parser:
+    import argparse
+
+    parser = Parser(
         prog="train.py",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -37,8 +44,31 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"start from a preset ({', '.join(available_presets())}, or a JSON file of config fields); "
         "options given on the command line override it",
     )
+    parser.add_argument("--resume", default=None, metavar="RUN_DIR",
+                        help="continue the run in this folder (its own config; see above for the options it takes)")
+    parser.add_argument("--from", dest="from_checkpoint", default=None, metavar="CHECKPOINT",
+                        help="with --resume: the checkpoint to continue from, e.g. iter_000040 or 40 (later ones are "
+                        "moved to checkpoints/discarded_after_…; default: the newest consistent one)")
     add_dataclass_arguments(parser, SVPGConfig)
     return parser
+
+
+def make_trainer(parser: Parser, args, argv: list[str]):
+    from svpg.rl.trainer import SVPGTrainer
+
+    typed = explicit_options(parser, argv)
+    if args.resume:
+        if "preset" in typed:
+            raise ValueError("--preset cannot be combined with --resume (the run keeps its own settings)")
+        overrides = {k: getattr(args, k) for k in typed - {"resume", "from_checkpoint"}}
+        return SVPGTrainer.resume(args.resume, args.from_checkpoint, **overrides)
+    if args.from_checkpoint:
+        raise ValueError("--from needs --resume RUN_DIR")
+    if args.preset:
+        for key, value in load_preset(args.preset).items():
+            if key not in typed:
+                setattr(args, key, value)
+    return SVPGTrainer(dataclass_from_args(SVPGConfig, args))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,28 +79,57 @@ def main(argv: list[str] | None = None) -> int:
         return importlib.import_module(SUBCOMMANDS[argv[0]][0]).main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        if args.preset:
-            typed = explicit_options(parser, argv)
-            for key, value in load_preset(args.preset).items():
-                if key not in typed:
-                    setattr(args, key, tuple(value) if isinstance(value, list) else value)
-        config = dataclass_from_args(SVPGConfig, args)
-        from svpg.rl.trainer import SVPGTrainer
+    from svpg.core.allocator import keep_freed_memory
 
-        trainer = SVPGTrainer(config)
-    except (ValueError, FileNotFoundError) as e:
+    keep_freed_memory()  # the A2C critic fit's large activations: see svpg/core/allocator.py
+    try:
+        trainer = make_trainer(parser, args, argv)
+    except (ValueError, FileNotFoundError) as e:  # CheckpointError and WriteError are ValueErrors
         print(f"train.py: error: {e}", file=sys.stderr)
         return 2
-    print(f"run folder: {trainer.run_dir}\n{trainer.policy}\n"
-          f"{trainer.iterations} iterations × {trainer.policy.num_particles} particles × "
-          f"{trainer.envs_per_particle} envs × {trainer.steps_per_iteration} steps on {config.env_id}")
-    policy = trainer.train()
+    except KeyboardInterrupt:
+        print("\ninterrupted before training started", file=sys.stderr)
+        return 130
+    from svpg.io import WriteError
+    from svpg.rl.trainer import NonFiniteError, TrainingInterrupted
+
     cfg = trainer.config
+    for note in trainer.notes:
+        print(f"note: {note}")
+    if args.resume:
+        start = trainer.resumed_from.name if trainer.resumed_from else "the start"
+        print(f"resuming {trainer.run_dir} from {start} (iteration {trainer.iteration} of {trainer.iterations})")
+        if trainer.finished:
+            print(f"nothing to do: {trainer.run_dir} has finished its {trainer.iterations} iterations; "
+                  f"give --iterations N (> {trainer.iterations}) or --total-steps to train further")
+            return 0
+    else:
+        print(f"run folder: {trainer.run_dir}")
+    print(f"{trainer.policy}\n{trainer.iterations} iterations × {trainer.policy.num_particles} particles × "
+          f"{trainer.envs_per_particle} envs × {trainer.steps_per_iteration} steps on {cfg.env_id}")
+    resume_hint = f"python train.py --resume {trainer.run_dir}"
+    try:
+        policy = trainer.train()
+    except TrainingInterrupted as e:
+        print(f"\n{e.signal_name}: stopped after iteration {e.iteration} and saved a checkpoint; continue with: {resume_hint}",
+              file=sys.stderr)
+        return e.exit_status
+    except KeyboardInterrupt:
+        print(f"\ninterrupted again: stopped without saving; the last checkpoint is intact; continue with: {resume_hint}",
+              file=sys.stderr)
+        return 130
+    except NonFiniteError as e:
+        print(f"train.py: error: {e}; nothing was saved over the last checkpoint. Start a new run with a smaller --lr "
+              f"(or a larger --alpha)", file=sys.stderr)
+        return 1
+    except (WriteError, CheckpointError) as e:
+        print(f"train.py: error: {e}; once fixed, continue with: {resume_hint}", file=sys.stderr)
+        return 2
     if cfg.eval_episodes:
         from svpg.rl.evaluation import evaluate_particles, format_table
 
-        returns = evaluate_particles(policy, cfg.env_id, cfg.eval_episodes, seed=cfg.seed + 10_000, max_episode_steps=trainer.horizon)
+        returns = evaluate_particles(policy, cfg.env_id, cfg.eval_episodes, seed=int_seed(cfg.seed, "evaluation"),
+                                     max_episode_steps=trainer.horizon)
         print(f"\nevaluation: {cfg.eval_episodes} deterministic episodes per particle on {cfg.env_id}\n")
         print(format_table(returns))
     print(f"\nsaved to {trainer.run_dir} — evaluate with: python evaluate.py {trainer.run_dir}")

@@ -26,6 +26,10 @@ class WriteError(ValueError):
     """A file could not be written (full disk, permissions); its previous version is intact."""
 
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 def atomic_write(path: str | Path, write) -> None:
     """Write ``path`` through ``write(tmp_path)`` so that readers (and a crash at any moment) see the
     old file or the new one, never part of one. A failed write leaves the old file and no temporary.
@@ -38,6 +42,7 @@ def atomic_write(path: str | Path, write) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         os.close(fd)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide run files from the rest of a group
         write(tmp)
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())

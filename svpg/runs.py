@@ -91,7 +91,7 @@ class TensorBoardLogger:
         from torch.utils.tensorboard import SummaryWriter
 
         self.writer = SummaryWriter(str(run_dir), purge_step=purge_step)
-        if layout and not purge_step:
+        if layout:
             self.writer.add_custom_scalars(layout)
 
     def log(self, scalars: dict[str, torch.Tensor | float], step: int) -> dict[str, float]:

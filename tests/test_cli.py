@@ -123,7 +123,7 @@ def test_obs_scale_from_the_command_line_and_the_pendulum_preset(tmp_path):
     assert svpg.load(tmp_path / "o").spec.obs_scale == (1.0, 1.0, 0.2, 1.0, 1.0, 0.2)
     from svpg.rl.config import load_preset
 
-    assert load_preset("pendulum")["obs_scale"] == [1.0, 1.0, 0.1, 1.0, 1.0, 0.1]
+    assert load_preset("pendulum")["obs_scale"] == (1.0, 1.0, 0.1, 1.0, 1.0, 0.1)
     bad = run("train.py", "--preset", "pendulum", "--obs-scale", "1,0.1", "--iterations", "1", "--log-dir", str(tmp_path), check=False)
     assert bad.returncode == 2 and "--obs-scale needs 6" in bad.stderr and "Traceback" not in bad.stderr
     assert out.returncode == 0

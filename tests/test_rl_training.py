@@ -4,7 +4,6 @@ import torch
 
 from svpg.rl.config import SVPGConfig
 from svpg.rl.evaluation import evaluate_particles
-from svpg.rl.rollout import collect_rollout
 from svpg.rl.trainer import SVPGTrainer
 
 
@@ -36,16 +35,17 @@ def test_update_drives_particles_by_J_over_alpha_plus_weighted_log_prior(tmp_run
     # term by term on the same batch and compared with what the trainer hands to the SVGD step.
     cfg = small_config(tmp_runs, env_id="svpg/CartPoleSwingUp-v0", alpha=4.0, prior_weight=0.25, prior=prior, run_name=prior)
     trainer = SVPGTrainer(cfg)
-    batch = collect_rollout(trainer.env, trainer.policy, trainer.steps_per_iteration, trainer.generator)
+    batch = trainer.collect()
+    advantages, _, _ = trainer.estimator.advantages(batch)
     theta = trainer.policy.theta
-    surrogate, _, _ = trainer.policy_gradient_surrogate(batch)
+    surrogate, _ = trainer.policy_gradient_surrogate(batch, advantages)
     (grad_j,) = torch.autograd.grad(surrogate.sum(), theta)
     log_prior = trainer.policy.log_prior(theta)
     grad_p = torch.autograd.grad(log_prior.sum(), theta)[0] if log_prior.requires_grad else torch.zeros_like(theta)
     assert (grad_p.abs().sum() > 0) == (prior == "mvg")
     seen, step = {}, trainer.svgd.step
     trainer.svgd.step = lambda grad: step(seen.setdefault("grad", grad.clone()))
-    trainer.update(batch)
+    trainer.update(batch, advantages)
     torch.testing.assert_close(seen["grad"], grad_j / 4.0 + 0.25 * grad_p, rtol=1e-4, atol=1e-5)
 
 
@@ -62,7 +62,7 @@ def test_resume_continues_exactly_where_it_stopped(tmp_runs):
     straight = SVPGTrainer(small_config(tmp_runs, iterations=4, run_name="straight")).train()
     first = SVPGTrainer(small_config(tmp_runs, iterations=2, run_name="split"))
     first.train()
-    resumed = SVPGTrainer(SVPGConfig(resume=str(first.run_dir), iterations=4, progress=False))
+    resumed = SVPGTrainer.resume(first.run_dir, iterations=4)
     assert resumed.iteration == 2
     torch.testing.assert_close(resumed.train().theta, straight.theta, rtol=0, atol=0)
     assert (first.run_dir / "checkpoints" / "iter_000004.safetensors").exists()
@@ -70,20 +70,6 @@ def test_resume_continues_exactly_where_it_stopped(tmp_runs):
 
     rows = list(csv.DictReader(open(first.run_dir / "progress.csv")))
     assert [int(r["iteration"]) for r in rows] == [1, 2, 3, 4], "progress.csv continues without gaps or repeats"
-
-
-def test_resuming_a_run_saved_before_a_field_existed_keeps_its_old_behaviour(tmp_runs):
-    import json
-
-    first = SVPGTrainer(small_config(tmp_runs, iterations=1, baseline="none", run_name="old"))
-    first.train()
-    path = first.run_dir / "config.json"
-    saved = json.loads(path.read_text())
-    del saved["baseline"], saved["value_epochs"]  # as written before those options were added
-    path.write_text(json.dumps(saved))
-    resumed = SVPGTrainer(SVPGConfig(resume=str(first.run_dir), iterations=2, progress=False))
-    assert resumed.config.baseline == "none" and resumed.config.value_epochs == 1
-    assert SVPGConfig().baseline == "linear", "new runs still get the current default"
 
 
 def test_one_particle_and_identical_particles_give_no_nan(tmp_runs):

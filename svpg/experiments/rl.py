@@ -19,6 +19,7 @@ import argparse
 import csv
 import json
 import multiprocessing as mp
+import shutil
 import signal
 import sys
 import time
@@ -28,7 +29,7 @@ METHODS = ("s2vgd", "svgd", "svgd-star", "independent")
 ESTIMATORS = ("reinforce", "a2c")
 TASKS = {"swingup": "swingup", "pendulum": "pendulum", "balance": "balance"}
 #: config fields the harness sets per run (not overridable)
-HARNESS_FIELDS = ("method", "estimator", "seed", "log_dir", "run_name", "resume", "progress", "eval_episodes", "threads")
+HARNESS_FIELDS = ("method", "estimator", "seed", "log_dir", "run_name", "progress", "eval_episodes", "threads")
 OWN_OPTIONS = {"task", "seeds", "methods", "estimators", "jobs", "out", "report_only"}
 
 
@@ -37,11 +38,11 @@ def run_folder(out: Path, method: str, estimator: str, seed: int) -> Path:
 
 
 def finished_iterations(path: Path) -> int:
-    try:
-        with open(path / "progress.csv", newline="") as f:
-            return sum(1 for _ in csv.DictReader(f))
-    except FileNotFoundError:
-        return 0
+    """The iteration of the run's newest checkpoint (0: none)."""
+    from svpg.rl.checkpoints import listed
+
+    found = listed(path)
+    return found[0][0] if found else 0
 
 
 def train_one(job: tuple) -> tuple[str, float]:
@@ -52,13 +53,17 @@ def train_one(job: tuple) -> tuple[str, float]:
 
     path = run_folder(Path(out), method, estimator, seed)
     t0 = time.perf_counter()
-    if (path / "model.safetensors").exists() and (path / "config.json").exists():
-        cfg = SVPGConfig(resume=str(path), progress=False, iterations=overrides.get("iterations", SVPGConfig.iterations))
+    if any((path / "checkpoints").glob("iter_*.safetensors")):
+        length = {k: overrides[k] for k in ("iterations", "total_steps") if k in overrides}
+        trainer = SVPGTrainer.resume(path, progress=False, **length)
     else:
+        if path.exists():  # interrupted before its first checkpoint: nothing to keep
+            shutil.rmtree(path)
         fields = load_preset(task) | overrides
-        cfg = SVPGConfig(**fields, method=method, estimator=estimator, seed=seed, log_dir=str(out),
-                         run_name=path.name, progress=False, eval_episodes=0, threads=1)
-    SVPGTrainer(cfg).train()
+        trainer = SVPGTrainer(SVPGConfig(**fields, method=method, estimator=estimator, seed=seed, log_dir=str(out),
+                                         run_name=path.name, progress=False, eval_episodes=0, threads=1))
+    if not trainer.finished:
+        trainer.train()
     return path.name, time.perf_counter() - t0
 
 

@@ -4,10 +4,13 @@
 """
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
+from pathlib import Path
 
+from svpg.cli import dataclass_from_dict
 from svpg.cli import option as _f
+from svpg.core.svgd import OPTIMIZERS
+from svpg.runtime import DEFAULT_THREADS
 
 METHODS = {
     # method: (Householder K used?, learn Λ scales, kernel)
@@ -17,6 +20,8 @@ METHODS = {
     "independent": "plain dense layers, identity kernel: M independent policy-gradient learners",
 }
 ESTIMATORS = ("reinforce", "a2c")
+#: Options that ``--resume`` may change: how long to train and how, not what is trained.
+RESUMABLE_OPTIONS = ("iterations", "total_steps", "eval_episodes", "progress", "threads", "device", "checkpoint_every")
 DEFAULT_HORIZON = 1000  # for Gymnasium ids registered without a time limit
 
 
@@ -36,7 +41,7 @@ class SVPGConfig:
     """Stein variational policy gradient (eq. 19 of S²VGD) on a vectorized Gymnasium task."""
 
     env_id: str = _f("CartPole-v1", "Gymnasium environment id (svpg/* and CartPole-v1 run on the fast batched path)")
-    method: str = _f("s2vgd", "s2vgd | svgd | independent", choices=tuple(METHODS))
+    method: str = _f("s2vgd", " | ".join(METHODS) + " (see the list below)", choices=tuple(METHODS))
     estimator: str = _f("reinforce", "reinforce (standardised reward-to-go) | a2c (GAE with a critic per particle)", choices=ESTIMATORS)
     num_particles: int = _f(16, "M, the number of policy particles")
     householder: int = _f(1, "K, Householder reflections per side of every layer (s2vgd only; capped at min(ℓ1, ℓ2))")
@@ -51,9 +56,9 @@ class SVPGConfig:
     obs_scale: tuple[float, ...] = _f((), "fixed multipliers of the observation features that the policy (and critic and baseline) "
                                      "read, one per feature, e.g. 1,1,0.1,1,1,0.1 (empty: none); stored in the checkpoint")
     bandwidth: str = _f("median", "RBF bandwidth h: 'median' (h = med²/log M) or a fixed positive number")
-    optimizer: str = _f("adam", "adam | rmsprop | adagrad | sgd (steps along −φ)", choices=("adam", "rmsprop", "adagrad", "sgd"))
+    optimizer: str = _f("adam", " | ".join(OPTIMIZERS) + " (steps along −φ)", choices=tuple(OPTIMIZERS))
     lr: float = _f(5e-3, "learning rate")
-    anneal_lr: bool = _f(True, "decay the learning rate linearly to 0 over the run (the paper presets keep it constant)")
+    anneal_lr: bool = _f(True, "decay the learning rate linearly to 0 over the run (CleanRL's anneal_lr)")
     samples_per_particle: int = _f(5000, "environment steps each particle collects per iteration")
     horizon: int = _f(0, "maximum episode length (0: the environment's own limit)")
     gamma: float = _f(0.99, "discount factor γ")
@@ -62,19 +67,17 @@ class SVPGConfig:
     critic_hidden: tuple[int, ...] = _f((32, 32), "hidden widths of each particle's critic (a2c)")
     critic_lr: float = _f(5e-3, "critic learning rate (a2c)")
     value_steps: int = _f(8, "critic minibatches per pass over the batch (a2c)")
-    value_epochs: int = _f(2, "critic passes over the batch per iteration (a2c); one pass in 5 minibatches left the critics unfitted "
-                              "(explained variance ≈ 0.3), 4 passes in 4 fitted as well as 2 in 8 at 1.35× the run time")
+    value_epochs: int = _f(2, "critic passes over the batch per iteration (a2c)")
     iterations: int = _f(200, "number of SVGD updates (iterations)")
     total_steps: int = _f(0, "if > 0, train for this many environment steps instead of --iterations")
-    seed: int = _f(0, "random seed (initial particles, environments, action noise)")
+    seed: int = _f(0, "run seed: every random stream (initial particles, environment resets, action noise, critics) is spawned from it")
     device: str = _f("cpu", "torch device, e.g. cpu or cuda")
-    threads: int = _f(1, "torch CPU threads for the update (0: all cores; rollouts always use one). One is the "
-                      "robust default: on a 2-core machine with any other load, 2 threads can run several times slower")
+    threads: int = _f(DEFAULT_THREADS, "torch CPU threads for the update (0: all cores; rollouts always use one); "
+                      "on shared cores more threads can run several times slower")
     log_dir: str = _f("runs", "parent folder of run folders")
-    run_name: str = _f("", "run folder name (default: <env>__<method>__<seed>__<time>)")
+    run_name: str = _f("", "run folder name; an existing one is refused (empty: <env>__<method>__<seed>__<time>)")
     checkpoint_every: int = _f(10, "save a checkpoint every this many iterations (0: only at the end)")
     eval_episodes: int = _f(20, "episodes per particle in the final evaluation (0: skip)")
-    resume: str = _f("", "run folder to resume from (its config is reused; other options are ignored)")
     progress: bool = _f(True, "show a progress bar")
 
     def validate(self) -> "SVPGConfig":
@@ -137,30 +140,10 @@ class SVPGConfig:
             prior_b=self.prior_b,
         )
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
-
     @classmethod
-    def from_dict(cls, d: dict) -> "SVPGConfig":
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"unknown config keys {sorted(unknown)}")
-        d = dict(d)
-        for key in ("hidden", "critic_hidden", "obs_scale"):
-            if key in d:
-                d[key] = tuple(d[key])
-        return cls(**d)
-
-
-# Fields added after runs were already being saved, with the value that reproduces what those runs did.
-# A resumed run must continue as it started, not pick up a newer default.
-LEGACY_DEFAULTS = {"baseline": "none", "value_epochs": 1}
-
-
-def saved_config(d: dict) -> SVPGConfig:
-    """The configuration of a saved run (``config.json``); keys it predates get :data:`LEGACY_DEFAULTS`."""
-    return SVPGConfig.from_dict({**LEGACY_DEFAULTS, **d})
+    def from_dict(cls, d: dict, source: str = "config") -> "SVPGConfig":
+        """A config from JSON-like values; unknown keys and wrong types are refused naming ``source``."""
+        return dataclass_from_dict(cls, d, source)
 
 
 def parameter_count(sizes: tuple[int, ...], **spec) -> int:
@@ -185,7 +168,7 @@ def widen_to_match(obs_dim: int, hidden: tuple[int, ...], out_dim: int, househol
         scale += 0.01
 
 
-PRESET_DIR = __import__("pathlib").Path(__file__).with_name("presets")
+PRESET_DIR = Path(__file__).with_name("presets")
 
 
 def available_presets() -> list[str]:
@@ -193,18 +176,15 @@ def available_presets() -> list[str]:
 
 
 def load_preset(name_or_path: str) -> dict:
-    """Config fields of a preset: a name from ``svpg/rl/presets/`` or a path to a JSON file."""
-    from pathlib import Path
+    """Config fields of a preset: a name from ``svpg/rl/presets/`` or a path to a JSON file
+    (keys starting with ``_`` are comments)."""
+    from svpg.runs import read_json_object
 
     path = Path(name_or_path)
     if not path.suffix:
         path = PRESET_DIR / f"{name_or_path}.json"
     if not path.exists():
         raise ValueError(f"unknown preset {name_or_path!r}: choose from {', '.join(available_presets())} or give a .json path")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"preset {path} is not valid JSON ({e})") from None
-    data = {k: v for k, v in data.items() if not k.startswith("_")}
-    SVPGConfig.from_dict(data)  # validates the keys
-    return data
+    data = {k: v for k, v in read_json_object(path, "preset").items() if not k.startswith("_")}
+    config = SVPGConfig.from_dict(data, f"preset {path}")  # checks names and types
+    return {k: getattr(config, k) for k in data}

@@ -3,6 +3,10 @@
 * :class:`Reinforce`: standardised reward-to-go (Williams 1992; rllab's VPG with ``center_adv``).
 * :class:`A2C`: generalised advantage estimation with a value network per particle, batched like the
   policies. The critics are trained by regression on their own optimizer and are not part of θ.
+
+Both have the same two steps, called in this order every iteration: ``advantages(batch)`` →
+(Â, value targets, diagnostics) with the critics as they were during the rollout, then
+``fit(batch, targets, generator)``, which trains the critics (a no-op for REINFORCE).
 """
 from __future__ import annotations
 
@@ -13,7 +17,8 @@ from svpg.core.particles import ParticleLayout
 from svpg.rl.config import SVPGConfig
 from svpg.rl.policies import fold_obs_scale
 from svpg.rl.returns import discounted_returns, gae_advantages, linear_feature_baseline, standardize
-from svpg.rl.rollout import Rollout
+from svpg.rl.rollout import Rollout, per_particle
+from svpg.seeding import torch_generator
 
 
 class Reinforce:
@@ -32,15 +37,20 @@ class Reinforce:
             raise ValueError(f"unknown REINFORCE baseline {baseline!r}: choose from {', '.join(self.BASELINES)}")
         self.gamma, self.baseline, self.obs_scale = gamma, baseline, tuple(obs_scale)
 
-    def advantages(self, batch: Rollout) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Standardised (per particle) advantages, (T, M, N). Cut-off episodes get no bootstrap."""
+    def advantages(self, batch: Rollout) -> tuple[torch.Tensor, None, dict[str, torch.Tensor]]:
+        """Standardised (per particle) advantages (T, M, N), no value targets, diagnostics.
+        Cut-off episodes get no bootstrap."""
         returns = discounted_returns(batch.rewards, batch.dones, self.gamma)
         if self.baseline == "none":
-            return standardize(returns, dims=(0, 2)), {}
+            return standardize(returns, dims=(0, 2)), None, {}
         obs = batch.obs * batch.obs.new_tensor(self.obs_scale) if self.obs_scale else batch.obs  # what the policy sees
         adv = returns - linear_feature_baseline(obs, batch.dones, returns)
         explained = 1 - adv.var() / returns.var().clamp_min(1e-8)
-        return standardize(adv, dims=(0, 2)), {"baseline/explained_variance": explained}
+        return standardize(adv, dims=(0, 2)), None, {"baseline/explained_variance": explained}
+
+    def fit(self, batch: Rollout, targets: None, generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
+        """Nothing to train: the linear baseline is refitted inside :meth:`advantages`."""
+        return {}
 
     def state_dict(self) -> dict:
         return {}
@@ -59,6 +69,7 @@ class A2C:
     :param hidden: critic hidden widths; :param lr: critic Adam learning rate.
     :param gae_lambda: λ of GAE; :param value_steps: minibatches per pass over the batch;
     :param value_epochs: passes over the batch per iteration (PPO-style critic fitting).
+    :param seed: the run seed; the critics' initial weights come from its ``critic_init`` stream.
     :param obs_scale: the policy's fixed observation scale, which the critics read too.
     """
 
@@ -77,43 +88,41 @@ class A2C:
         self.layout = ParticleLayout()
         self.net = ParticleMLP(self.layout, NetworkSpec((obs_dim, *hidden, 1), prior="flat"), name="v")
         theta = torch.empty(num_particles, self.layout.size, device=device)
-        gen = torch.Generator(device=theta.device)
-        gen.manual_seed(seed + 2)
-        self.net.init_(theta, gen)
+        self.net.init_(theta, torch_generator(seed, "critic_init", device=theta.device))
         self.theta = torch.nn.Parameter(theta)
         self.optimizer = torch.optim.Adam([self.theta], lr=lr)
-        self.generator = gen
 
     def values(self, obs: torch.Tensor, theta: torch.Tensor | None = None) -> torch.Tensor:
         """V_j(s) for obs (T, M, N, obs_dim) or (M, B, obs_dim) → matching shape without obs_dim."""
         weights = self.net.fast_weights(fold_obs_scale(self.net.weights(self.theta if theta is None else theta), self.obs_scale))
         if obs.ndim == 4:
-            t, m, n, d = obs.shape
-            flat = obs.transpose(0, 1).reshape(m, t * n, d)
-            return self.net.fast_forward(weights, flat).view(m, t, n).transpose(0, 1)
+            t, m, n, _ = obs.shape
+            return self.net.fast_forward(weights, per_particle(obs, m)).view(m, t, n).transpose(0, 1)
         return self.net.fast_forward(weights, obs).squeeze(-1)
 
-    def advantages(self, batch: Rollout) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        with torch.no_grad():
-            values = self.values(batch.obs)
-            next_values = self.values(batch.final_obs)
-            adv = gae_advantages(
-                batch.rewards, values, next_values, batch.terminated, batch.dones, self.gamma, self.gae_lambda
-            )
-        returns = adv + values  # the critics' regression targets (TD(λ) returns)
-        loss = self.fit(batch.obs, returns)
+    @torch.no_grad()
+    def advantages(self, batch: Rollout) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """Standardised GAE advantages (T, M, N), the critics' regression targets (TD(λ) returns) and
+        the explained variance, all with the critics as they were during the rollout."""
+        values = self.values(batch.obs)
+        next_values = self.values(batch.final_obs)
+        adv = gae_advantages(batch.rewards, values, next_values, batch.terminated, batch.dones, self.gamma, self.gae_lambda)
+        returns = adv + values
         explained = 1 - adv.var() / returns.var().clamp_min(1e-8)
-        return standardize(adv, dims=(0, 2)), {"critic/value_loss": loss, "critic/explained_variance": explained}
+        return standardize(adv, dims=(0, 2)), returns, {"critic/explained_variance": explained}
 
-    def fit(self, obs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """Regress every particle's critic on its own (obs, target) pairs with minibatch Adam."""
-        t, m, n, d = obs.shape
-        x = obs.transpose(0, 1).reshape(m, t * n, d)
-        y = targets.transpose(0, 1).reshape(m, t * n)
+    def fit(self, batch: Rollout, targets: torch.Tensor, generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
+        """Regress every particle's critic on its own (obs, target) pairs with minibatch Adam.
+
+        :param generator: the minibatch-order stream.
+        """
+        obs = batch.obs
+        t, m, n, _ = obs.shape
+        x, y = per_particle(obs, m), per_particle(targets, m)
         loss = torch.zeros((), device=obs.device)
         for _ in range(self.value_epochs):
             # one index_select per pass, then contiguous chunks: 5× cheaper than indexing per minibatch
-            perm = torch.randperm(t * n, generator=self.generator, device=obs.device)
+            perm = torch.randperm(t * n, generator=generator, device=obs.device)
             x_chunks = x.index_select(1, perm).chunk(self.value_steps, 1)
             y_chunks = y.index_select(1, perm).chunk(self.value_steps, 1)
             for xb, yb in zip(x_chunks, y_chunks):
@@ -122,13 +131,12 @@ class A2C:
                 self.optimizer.zero_grad(set_to_none=True)
                 (loss * m).backward()  # each particle's critic sees its own mean-squared error
                 self.optimizer.step()
-        return loss.detach()
+        return {"critic/value_loss": loss.detach()}
 
     def state_dict(self) -> dict:
-        return {"theta": self.theta.detach().cpu(), "optimizer": self.optimizer.state_dict(), "generator": self.generator.get_state()}
+        return {"theta": self.theta.detach().cpu(), "optimizer": self.optimizer.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
         with torch.no_grad():
             self.theta.copy_(state["theta"])
         self.optimizer.load_state_dict(state["optimizer"])
-        self.generator.set_state(state["generator"])

@@ -6,6 +6,7 @@ import torch
 import envs
 from svpg.rl.config import DEFAULT_HORIZON, default_horizon
 from svpg.rl.policies import ParticlePolicy
+from svpg.seeding import int_seed, torch_generator
 
 
 @torch.no_grad()
@@ -21,7 +22,8 @@ def evaluate_particles(
 ) -> torch.Tensor:
     """Undiscounted returns of ``episodes`` episodes of each chosen particle: (P, episodes).
 
-    All particles × episodes run at once, one episode per environment.
+    All particles × episodes run at once, one episode per environment. The start states and the
+    action noise (``deterministic=False``) come from separate streams of ``seed``.
     """
     if max_episode_steps is None and not envs.is_fast(env_id):
         max_episode_steps = default_horizon(env_id)
@@ -32,7 +34,8 @@ def evaluate_particles(
         if not 0 <= i < policy.num_particles:
             raise ValueError(f"particle {i} does not exist: this ensemble has {policy.num_particles} (0…{policy.num_particles - 1})")
     p = len(idx)
-    env = envs.make_batched(env_id, p * episodes, device=policy.device, seed=seed, max_episode_steps=max_episode_steps)
+    env = envs.make_batched(env_id, p * episodes, device=policy.device, seed=int_seed(seed, "env_reset"),
+                            max_episode_steps=max_episode_steps)
     if env.obs_dim != policy.spec.obs_dim or env.is_discrete != policy.spec.discrete:
         raise ValueError(
             f"{env_id} has observations of size {env.obs_dim} and {'discrete' if env.is_discrete else 'continuous'} "
@@ -40,8 +43,7 @@ def evaluate_particles(
             f"{'discrete' if policy.spec.discrete else 'continuous'} actions: evaluate on the training env"
         )
     weights = policy.fast_weights(policy.theta.detach()[idx])
-    gen = torch.Generator(device=policy.device)
-    gen.manual_seed(seed)
+    gen = torch_generator(seed, "action_noise", device=policy.device)
     obs = env.reset()
     returns = torch.zeros(p * episodes, device=policy.device)
     alive = torch.ones(p * episodes, dtype=torch.bool, device=policy.device)

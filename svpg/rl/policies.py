@@ -1,7 +1,7 @@
 """M tanh-MLP policies ("particles") stored as one θ (M, D), with categorical or Gaussian heads.
 
 Sampling uses direct formulas on pre-drawn noise (Gumbel-max for categorical, μ + σ ε for Gaussian)
-rather than ``torch.distributions`` objects, which cost ~40× more per step (DESIGN §3).
+rather than ``torch.distributions`` objects, which cost ~40× more per step.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import torch
 
 from svpg.core.networks import LayerWeights, NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
+from svpg.seeding import torch_generator
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -104,7 +105,8 @@ class ParticlePolicy:
     ``stable_baselines3.common.evaluation.evaluate_policy(policy, env)`` works on it.
     """
 
-    def __init__(self, spec: PolicySpec, theta: torch.Tensor | None = None, *, device="cpu", seed: int | None = None):
+    def __init__(self, spec: PolicySpec, theta: torch.Tensor | None = None, *, device="cpu", seed: int = 0):
+        """:param theta: the particles (M, D); by default drawn from the ``policy_init`` stream of ``seed``."""
         self.spec = spec
         self.layout = ParticleLayout()
         self.net = ParticleMLP(self.layout, spec.network, name="pi")
@@ -113,10 +115,8 @@ class ParticlePolicy:
         self.particle = 0
         if theta is None:
             theta = torch.empty(spec.num_particles, self.layout.size, device=device)
-            gen = torch.Generator(device=theta.device)
-            gen.manual_seed(0 if seed is None else seed)
             # small last layer: every particle starts close to the uniform / zero-mean policy
-            self.net.init_(theta, gen, out_scale=0.01)
+            self.net.init_(theta, torch_generator(seed, "policy_init", device=theta.device), out_scale=0.01)
             if not spec.discrete:
                 self.layout.get(theta, "pi.log_std").fill_(spec.init_log_std)
         elif tuple(theta.shape) != (spec.num_particles, self.layout.size):

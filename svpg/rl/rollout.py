@@ -1,7 +1,7 @@
 """Batched rollouts: all particles × all environments step together as (M, N, ·) tensors.
 
 Sampling runs without autograd on effective weights computed once for the whole rollout; the update
-recomputes log-probabilities in one batched pass afterwards (DESIGN §3). No host syncs in the loop.
+recomputes log-probabilities in one batched pass afterwards. No host syncs in the loop.
 """
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ class Rollout:
     terminated: torch.Tensor  # (T, M, N) bool
     truncated: torch.Tensor  # (T, M, N) bool
     final_obs: torch.Tensor | None  # (T, M, N, obs_dim): next obs before reset (for bootstrapping)
-    last_obs: torch.Tensor  # (M, N, obs_dim): where the cut-off episodes stand after the last step
 
     @property
     def dones(self) -> torch.Tensor:
@@ -34,29 +33,31 @@ class Rollout:
         return self.rewards.numel()
 
 
+def per_particle(x: torch.Tensor, m: int) -> torch.Tensor:
+    """A rollout tensor (T, M, N, …) → (M, T·N, …): each particle's samples in one row."""
+    return x.transpose(0, 1).reshape(m, -1, *x.shape[3:])
+
+
 @torch.no_grad()
 def collect_rollout(
     env: BatchedEnv,
     policy: ParticlePolicy,
+    obs: torch.Tensor,
     steps: int,
     generator: torch.Generator | None = None,
     *,
-    reset: bool = True,
     keep_final_obs: bool = False,
-    obs: torch.Tensor | None = None,
 ) -> Rollout:
     """Run every particle's policy on its own N = env.num_envs / M environments for ``steps`` steps.
 
-    :param reset: start every environment afresh (rllab's sampler, used by REINFORCE); otherwise
-        continue from ``obs``.
+    :param obs: the environments' current observations (num_envs, obs_dim), e.g. from ``env.reset()``.
+    :param generator: the action-noise stream.
     :param keep_final_obs: also store the pre-reset next observations (A2C bootstraps from them).
     """
     m = policy.num_particles
     n = env.num_envs // m
     weights = policy.fast_weights(policy.theta.detach())
     noise = policy.draw_noise((steps, m, n), generator)
-    if reset or obs is None:
-        obs = env.reset()
     obs_l, act_l, rew_l, term_l, trunc_l, final_l = [], [], [], [], [], []
     for t in range(steps):
         o = obs.view(m, n, -1)
@@ -78,5 +79,4 @@ def collect_rollout(
         terminated=torch.stack(term_l).view(shape),
         truncated=torch.stack(trunc_l).view(shape),
         final_obs=torch.stack(final_l).view(*shape, -1) if keep_final_obs else None,
-        last_obs=obs.view(m, n, -1),
     )

@@ -7,7 +7,9 @@ import gymnasium as gym
 import numpy as np
 
 import envs
+from svpg.io import atomic_write
 from svpg.rl.policies import ParticlePolicy
+from svpg.seeding import int_seed
 
 
 def record_gif(
@@ -23,6 +25,8 @@ def record_gif(
 ) -> tuple[Path, list[float]]:
     """Roll out ``policy.particle`` with ``gym.make(env_id, render_mode="rgb_array")`` and save a GIF.
 
+    The first reset is seeded from the ``env_reset`` stream of ``seed``; later episodes continue it.
+
     :return: the path and the return of every episode.
     """
     from PIL import Image
@@ -32,7 +36,7 @@ def record_gif(
     fps = env.metadata.get("render_fps", 30) / frame_skip
     frames, returns = [], []
     for ep in range(episodes):
-        obs, _ = env.reset(seed=seed + ep)
+        obs, _ = env.reset(seed=int_seed(seed, "env_reset") if ep == 0 else None)
         total, done, t = 0.0, False, 0
         while not done:
             if t % frame_skip == 0:
@@ -47,6 +51,6 @@ def record_gif(
     if not frames:
         raise ValueError(f"{env_id} produced no frames to record")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    frames[0].save(path, save_all=True, append_images=frames[1:], duration=int(1000 / fps), loop=0, optimize=False)
+    atomic_write(path, lambda tmp: frames[0].save(tmp, format="GIF", save_all=True, append_images=frames[1:],
+                                                   duration=int(1000 / fps), loop=0, optimize=False))
     return path, returns
