@@ -6,7 +6,7 @@ PIP    := $(VENV)/bin/pip
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: install train test bench clean
+.PHONY: install train test test-all bench clean
 
 install: $(STAMP)
 
@@ -21,8 +21,12 @@ $(STAMP): pyproject.toml
 train: install
 	$(PY) train.py
 
+# the default suite (under 3 minutes on 2 cores); slow checks are marked and run by test-all
 test: install
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15 -m "not slow"
+
+test-all: install
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15
 
 bench: install
 	$(PY) bench/throughput.py

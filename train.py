@@ -128,8 +128,13 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.eval_episodes:
         from svpg.rl.evaluation import evaluate_particles, format_table
 
-        returns = evaluate_particles(policy, cfg.env_id, cfg.eval_episodes, seed=int_seed(cfg.seed, "evaluation"),
-                                     max_episode_steps=trainer.horizon)
+        try:
+            returns = evaluate_particles(policy, cfg.env_id, cfg.eval_episodes, seed=int_seed(cfg.seed, "evaluation"),
+                                         max_episode_steps=trainer.horizon)
+        except KeyboardInterrupt:
+            print(f"\nevaluation interrupted; training finished and is saved: python evaluate.py {trainer.run_dir}",
+                  file=sys.stderr)
+            return 130
         print(f"\nevaluation: {cfg.eval_episodes} deterministic episodes per particle on {cfg.env_id}\n")
         print(format_table(returns))
     print(f"\nsaved to {trainer.run_dir} — evaluate with: python evaluate.py {trainer.run_dir}")

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,27 +28,48 @@ def _os_reason(e: OSError) -> str:
     return e.strerror or type(e).__name__
 
 
-def create_run_dir(log_dir: str | Path, name: str, *, resume_hint: str = "--resume") -> Path:
+def create_run_dir(log_dir: str | Path, name: str, *, resume_hint: str = "--resume", config: dict | None = None) -> Path:
     """Create ``log_dir/name`` for a new run; a ValueError if it exists or cannot be written.
 
+    The folder appears atomically with its ``config.json`` (it is prepared under a hidden temporary name
+    and renamed), so a run folder always holds the config that ``--resume`` needs, whenever the
+    process is killed.
+
     :param resume_hint: how the command line resumes a run (quoted in the error for an existing folder).
+    :param config: written to ``config.json`` inside the new folder.
     """
     path = Path(log_dir) / name
+    exists = ValueError(f"run folder {path} already exists: continue it with {resume_hint} {path}, "
+                        f"or pick another --run-name (nothing was written)")
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise ValueError(
-            f"run folder {path} already exists: continue it with {resume_hint} {path}, "
-            f"or pick another --run-name (nothing was written)"
-        )
+        raise exists
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ValueError(f"cannot create run folder {path} ({_os_reason(e)}): pass a writable --log-dir") from None
-    check_writable(path)
+    check_writable(path.parent)
+    staging = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    try:
+        os.chmod(staging, 0o777 & ~_umask())
+        if config is not None:
+            write_json(staging / "config.json", config)
+        os.rename(staging, path)  # atomic; replaces only an empty folder
+    except OSError:
+        raise exists from None
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
     return path
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def check_writable(path: Path) -> None:
-    """A ValueError naming the folder if files cannot be created in it."""
+    """A ValueError naming the folder if files cannot be created in it (permissions, read-only mounts)."""
     try:
         probe = path / f".write-test-{os.getpid()}.tmp"
         probe.write_bytes(b"")

@@ -279,3 +279,26 @@ def test_a_signal_saves_a_checkpoint_of_the_last_iteration_and_exits_nonzero(tmp
     rows = list(csv.DictReader(open(run / "progress.csv")))
     assert int(rows[-1]["iteration"]) == iteration
     assert checkpoints.load_checkpoint(run / "checkpoints" / f"iter_{iteration:06d}.safetensors", len(rows)).iteration == iteration
+
+
+def test_a_full_disk_is_one_line_and_keeps_the_last_checkpoint(tmp_path, cli, monkeypatch):
+    import errno
+
+    args = ["train.py", *SMALL, "--iterations", "4", "--checkpoint-every", "2", "--log-dir", tmp_path, "--run-name", "d"]
+    real_save = torch.save
+    calls = []
+
+    def save(obj, f, *a, **kw):  # the second checkpoint's state file hits a full disk
+        calls.append(f)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_save(obj, f, *a, **kw)
+
+    monkeypatch.setattr(torch, "save", save)
+    out = cli(*args)
+    one_line_error(out, "No space left on device", "--resume")
+    run = tmp_path / "d"
+    assert [it for it, _ in checkpoints.listed(run)] == [2] and not list(run.rglob(".*.tmp"))
+    monkeypatch.setattr(torch, "save", real_save)
+    assert cli("train.py", "--resume", run).returncode == 0
+    assert [it for it, _ in checkpoints.listed(run)] == [4, 2]

@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 
 import envs
 from svpg.core.svgd import SVGD
-from svpg.io import CheckpointError, atomic_write
+from svpg.io import CheckpointError, WriteError, atomic_write
 from svpg.rl import checkpoints
 from svpg.rl.config import RESUMABLE_OPTIONS, SVPGConfig, default_horizon
 from svpg.rl.estimators import A2C, Reinforce
@@ -103,8 +103,7 @@ class SVPGTrainer:
         self.resumed_from: Path | None = None  # the checkpoint a resumed run continues from
         self.notes: list[str] = []  # what resuming found and did, for the user
         if run_dir is None:  # last, so that bad input creates no folder
-            run_dir = create_run_dir(cfg.log_dir, cfg.run_name or run_name(cfg.env_id, cfg.method, cfg.seed))
-            write_json(run_dir / CONFIG_FILE, asdict(cfg))  # from now on the folder can be resumed
+            run_dir = create_run_dir(cfg.log_dir, cfg.run_name or run_name(cfg.env_id, cfg.method, cfg.seed), config=asdict(cfg))
         self.run_dir = Path(run_dir)
 
     # -- one iteration -----------------------------------------------------------------------
@@ -373,21 +372,27 @@ class ProgressCSV:
             self.path.unlink()
 
     def append(self, row: dict) -> None:
-        if self.file is None:
-            new = self.fieldnames is None
-            self.fieldnames = self.fieldnames or list(row)
-            self.file = open(self.path, "a", newline="")
-            self.writer = csv.DictWriter(self.file, fieldnames=self.fieldnames)
-            if new:
-                self.writer.writeheader()
-        self.writer.writerow(row)
-        self.file.flush()  # live for readers; durable at the next sync()
+        try:
+            if self.file is None:
+                new = self.fieldnames is None
+                self.fieldnames = self.fieldnames or list(row)
+                self.file = open(self.path, "a", newline="")
+                self.writer = csv.DictWriter(self.file, fieldnames=self.fieldnames)
+                if new:
+                    self.writer.writeheader()
+            self.writer.writerow(row)
+            self.file.flush()  # live for readers; durable at the next sync()
+        except OSError as e:
+            raise WriteError(f"could not write {self.path} ({e.strerror or e})") from None
         self.rows += 1
 
     def sync(self) -> None:
         """Make every appended row durable (before a checkpoint that counts them is written)."""
         if self.file is not None:
-            os.fsync(self.file.fileno())
+            try:
+                os.fsync(self.file.fileno())
+            except OSError as e:
+                raise WriteError(f"could not write {self.path} ({e.strerror or e})") from None
 
     def close(self) -> None:
         if self.file is not None:
