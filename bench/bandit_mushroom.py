@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Wall-clock of Stein Thompson sampling on the mushroom bandit (issue target: 50,000 rounds with
+"""Wall-clock of Stein Thompson sampling on the mushroom bandit (target: 50,000 rounds with
 20 particles in ≤ 5 minutes on 2 CPU cores).
 
     python bench/bandit_mushroom.py                          # s2vgd, M = 20, 50,000 rounds, 1 thread
@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from svpg.bandits import make_agent, make_problem, play  # noqa: E402
+from svpg.runtime import DEFAULT_THREADS  # noqa: E402
 
 
 def main() -> int:
@@ -31,7 +32,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=50_000)
     p.add_argument("--particles", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=int, default=DEFAULT_THREADS)
     p.add_argument("--train-every", type=int, default=50)
     p.add_argument("--train-steps", type=int, default=10)
     p.add_argument("--batch-size", type=int, default=64)
@@ -39,7 +40,6 @@ def main() -> int:
                    help="learning rate (0: the agent's default, as in the CLI)")
     args = p.parse_args()
 
-    torch.set_num_threads(args.threads)
     problem = make_problem("mushroom")
     table = problem.table(args.rounds, args.seed)
     agent = make_agent(args.method, problem.num_actions, problem.context_dim, seed=args.seed,
@@ -56,14 +56,14 @@ def main() -> int:
 
     agent.train = timed_train
     start = time.perf_counter()
-    actions = play(agent, table)
+    actions = play(agent, table, threads=args.threads)
     total = time.perf_counter() - start
     uniform = play(make_agent("uniform", 2, problem.context_dim, seed=args.seed), table)
     regret, ref = table.regret(actions).sum(), table.regret(uniform).sum()
     steps = getattr(agent, "trainings", 0) * args.train_steps
 
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} thread(s); load average {os.getloadavg()[0]:.2f}")
+          f"{args.threads} thread(s); load average {os.getloadavg()[0]:.2f}")
     print(f"agent: {agent!r}")
     print(f"mushroom, {args.rounds} rounds: wall-clock {total:.1f} s ({args.rounds / total:.0f} rounds/s); "
           f"training {train_time[0]:.1f} s in {steps} SVGD steps ({1e3 * train_time[0] / max(steps, 1):.2f} ms/step), "

@@ -116,7 +116,7 @@ def test_cli_end_to_end(tmp_path, capsys):
                  "--run-name", "cli", "--progress", "false", "--log-points", "20"])
     assert code == 0
     run_dir = tmp_path / "cli"
-    for name in ("config.json", "results.csv", "summary.csv", "curves.csv", "results.md", "regret.png"):
+    for name in ("config.json", "seeds/seed_0.npz", "seeds/seed_1.npz", "results.csv", "summary.csv", "curves.csv", "results.md", "regret.png"):
         assert (run_dir / name).is_file(), name
     config = json.loads((run_dir / "config.json").read_text())
     assert config["delta"] == 0.9 and config["agent_names"] == ["s2vgd", "linucb", "uniform"]
@@ -143,7 +143,7 @@ def test_cli_end_to_end(tmp_path, capsys):
         (["--problem", "wheel", "--delta", "1.2"], "delta must lie in"),
         (["--problem", "mushroom", "--data-path", "/nonexistent/agaricus-lepiota.data"], "no file at"),
         (["--problem", "wheel", "--rounds", "0"], "--rounds must be ≥ 1"),
-        (["--problem", "wheel", "--agents", "greedy,eps-greedy-0"], "names an agent twice"),
+        (["--problem", "wheel", "--agents", "greedy,eps-greedy-0"], "an agent is named twice"),
         (["--problem", "wheel", "--s2vgd-lr", "-1"], "--s2vgd-lr must be ≥ 0"),
     ],
 )

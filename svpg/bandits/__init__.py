@@ -12,6 +12,11 @@ A problem draws one table of contexts and rewards per seed; every agent plays th
 
     agent = bandits.SteinThompson(problem.num_actions, problem.context_dim, method="s2vgd", num_particles=20)
     actions = bandits.play(agent, problem.table(rounds=1000, seed=0))
+
+Same seed, same machine: bit-identical results. The table of seed s and every agent draw from their
+own :mod:`svpg.seeding` streams of s, never from a global RNG. ``run`` and ``play`` use
+``svpg.runtime.DEFAULT_THREADS`` torch threads (as the CLI) unless given ``threads=``.
+``python train.py bandit`` saves each finished seed in its run folder and can resume (:mod:`svpg.bandits.cli`).
 """
 from __future__ import annotations
 

@@ -11,11 +11,15 @@ Every agent follows one small interface, driven by :func:`svpg.bandits.protocol.
 An agent never sees the rewards of arms it did not play. Acting in windows is what makes the
 neural agents fast: between two training points the particles are fixed, so the arms of a whole
 window come from one batched forward pass, with the particle of each round drawn up front.
+
+Randomness: an agent built with ``seed`` and ``name`` draws from its own :mod:`svpg.seeding` streams,
+``(seed, "agent", name, "act")`` for arm, particle and ε draws, and, for the neural agents,
+``"init"`` for the initial particles and ``"minibatch"`` for the training minibatches. No global RNG
+is touched; agents of different names, the problem's table and neighbouring seeds share no numbers.
 """
 from __future__ import annotations
 
 import math
-import zlib
 
 import numpy as np
 import torch
@@ -24,13 +28,9 @@ from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
 from svpg.core.priors import LOG_2PI, inv_gamma_log_prob_of_log
 from svpg.core.svgd import SVGD
+from svpg.seeding import numpy_rng, torch_generator
 
 UNBOUNDED = 1 << 62
-
-
-def agent_seed(seed: int, name: str) -> int:
-    """A per-agent seed: agents with different names draw different random numbers for one seed."""
-    return (int(seed) * 1_000_003 + zlib.crc32(name.encode())) % (2**31 - 1)
 
 
 class Agent:
@@ -83,7 +83,7 @@ class Uniform(Agent):
 
     def __init__(self, num_actions: int, context_dim: int, seed: int = 0, name: str | None = None):
         super().__init__(num_actions, context_dim, name)
-        self.rng = np.random.default_rng(agent_seed(seed, self.name))
+        self.rng = numpy_rng(seed, "agent", self.name, "act")
 
     def window(self, t: int) -> int:
         return UNBOUNDED
@@ -119,7 +119,7 @@ class LinUCB(Agent):
         self.a_inv = np.repeat(np.eye(d)[None] / self.reg, num_actions, axis=0)
         self.b = np.zeros((num_actions, d))
         self.coef = np.zeros((num_actions, d))
-        self.rng = np.random.default_rng(agent_seed(seed, self.name))
+        self.rng = numpy_rng(seed, "agent", self.name, "act")
         self._n, self._sum, self._sumsq = 0, 0.0, 0.0
 
     def _features(self, contexts: np.ndarray) -> np.ndarray:
@@ -206,16 +206,15 @@ class ParticleRewardModel(Agent):
         self.layout = ParticleLayout()
         self.net = ParticleMLP(self.layout, spec, "reward")
         self.layout.add("noise.log_var", (1,))
-        seed = agent_seed(seed, self.name)
-        self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(seed)
-        self.rng = np.random.default_rng(seed)
+        # separate streams, so that e.g. a larger batch size leaves the initial particles and the arm draws unchanged
+        self.rng = numpy_rng(seed, "agent", self.name, "act")
+        self.minibatch_generator = torch_generator(seed, "agent", self.name, "minibatch", device=self.device)
         theta = torch.zeros(self.num_particles, self.layout.size, device=self.device)
-        self.net.init_(theta, self.generator)
+        self.net.init_(theta, torch_generator(seed, "agent", self.name, "init", device=self.device))
         self.layout.get(theta, "noise.log_var").zero_()  # σ² = 1 in standardised reward units
         self.theta = theta.requires_grad_(True)
         structural = self.net.structural_blocks()
-        step_scale = None  # Λ and Householder vectors may step slower than C and b (docs/bandits.md, session 10)
+        step_scale = None  # Λ and Householder vectors may step slower than C and b (docs/bandits.md, Results, mushroom)
         if structural and self.structural_lr_scale != 1.0:
             step_scale = self.layout.per_coordinate(dict.fromkeys(structural, self.structural_lr_scale))
         self.svgd = SVGD(self.theta, kernel, optimizer, lr, step_scale=step_scale)
@@ -297,7 +296,7 @@ class ParticleRewardModel(Agent):
         y_all = ((r - mean) / std).float()
         terms = None
         for _ in range(self.train_steps):
-            idx = torch.randint(0, n, (self.batch_size,), generator=self.generator, device=self.device)
+            idx = torch.randint(0, n, (self.batch_size,), generator=self.minibatch_generator, device=self.device)
             logp = self.log_posterior(self.theta, x_all[idx], a_all[idx], y_all[idx], n)
             (grad,) = torch.autograd.grad(logp.sum(), self.theta)
             terms = self.svgd.step(grad)
@@ -326,7 +325,7 @@ def _spec(context_dim, num_actions, hidden, activation, householder, learn_scale
 
 
 # Settings of the Stein agents chosen on mushroom tuning seeds 100–102 at the full 50,000 rounds, each
-# method its own best (docs/bandits.md, session 10); the greedy agents keep ParticleRewardModel's 3e-3.
+# method its own best (docs/bandits.md, Results, mushroom); the greedy agents keep ParticleRewardModel's 3e-3.
 STEIN_LR = {"s2vgd": 1e-3, "svgd": 1e-3}
 # s2vgd: K = 2 reflections, structural hidden layer, plain output layer (the output's 2-D reflection
 # mixes the arms), Λ and Householder vectors stepping at 0.1 × lr
@@ -347,7 +346,7 @@ class SteinThompson(ParticleRewardModel):
         to ``lr`` (s2vgd only). Defaults: ``S2VGD_STRUCTURE``.
     :param kernel: ``"median"``, a fixed bandwidth, or ``"identity"`` (M independent learners).
     :param lr: Adam's step; default ``STEIN_LR[method]``.
-    The defaults were chosen on mushroom tuning seeds (docs/bandits.md, "Session 10").
+    The defaults were chosen on mushroom tuning seeds (docs/bandits.md, Results).
     See :class:`ParticleRewardModel` for the training parameters.
     """
 

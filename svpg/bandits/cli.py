@@ -4,23 +4,49 @@
     python train.py bandit --problem wheel --delta 0.95 --rounds 5000 --seeds 3
     python train.py bandit --problem letter --agents s2vgd,linucb --rounds 20000
     python train.py bandit --problem mushroom --data-path agaricus-lepiota.data --reward-eat-poisonous-bad -10
+    python train.py bandit --resume runs/<run-name>              # continue an interrupted run
+    python train.py bandit --resume runs/<run-name> --seeds 8    # extend a run to 8 seeds
 
-Every run writes runs/<run-name>/: config.json; TensorBoard events (cumulative regret of every agent
-and seed, mean ± std over seeds, SVGD diagnostics); results.csv (per seed), summary.csv, curves.csv;
-regret.png (mean ± std over seeds); results.md (final cumulative regret and normalised regret,
-uniform = 100). Watch it with `tensorboard --logdir runs`.
+Every run writes a new runs/<run-name>/ (an existing one is refused): config.json; seeds/seed_<s>.npz as
+soon as all agents have played seed s's table; TensorBoard events (cumulative regret of every agent
+and seed, mean ± std over seeds, SVGD diagnostics); and, once every seed is finished, results.csv
+(per seed), summary.csv, curves.csv, regret.png (mean ± std over seeds) and results.md (final
+cumulative regret and normalised regret, uniform = 100). Watch it with `tensorboard --logdir runs`.
+
+Ctrl-C or SIGTERM stops a run: finished seeds are kept, the seed in progress is dropped, and --resume
+plays the seeds without a file. With --resume only --seeds, --progress, --threads, --device and
+--log-points may be given; the other options are those of config.json.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
-from svpg.bandits.agents import S2VGD_STRUCTURE, STEIN_LR
-from svpg.cli import add_dataclass_arguments, dataclass_from_args
+from svpg.bandits.agents import AGENTS, S2VGD_STRUCTURE, STEIN_LR
+from svpg.bandits.problems import PROBLEMS, BanditProblem, make_problem
+from svpg.bandits.protocol import agent_factories, run_seed
+from svpg.bandits.report import log_rounds, markdown_table, save_results
+from svpg.bandits.runfolder import clear_live_curves, finished_seeds, load_results, save_seed
+from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, dataclass_from_dict, explicit_options
 from svpg.cli import option as _f
 from svpg.core.allocator import keep_freed_memory
+from svpg.core.svgd import OPTIMIZERS
+from svpg.io import WriteError
+from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_json_object, remove_stray_temporaries,
+                       run_name, write_json)
+from svpg.runtime import DEFAULT_THREADS, StopRequest, resolve_device
+
+CONFIG_FILE = "config.json"
+RESUME_HINT = "python train.py bandit --resume"
+# options that leave finished seeds' results unchanged, so --resume accepts them (--seeds adds seeds)
+RESUME_OPTIONS = ("seeds", "progress", "threads", "device", "log_points")
+# written to config.json beside the options, and checked on --resume: what the options build
+BUILT = ("problem_description", "agent_names", "agent_hyperparameters")
 
 
 @dataclass
@@ -32,7 +58,7 @@ class BanditConfig:
                      "comma-separated agents: s2vgd, svgd, neural-greedy (= greedy = eps-greedy-0), eps-greedy-<ε>, linucb, uniform "
                      "(uniform is always added: it is the normalisation reference)")
     rounds: int = _f(50000, "rounds T per seed")
-    seeds: int = _f(1, "number of seeds (tables); seeds are --seed, --seed + 1, …")
+    seeds: int = _f(1, "number of seeds (tables); seeds are --seed, --seed + 1, …; with --resume: extend the run to this many")
     seed: int = _f(0, "first seed")
     # problems
     delta: float = _f(0.95, "wheel: exploration parameter δ in (0, 1) (paper values 0.5, 0.7, 0.9, 0.95, 0.99)")
@@ -58,7 +84,7 @@ class BanditConfig:
     noise_a: float = _f(1.0, "Inv-Gamma shape of the likelihood's noise variance (standardised rewards)")
     noise_b: float = _f(0.1, "Inv-Gamma scale of the likelihood's noise variance")
     bandwidth: str = _f("median", "RBF bandwidth: 'median' (h = med²/log M), a positive number, or 'identity' (independent particles)")
-    optimizer: str = _f("adam", "adam | rmsprop | adagrad | sgd", choices=("adam", "rmsprop", "adagrad", "sgd"))
+    optimizer: str = _f("adam", " | ".join(OPTIMIZERS), choices=tuple(OPTIMIZERS))
     lr: float = _f(3e-3, "learning rate of the neural agents (unless one of the two below is set)")
     s2vgd_lr: float = _f(STEIN_LR["s2vgd"], "learning rate of the s2vgd agent only (0: --lr); tuned per method, see docs/bandits.md")
     svgd_lr: float = _f(STEIN_LR["svgd"], "learning rate of the svgd agent only (0: --lr); tuned per method, see docs/bandits.md")
@@ -70,7 +96,7 @@ class BanditConfig:
     linucb_reg: float = _f(1.0, "LinUCB ridge λ")
     # run
     device: str = _f("cpu", "torch device of the neural agents")
-    threads: int = _f(1, "torch CPU threads (small batched ops run fastest on 1)")
+    threads: int = _f(DEFAULT_THREADS, "torch CPU threads (small batched ops run fastest on 1)")
     log_dir: str = _f("runs", "parent folder of run folders")
     run_name: str = _f("", "run folder name (default: bandit__<problem>__<seed>__<time>)")
     log_points: int = _f(500, "rounds at which curves are recorded (CSV, TensorBoard, PNG)")
@@ -81,8 +107,9 @@ class BanditConfig:
         for name in ("rounds", "seeds", "num_particles", "train_every", "train_steps", "batch_size", "log_points", "threads"):
             if getattr(self, name) < 1:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 1, got {getattr(self, name)}")
-        if self.householder < 0 or self.initial_pulls < 0:
-            problems.append("--householder and --initial-pulls must be ≥ 0")
+        for name in ("seed", "householder", "initial_pulls"):
+            if getattr(self, name) < 0:
+                problems.append(f"--{name.replace('_', '-')} must be ≥ 0, got {getattr(self, name)}")
         if not self.lr > 0:
             problems.append(f"--lr must be > 0, got {self.lr}")
         if not self.structural_lr_scale > 0:
@@ -93,15 +120,22 @@ class BanditConfig:
         if not self.agent_names():
             problems.append("--agents is empty; name at least one agent, e.g. --agents s2vgd,linucb")
         if problems:
-            raise ValueError("invalid configuration:\n  " + "\n  ".join(problems))
+            raise ValueError("invalid configuration: " + "; ".join(problems))
+        resolve_device(self.device)
         return self
 
     def agent_names(self) -> list[str]:
         return [a.strip() for a in self.agents.split(",") if a.strip()]
 
-    def make_problem(self):
-        from svpg.bandits.problems import make_problem
+    def seed_list(self) -> list[int]:
+        return list(range(self.seed, self.seed + self.seeds))
 
+    def build(self):
+        """The problem and ``(name, factory)`` of every agent (uniform added); a ValueError if invalid."""
+        problem = self.make_problem()
+        return problem, agent_factories(problem, self.agent_names(), **self.agent_options())
+
+    def make_problem(self) -> BanditProblem:
         return make_problem(
             self.problem, data_path=self.data_path, delta=self.delta, sigma=self.wheel_sigma,
             r_noeat=self.reward_no_eat, r_eat_safe=self.reward_eat_edible, r_eat_poison_bad=self.reward_eat_poisonous_bad,
@@ -126,39 +160,99 @@ class BanditConfig:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from svpg.bandits.agents import AGENTS
-    from svpg.bandits.problems import PROBLEMS
-
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="train.py bandit",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="problems:\n" + "\n".join(f"  {k:16s} {v}" for k, v in PROBLEMS.items())
         + "\n\nagents:\n" + "\n".join(f"  {k:16s} {v}" for k, v in AGENTS.items()),
     )
+    parser.add_argument("--resume", metavar="RUN_DIR", default=None,
+                        help="continue the run in RUN_DIR: play its seeds that have no result yet (with --seeds: "
+                             "extend it); only --seeds, --progress, --threads, --device and --log-points may be given")
     add_dataclass_arguments(parser, BanditConfig)
     return parser
 
 
-class _Monitor:
-    """Progress bar and live TensorBoard curves (one run per agent and seed: ``<agent>/seed_<s>``)."""
+def _built(config: BanditConfig, problem, factories) -> dict:
+    """What the options build, as recorded in config.json (JSON-normalised, so it compares with a read-back)."""
+    return json.loads(json.dumps({
+        "problem_description": problem.describe(),
+        "agent_names": [n for n, _ in factories],
+        "agent_hyperparameters": {n: f(problem, config.seed).hyperparameters() for n, f in factories},
+    }))
 
-    def __init__(self, run_dir, rounds: int, total: int, points: int, progress: bool):
+
+def _new_run(args) -> tuple[BanditConfig, BanditProblem, list, Path]:
+    """Check everything, then create the run folder (it appears together with its config.json)."""
+    config = dataclass_from_args(BanditConfig, args).validate()
+    problem, factories = config.build()
+    name = config.run_name or run_name("bandit", problem.name, config.seed)
+    run_dir = create_run_dir(config.log_dir, name, resume_hint=RESUME_HINT,
+                             config={**asdict(config), **_built(config, problem, factories)})
+    return config, problem, factories, run_dir
+
+
+def _resumed_run(parser, args, argv: list[str]) -> tuple[BanditConfig, BanditProblem, list, Path]:
+    """The run in ``--resume``'s folder, with the options allowed on resume applied; checked before anything is written."""
+    run_dir = Path(args.resume)
+    typed = explicit_options(parser, argv) - {"resume"}
+    refused = [f"--{k.replace('_', '-')}" for k in sorted(typed - set(RESUME_OPTIONS))]
+    if refused:
+        raise ValueError(f"{', '.join(refused)} cannot be given with --resume: {run_dir} continues with the options in its "
+                         f"{CONFIG_FILE} (only {', '.join('--' + k.replace('_', '-') for k in RESUME_OPTIONS)} may change); "
+                         f"start a new run to change them")
+    if not run_dir.is_dir():
+        raise ValueError(f"--resume {run_dir}: no such run folder")
+    path = run_dir / CONFIG_FILE
+    record = read_json_object(path, "bandit run config")
+    missing = [k for k in BUILT if k not in record]
+    if missing:
+        raise ValueError(f"{path} has no {missing[0]!r}: it was not written by train.py bandit")
+    recorded = {k: record.pop(k) for k in BUILT}
+    config = dataclass_from_dict(BanditConfig, record, str(path))
+    config = dataclasses.replace(config, **{k: getattr(args, k) for k in typed})
+    try:
+        config.validate()
+        problem, factories = config.build()
+    except (ValueError, FileNotFoundError) as e:
+        raise ValueError(f"{e} (options from {path}{' and the command line' if typed else ''})") from None
+    built = _built(config, problem, factories)
+    changed = [k for k in BUILT if recorded[k] != built[k]]
+    if changed:
+        raise ValueError(f"{path}: its {changed[0].replace('_', ' ')} differs from what its options build now (the data "
+                         f"or svpg changed since the run started); start a new run")
+    extra = sorted(set(finished_seeds(run_dir)) - set(config.seed_list()))
+    if extra:
+        raise ValueError(f"--seeds {config.seeds} drops seed(s) {extra} that {run_dir} has already finished; "
+                         f"pass --seeds {max(extra) - config.seed + 1} or more (finished results are never deleted)")
+    check_writable(run_dir)
+    remove_stray_temporaries(run_dir)
+    write_json(path, {**asdict(config), **built})  # a later --resume continues with these --seeds
+    return config, problem, factories, run_dir
+
+
+class _Monitor:
+    """Progress bar and live TensorBoard curves (one run per agent and seed: ``<agent>/seed_<s>``).
+
+    It is the protocol's callback, called after every window, so it is also where a stop request
+    (Ctrl-C, SIGTERM) interrupts the seed in progress.
+    """
+
+    def __init__(self, run_dir, rounds: int, total: int, points: int, progress: bool, stop: StopRequest):
         from tqdm.auto import tqdm
 
-        from svpg.bandits.report import log_rounds
-
-        self.run_dir, self.rounds = run_dir, rounds
+        self.run_dir, self.stop = run_dir, stop
         self.marks = log_rounds(rounds, points)
         self.bar = tqdm(total=total, unit="round", disable=not progress, dynamic_ncols=True, smoothing=0.05)
         self.key = None
         self.logger = None
 
     def __call__(self, agent: str, seed: int, t: int, regret: float, info: dict) -> None:
-        from svpg.runs import TensorBoardLogger
-
+        if self.stop.requested:
+            raise KeyboardInterrupt
         if (agent, seed) != self.key:
-            self._close()
+            self.end_agent()
             self.key, self.done, self.next_mark, self.start = (agent, seed), 0, 0, time.perf_counter()
             self.logger = TensorBoardLogger(self.run_dir / agent / f"seed_{seed}")
             self.bar.set_description(f"seed {seed} {agent}")
@@ -173,62 +267,71 @@ class _Monitor:
             self.logger.log({"regret/cumulative": regret, "time/rounds_per_s": t / elapsed}, t)
             self.bar.set_postfix(regret=f"{regret:.0f}", refresh=False)
 
-    def _close(self):
+    def end_agent(self):
+        """Flush and close the current curves (before a seed's result is saved, so they are complete)."""
         if self.logger is not None:
             self.logger.close()
             self.logger = None
+        self.key = None
 
     def close(self):
-        self._close()
+        self.end_agent()
         self.bar.close()
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    args = build_parser().parse_args(argv)
-    try:
-        import torch
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    with StopRequest() as stop:
+        try:
+            return _main(parser, args, argv, stop)
+        except (ValueError, FileNotFoundError) as e:  # bad input, or a file that cannot be written (svpg.io.WriteError)
+            print(f"train.py bandit: error: {e}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:  # a second signal while the run was being set up
+            print("interrupted before any seed was played", file=sys.stderr)
+            return stop.exit_status or 130
 
-        from svpg.bandits.agents import canonical_name, make_agent
 
-        config = dataclass_from_args(BanditConfig, args).validate()
-        problem = config.make_problem()
-        options = config.agent_options()
-        names = [canonical_name(a) for a in config.agent_names()]
-        if "uniform" not in names:
-            names.append("uniform")
-        if len(set(names)) != len(names):
-            raise ValueError(f"--agents names an agent twice (greedy, neural-greedy and eps-greedy-0 are one agent): {names}")
-        built = {n: make_agent(n, problem.num_actions, problem.context_dim, seed=config.seed, **options) for n in names}
-        if torch.device(config.device).type == "cuda" and not torch.cuda.is_available():
-            raise ValueError("--device cuda was asked for but torch sees no CUDA device; use --device cpu")
-    except (ValueError, FileNotFoundError) as e:
-        print(f"train.py bandit: error: {e}", file=sys.stderr)
-        return 2
-
-    from svpg.bandits.protocol import run
-    from svpg.bandits.report import markdown_table, save_results
-    from svpg.runs import make_run_dir, run_name, write_json
-
-    torch.set_num_threads(config.threads)
+def _main(parser, args, argv: list[str], stop: StopRequest) -> int:
+    config, problem, factories, run_dir = _resumed_run(parser, args, argv) if args.resume else _new_run(args)
     keep_freed_memory()
-    name = config.run_name or run_name("bandit", problem.name, config.seed)
-    run_dir = make_run_dir(config.log_dir, name)
-    write_json(run_dir / "config.json", {
-        **asdict(config), "problem_description": problem.describe(), "agent_names": names,
-        "agent_hyperparameters": {n: a.hyperparameters() for n, a in built.items()},
-    })
-    print(f"run folder: {run_dir}\n{problem!r}\n{len(names)} agents × {config.seeds} seed(s) × {config.rounds} rounds: {', '.join(names)}")
-    monitor = _Monitor(run_dir, config.rounds, config.rounds * len(names) * config.seeds, config.log_points, config.progress)
+    names = [n for n, _ in factories]
+    seeds = config.seed_list()
+    finished = set(finished_seeds(run_dir))
+    todo = [s for s in seeds if s not in finished]
+    print(f"run folder: {run_dir}\n{problem!r}\n{len(names)} agents × {len(seeds)} seed(s) × {config.rounds} rounds: "
+          f"{', '.join(names)}")
+    if args.resume:
+        print(f"resuming: {len(seeds) - len(todo)} of {len(seeds)} seeds finished"
+              + (f", {len(todo)} to play" if todo else "; nothing to do (rewriting the reports)"))
+    monitor = _Monitor(run_dir, config.rounds, config.rounds * len(names) * len(todo), config.log_points,
+                       config.progress and bool(todo), stop)
     try:
-        results = run(problem, names, config.rounds, seeds=config.seeds, seed=config.seed, callback=monitor, **options)
+        for seed in todo:
+            if stop.requested:
+                raise KeyboardInterrupt
+            clear_live_curves(run_dir, seed, names)
+            runs = run_seed(problem, factories, config.rounds, seed, monitor, config.threads)
+            monitor.end_agent()
+            save_seed(run_dir, runs)
+        results = load_results(run_dir, problem.describe(), config.rounds, seeds, names)
+        paths = save_results(results, run_dir, config.log_points)
+    except KeyboardInterrupt:
+        monitor.close()  # before the message, so that it is not part of the progress bar's line
+        done = len(set(finished_seeds(run_dir)) & set(seeds))
+        print(f"interrupted: {done} of {len(seeds)} seeds finished and saved; "
+              f"continue with: {RESUME_HINT} {run_dir}", file=sys.stderr)
+        return stop.exit_status or 130
+    except WriteError as e:  # full disk: the finished seeds are safe
+        raise ValueError(f"{e}; once there is room, continue with: {RESUME_HINT} {run_dir}") from None
     finally:
         monitor.close()
-    paths = save_results(results, run_dir, config.log_points)
     print()
     print(markdown_table(results))
     print(f"wrote {', '.join(p.name for p in paths.values())} and TensorBoard events to {run_dir} "
-          f"(tensorboard --logdir {config.log_dir})")
+          f"(tensorboard --logdir {run_dir.parent})")
     return 0
 
 

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from svpg.seeding import numpy_rng
+
 
 # ----------------------------------------------------------------------------- the table
 @dataclass
@@ -98,10 +100,11 @@ class BanditProblem:
         raise NotImplementedError
 
     def table(self, rounds: int, seed: int) -> BanditTable:
-        """The pre-drawn table of ``rounds`` rounds for ``seed`` (same seed, same table)."""
+        """The pre-drawn table of ``rounds`` rounds for ``seed`` (same seed, same table), drawn from
+        the stream ``numpy_rng(seed, "bandit_table")``, which no agent draws from."""
         if int(rounds) < 1:
             raise ValueError(f"{self.name}: the number of rounds must be ≥ 1, got {rounds}")
-        return self.sample(int(rounds), np.random.default_rng(seed))
+        return self.sample(int(rounds), numpy_rng(seed, "bandit_table"))
 
     def describe(self) -> dict:
         return {"name": self.name, "context_dim": self.context_dim, "num_actions": self.num_actions}

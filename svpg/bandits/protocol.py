@@ -19,17 +19,22 @@ import numpy as np
 
 from svpg.bandits.agents import Agent, make_agent
 from svpg.bandits.problems import BanditProblem, BanditTable
+from svpg.runtime import DEFAULT_THREADS, torch_threads
 
 # callback(agent_name, seed, rounds_done, cumulative_regret, info) after every window
 Callback = Callable[[str, int, int, float, dict], None]
 AgentFactory = Callable[[BanditProblem, int], Agent]
 
 
-def play(agent: Agent, table: BanditTable, callback: Callable[[int, float, dict], None] | None = None) -> np.ndarray:
+def play(agent: Agent, table: BanditTable, callback: Callable[[int, float, dict], None] | None = None,
+         threads: int | None = DEFAULT_THREADS) -> np.ndarray:
     """Let ``agent`` play every round of ``table``; returns its actions (T,).
 
     The agent acts in windows (``agent.window(t)`` rounds at a time) and only ever sees the rewards of
     the arms it played. ``callback(rounds_done, cumulative_regret, info)`` runs after every window.
+
+    :param threads: torch CPU threads while playing (default ``svpg.runtime.DEFAULT_THREADS``, as the
+        CLI's ``--threads``; None: leave torch's setting); the previous setting is restored afterwards.
     """
     if agent.context_dim != table.contexts.shape[1] or agent.num_actions != table.num_actions:
         raise ValueError(
@@ -37,6 +42,11 @@ def play(agent: Agent, table: BanditTable, callback: Callable[[int, float, dict]
             f"but the problem has {table.contexts.shape[1]}-dimensional contexts and {table.num_actions} arms; build it "
             f"with make_agent(name, problem.num_actions, problem.context_dim)"
         )
+    with torch_threads(threads):
+        return _play(agent, table, callback)
+
+
+def _play(agent: Agent, table: BanditTable, callback) -> np.ndarray:
     rounds = table.rounds
     actions = np.empty(rounds, dtype=np.int64)
     optimal = table.optimal_expected
@@ -134,9 +144,52 @@ def _as_factory(agent: str | AgentFactory, options: dict) -> tuple[str, AgentFac
     raise ValueError(f"an agent must be a name (see svpg.bandits.AGENTS) or a callable (problem, seed) -> Agent, got {agent!r}")
 
 
+def agent_factories(problem: BanditProblem, agents, include_uniform: bool = True,
+                    **options) -> list[tuple[str, AgentFactory]]:
+    """``(name, factory)`` of every agent, checked up front: unknown names, bad options and duplicates
+    are a ValueError before any round is played. See :func:`run` for the arguments."""
+    if not isinstance(problem, BanditProblem):
+        raise ValueError(f"problem must be a BanditProblem (e.g. make_problem('mushroom')), got {problem!r}")
+    if isinstance(agents, str):
+        agents = [a for a in agents.split(",") if a.strip()]
+    if not agents:
+        raise ValueError("no agents given; name at least one, e.g. ['s2vgd', 'linucb']")
+    factories = [_as_factory(a, options) for a in agents]
+    if include_uniform and "uniform" not in [n for n, _ in factories]:
+        factories.append(_as_factory("uniform", options))
+    names = [n for n, _ in factories]
+    if len(set(names)) != len(names):
+        raise ValueError(f"an agent is named twice (greedy, neural-greedy and eps-greedy-0 are one agent): {names}")
+    for agent in agents:
+        if isinstance(agent, str):
+            make_agent(agent, problem.num_actions, problem.context_dim, **options)
+    return factories
+
+
+def run_seed(problem: BanditProblem, factories: list[tuple[str, AgentFactory]], rounds: int, seed: int,
+             callback: Callback | None = None, threads: int | None = DEFAULT_THREADS) -> list[AgentRun]:
+    """Every agent of :func:`agent_factories` on the table of one seed, in order (see :func:`run`)."""
+    table = problem.table(rounds, seed)
+    runs = []
+    for name, factory in factories:
+        agent = factory(problem, seed)
+        cb = None if callback is None else (lambda t, reg, info, _n=name: callback(_n, seed, t, reg, info))
+        start = time.perf_counter()
+        actions = play(agent, table, cb, threads)
+        seconds = time.perf_counter() - start
+        rewards = table.play(actions)
+        runs.append(AgentRun(name, seed, actions, table.optimal_expected - rewards, table.expected_regret(actions),
+                             rewards, float(table.optimal_rewards.sum()), seconds, agent.hyperparameters()))
+    return runs
+
+
 def run(problem: BanditProblem, agents, rounds: int, seeds: int | list[int] = 1, seed: int = 0,
-        callback: Callback | None = None, include_uniform: bool = True, **options) -> BanditResults:
+        callback: Callback | None = None, include_uniform: bool = True, threads: int | None = DEFAULT_THREADS,
+        **options) -> BanditResults:
     """Run every agent on the same pre-drawn tables, one table per seed.
+
+    Same arguments, same machine: bit-identical results (every agent and table draws from its own
+    :mod:`svpg.seeding` stream of its seed; no global RNG is used).
 
     :param problem: a :class:`BanditProblem` (``make_problem("mushroom")``, ``WheelBandit(0.9)``,
         ``ClassificationBandit(X, y)``, …).
@@ -145,39 +198,13 @@ def run(problem: BanditProblem, agents, rounds: int, seeds: int | list[int] = 1,
     :param rounds: T. :param seeds: a count (seeds ``seed, seed + 1, …``) or an explicit list.
     :param callback: ``callback(agent, seed, rounds_done, cumulative_regret, info)`` after every window.
     :param include_uniform: add the uniform policy if missing (it is the normalisation reference).
+    :param threads: torch CPU threads while agents play (default ``svpg.runtime.DEFAULT_THREADS``, as
+        the CLI's ``--threads``; None: leave torch's setting); the previous setting is restored afterwards.
     :param options: agent options (see :func:`~svpg.bandits.agents.make_agent`).
     """
-    if not isinstance(problem, BanditProblem):
-        raise ValueError(f"problem must be a BanditProblem (e.g. make_problem('mushroom')), got {problem!r}")
-    if isinstance(agents, str):
-        agents = [a for a in agents.split(",") if a.strip()]
-    if not agents:
-        raise ValueError("no agents given; name at least one, e.g. ['s2vgd', 'linucb']")
-    factories = [_as_factory(a, options) for a in agents]
-    names = [n for n, _ in factories]
-    if len(set(names)) != len(names):
-        raise ValueError(f"agent names must be unique, got {names}")
-    for agent in agents:  # fail on a bad name or option before any long run starts
-        if isinstance(agent, str):
-            make_agent(agent, problem.num_actions, problem.context_dim, seed=seed, **options)
-    if include_uniform and "uniform" not in names:
-        factories.append(_as_factory("uniform", options))
-        names.append("uniform")
+    factories = agent_factories(problem, agents, include_uniform, **options)
     seed_list = list(range(seed, seed + int(seeds))) if isinstance(seeds, int) else [int(s) for s in seeds]
     if not seed_list:
         raise ValueError("seeds must be ≥ 1")
-    runs: list[AgentRun] = []
-    for s in seed_list:
-        table = problem.table(rounds, s)
-        for name, factory in factories:
-            agent = factory(problem, s)
-            start = time.perf_counter()
-            cb = None
-            if callback is not None:
-                cb = lambda t, reg, info, _n=name, _s=s: callback(_n, _s, t, reg, info)  # noqa: E731
-            actions = play(agent, table, cb)
-            seconds = time.perf_counter() - start
-            rewards = table.play(actions)
-            runs.append(AgentRun(name, s, actions, table.optimal_expected - rewards, table.expected_regret(actions),
-                                 rewards, float(table.optimal_rewards.sum()), seconds, agent.hyperparameters()))
-    return BanditResults(problem.describe(), int(rounds), seed_list, names, runs)
+    runs = [r for s in seed_list for r in run_seed(problem, factories, rounds, s, callback, threads)]
+    return BanditResults(problem.describe(), int(rounds), seed_list, [n for n, _ in factories], runs)

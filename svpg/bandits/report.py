@@ -6,11 +6,13 @@ mean ± standard deviation over seeds (the standard error is in the CSV too).
 """
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
 
 from svpg.bandits.protocol import BanditResults
+from svpg.io import atomic_write
 
 CHART_LAYOUT = {
     "bandit": {
@@ -155,22 +157,29 @@ def plot_curves(curves, path: str | Path, title: str = "cumulative regret", agen
     if len(panels) > 1:
         axes[0][1].set_title("without the uniform policy", fontsize=10)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
+    try:
+        atomic_write(path, lambda tmp: fig.savefig(tmp, format="png"))
+    finally:
+        plt.close(fig)
     return path
 
 
 def write_tensorboard_summary(results: BanditResults, run_dir: str | Path, points: int = 500) -> None:
-    """Per agent, a run ``<agent>/mean`` with the mean and mean ± std of cumulative regret over seeds."""
+    """Per agent, a run ``<agent>/mean`` with the mean and mean ± std of cumulative regret over seeds.
+
+    Earlier summaries in ``run_dir`` are replaced, not appended to (a resumed run writes it again).
+    """
     from svpg.runs import TensorBoardLogger
 
     run_dir = Path(run_dir)
     idx = log_rounds(results.rounds, points)
+    for old in run_dir.glob("events.out.tfevents.*"):  # the custom-chart layout of an earlier summary
+        old.unlink()
     for agent in results.agents:
         curves = np.stack([np.cumsum(r.regret)[idx - 1] for r in results.runs if r.agent == agent])
         mean = curves.mean(0)
         std = curves.std(0, ddof=1) if curves.shape[0] > 1 else np.zeros_like(mean)
+        shutil.rmtree(run_dir / agent / "mean", ignore_errors=True)
         logger = TensorBoardLogger(run_dir / agent / "mean")
         for t, m, s in zip(idx.tolist(), mean.tolist(), std.tolist()):
             for tag, v in (("regret/cumulative_mean", m), ("regret/cumulative_lower", m - s), ("regret/cumulative_upper", m + s)):
@@ -183,9 +192,8 @@ def write_tensorboard_summary(results: BanditResults, run_dir: str | Path, point
 
 def save_results(results: BanditResults, run_dir: str | Path, points: int = 500, tensorboard: bool = True) -> dict[str, Path]:
     """Write ``results.csv`` (per seed), ``summary.csv``, ``curves.csv``, ``results.md``, ``regret.png``
-    (and the TensorBoard mean curves) into ``run_dir``; returns the paths."""
-    from svpg.io import atomic_write
-
+    (and the TensorBoard mean curves) into ``run_dir``, replacing earlier ones; returns the paths.
+    Every file is written atomically (:func:`svpg.io.atomic_write`)."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     paths = {
