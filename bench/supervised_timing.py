@@ -9,8 +9,8 @@ Regression: one Boston split (455 training rows, 10 % of them for validation) wi
 is timed after a warm-up fit and scaled linearly to Boston's default number of epochs.
 Classification: 784-400-400-10 ReLU on Fashion-MNIST (or random pixels if it is not installed), batch
 100; one epoch on --classification-rows training rows is timed and scaled to the 54000 rows (60000
-less 10 % validation) of a real epoch. Regression runs single-threaded (as the CLI does), classification
-on --threads threads.
+less 10 % validation) of a real epoch. Regression runs on the estimators' default threads (as the CLI
+does), classification on --threads threads.
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from svpg.runtime import DEFAULT_THREADS  # noqa: E402
 from svpg.supervised import BayesianClassifier, BayesianRegressor, load_dataset, train_test_splits  # noqa: E402
 from svpg.supervised.cli import CLASSIFICATION_DEFAULTS, REGRESSION_DEFAULTS  # noqa: E402
 
@@ -35,13 +36,13 @@ def regression(methods, epochs, particles, compile_modes):
     tr, te = train_test_splits(len(data.y), 1)[0]
     full = REGRESSION_DEFAULTS["epochs"]  # Boston's
     print(f"\nregression: boston split 0 ({len(tr)} train rows), 13-50-1 ReLU, M = {particles}, batch 100, "
-          f"{epochs} epochs timed (median epoch, validation included), scaled to {full} epochs; 1 thread")
+          f"{epochs} epochs timed (median epoch, validation included), scaled to {full} epochs; {DEFAULT_THREADS} thread(s)")
     print(f"| method | torch.compile | s / epoch | s / split ({full} epochs) | steps / s |\n|---|---|---|---|---|")
-    torch.set_num_threads(1)
     for method in methods:
         for compiled in compile_modes:
             model = BayesianRegressor(method=method, n_particles=particles, epochs=epochs, lr=REGRESSION_DEFAULTS["lr"],
-                                      lr_schedule=REGRESSION_DEFAULTS["lr_schedule"], eval_every=1, seed=0, compile=compiled)
+                                      lr_schedule=REGRESSION_DEFAULTS["lr_schedule"], validation_fraction=0.1, eval_every=1,
+                                      seed=0, compile=compiled)
             model.fit(data.x[tr], data.y[tr])  # the first fit of a structure pays the compilation
             t0 = time.perf_counter()
             model.fit(data.x[tr], data.y[tr])
@@ -51,7 +52,6 @@ def regression(methods, epochs, particles, compile_modes):
 
 
 def classification(methods, rows, particles, threads, data_path):
-    torch.set_num_threads(threads)
     try:
         data = load_dataset("fashion-mnist", data_path)
         x, y, source = data.x[:rows], data.y[:rows], "Fashion-MNIST"
@@ -63,7 +63,7 @@ def classification(methods, rows, particles, threads, data_path):
     print("| method | s / epoch (54000 rows) | images / s (all particles) |\n|---|---|---|")
     for method in methods:
         model = BayesianClassifier(method=method, n_particles=particles, epochs=1, lr=CLASSIFICATION_DEFAULTS["lr"],
-                                   validation_fraction=0.0, seed=0)
+                                   validation_fraction=0.0, seed=0, threads=threads)
         model.fit(x, y)
         seconds = model.history_[0]["epoch_seconds"]
         per_row = seconds / (rows // 100 * 100)
@@ -77,7 +77,7 @@ def main() -> None:
     p.add_argument("--regression-particles", type=int, default=20)
     p.add_argument("--classification-rows", type=int, default=5000, help="rows of the timed epoch (default 5000)")
     p.add_argument("--classification-particles", type=int, default=10)
-    p.add_argument("--threads", type=int, default=1, help="classification threads (default 1)")
+    p.add_argument("--threads", type=int, default=DEFAULT_THREADS, help="classification threads (default %(default)s)")
     p.add_argument("--data-path", default=None, help="Fashion-MNIST IDX folder")
     p.add_argument("--compile", action="store_true", help="also time regression with torch.compile")
     p.add_argument("--skip", choices=("regression", "classification"), default=None)

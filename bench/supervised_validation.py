@@ -1,17 +1,18 @@
 """Nested validation of the regression protocol: scores settings on held-out *training* rows.
 
 For each of the first ``--splits`` random 90/10 splits, the rows a 10 % validation split would take
-from the training part (the same rows ``BayesianRegressor`` carves) are held out and used as a
-pseudo-test set; the model is fitted on the remaining training rows. The test rows of the splits are
-never loaded, so the printed figures can choose settings without touching test data.
+from the training part (the rows the CLI's estimator of that split carves with
+--validation-fraction 0.1) are held out and used as a pseudo-test set; the model is fitted on the
+remaining training rows, with a seed of its own. The test rows of the splits are never loaded, so the
+printed figures can choose settings without touching test data.
 
-    python bench/supervised_validation.py --dataset boston --protocol full            # the default since session 9
-    python bench/supervised_validation.py --dataset boston --protocol checkpoint      # the earlier protocol
+    python bench/supervised_validation.py --dataset boston --protocol full            # the CLI's protocol for small sets
+    python bench/supervised_validation.py --dataset boston --protocol checkpoint      # a validation split picks the checkpoint
     python bench/supervised_validation.py --dataset concrete --method svgd --epochs 800
 
 ``--protocol checkpoint`` carves a further 10 % of the remaining rows to select the checkpoint and
-refit the noise (the protocol before session 9); ``full`` trains on all of them and keeps the last
-epoch of the cosine schedule. Prints one line per split and the mean RMSE and log-likelihood.
+refit the noise; ``full`` trains on all of them and keeps the last epoch of the cosine schedule.
+Prints one line per split and the mean RMSE and log-likelihood.
 """
 from __future__ import annotations
 
@@ -20,12 +21,12 @@ import json
 import time
 
 import numpy as np
-import torch
 
 from svpg.core.svgd import OPTIMIZERS
 from svpg.supervised import load_dataset
-from svpg.supervised.cli import REGRESSION_DEFAULTS, SupervisedConfig, make_estimator, resolve
-from svpg.supervised.data import holdout_split, train_test_splits
+from svpg.seeding import int_seed
+from svpg.supervised.cli import REGRESSION_DEFAULTS, SupervisedConfig, make_estimator, resolve, split_seed
+from svpg.supervised.data import holdout_split, train_test_split
 
 
 def main() -> None:
@@ -40,7 +41,6 @@ def main() -> None:
     parser.add_argument("--householder", type=int, default=SupervisedConfig.householder, help="K, reflections per side (s2vgd)")
     parser.add_argument("--compile", type=int, default=1)
     args = parser.parse_args()
-    torch.set_num_threads(1)
 
     data = load_dataset(args.dataset)
     # the CLI's own settings and estimator, so this scores exactly what `train.py supervised` would run
@@ -50,10 +50,13 @@ def main() -> None:
     settings = resolve(cfg.validate(), data)
     epochs = settings["epochs"][args.method]
     rows = []
-    for k, (train, _test) in enumerate(train_test_splits(len(data.y), 20, 0.1, 0)[: args.splits]):
-        fit, held_out = holdout_split(len(train), 0.1, k)
+    for k in range(args.splits):
+        train, _test = train_test_split(len(data.y), k, cfg.test_fraction, cfg.seed)
+        fit, held_out = holdout_split(len(train), 0.1, split_seed(cfg.seed, k))
         x, y = data.x[train], data.y[train]
-        model = make_estimator(cfg, data, settings, args.method, seed=k, progress=False)
+        # not the CLI's seed of split k: with --protocol checkpoint the model carves its own validation
+        # rows, which must not be drawn from the stream that chose the held-out rows
+        model = make_estimator(cfg, data, settings, args.method, seed=int_seed(cfg.seed, "split", k, "nested"), progress=False)
         t0 = time.perf_counter()
         model.fit(x[fit], y[fit])
         row = {"split": k, **model.evaluate(x[held_out], y[held_out]), "best_epoch": model.best_epoch_,

@@ -40,7 +40,8 @@ def test_cli_writes_table_results_and_models(tmp_path, csv_file, capsys):
     assert config["resolved"]["hidden"] == [50] and config["resolved"]["epochs"] == {"s2vgd": 3, "map": 3}
     model = BayesianRegressor.load(run / "models" / "s2vgd_split01.safetensors")
     assert model.predict(np.zeros((2, 3)))[0].shape == (2,)
-    assert list(run.glob("events.out.tfevents*"))
+    assert list((run / "s2vgd" / "split_00").glob("events.out.tfevents*"))  # training curves of split 0
+    assert list((run / "summary").glob("events.out.tfevents*"))  # test metrics of every split
 
 
 @pytest.mark.parametrize(

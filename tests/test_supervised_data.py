@@ -11,12 +11,14 @@ import pytest
 from svpg.supervised.data import (
     Standardizer,
     check_xy,
+    holdout_split,
     load_boston,
     load_concrete,
     load_csv,
     load_dataset,
     load_fashion_mnist,
     read_idx,
+    train_test_split,
     train_test_splits,
 )
 from svpg.supervised.metrics import (
@@ -110,6 +112,16 @@ def test_splits_are_seeded_disjoint_and_prefix_stable():
     assert len(te) == 51 and len(tr) == 455 and not set(tr) & set(te)
     assert not np.array_equal(a[0][1], a[1][1])  # different splits differ
     assert not np.array_equal(train_test_splits(506, 1, seed=1)[0][1], a[0][1])
+
+
+def test_split_and_validation_rows_come_from_independent_streams():
+    """One shared stream would make the validation rows of a 10 % hold-out the test rows of split 0;
+    ``seed + k`` arithmetic would make split 1 of seed 0 split 0 of seed 1."""
+    _, test = train_test_split(500, 0, 0.1, seed=3)
+    _, validation = holdout_split(500, 0.1, seed=3)
+    assert len(test) == len(validation) == 50
+    assert len(set(test) & set(validation)) < 20  # independent draws overlap in ~5 rows
+    assert len(set(train_test_split(500, 1, seed=0)[1]) & set(train_test_split(500, 0, seed=1)[1])) < 20
 
 
 def test_standardizer_uses_training_statistics():

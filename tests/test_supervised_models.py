@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from svpg.io import CheckpointError
+from svpg.runtime import DEFAULT_THREADS
 from svpg.supervised import BayesianClassifier, BayesianRegressor, load_dataset
 from svpg.supervised.models import gamma_log_prob_of_log
 
@@ -97,6 +98,43 @@ def test_methods_build_the_right_particles():
     assert "net.0.v_in" not in plain.layout_ and "net.0.lam_in" not in plain.layout_
     assert s2.theta_.shape[0] == plain.theta_.shape[0] == 4 and map_.theta_.shape[0] == 1
     assert "log_noise_precision" in map_.layout_
+
+
+def test_same_seed_is_bit_identical_and_streams_are_independent(monkeypatch):
+    """Fits with one seed are bit-identical and leave the global RNGs alone; the minibatch order does not
+    depend on how many numbers the initialisation drew (one shared generator would shift it)."""
+    x, y = _toy_1d(60)
+    kwargs = dict(hidden=(8,), epochs=3, batch_size=20, validation_fraction=0.2)
+    torch_state, numpy_state = torch.random.get_rng_state(), np.random.get_state()[1].copy()
+    a = BayesianRegressor(n_particles=3, seed=5, **kwargs).fit(x, y)
+    assert torch.equal(a.theta_, BayesianRegressor(n_particles=3, seed=5, **kwargs).fit(x, y).theta_)
+    assert not torch.equal(a.theta_, BayesianRegressor(n_particles=3, seed=6, **kwargs).fit(x, y).theta_)
+    assert torch.equal(torch.random.get_rng_state(), torch_state) and np.array_equal(np.random.get_state()[1], numpy_state)
+
+    randperm, orders = torch.randperm, []
+
+    def recorded_randperm(n, generator):
+        orders[-1].append(randperm(n, generator=generator))
+        return orders[-1][-1]
+
+    monkeypatch.setattr(torch, "randperm", recorded_randperm)
+    for m in (2, 6):  # 6 particles draw 3× more initial values
+        orders.append([])
+        BayesianRegressor(n_particles=m, seed=5, **kwargs).fit(x, y)
+    assert len(orders[0]) == 3 and all(torch.equal(p, q) for p, q in zip(*orders))
+
+
+def test_estimator_runs_on_default_threads_and_restores_the_callers():
+    x, y = _toy_1d(60)
+    torch.set_num_threads(DEFAULT_THREADS + 1)  # the caller's setting (restored by the autouse fixture)
+    inside = []
+    model = BayesianRegressor(n_particles=2, hidden=(8,), epochs=2)
+    model.fit(x, y, callback=lambda epoch, scalars: inside.append(torch.get_num_threads()))
+    assert inside == [DEFAULT_THREADS] * 2 and torch.get_num_threads() == DEFAULT_THREADS + 1
+    model.evaluate(x, y)
+    assert torch.get_num_threads() == DEFAULT_THREADS + 1
+    with pytest.raises(ValueError, match="threads must be a positive integer"):
+        BayesianRegressor(threads=0).fit(x, y)
 
 
 @pytest.fixture(scope="module")

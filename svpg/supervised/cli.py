@@ -4,32 +4,62 @@
     python train.py supervised --dataset concrete --method s2vgd --householder 2
     python train.py supervised --dataset csv --data-path my.csv --target price
     python train.py supervised --dataset fashion-mnist --method s2vgd,svgd,map --epochs 20
+    python train.py supervised --resume runs/<run-name>              # continue an interrupted run
+    python train.py supervised --resume runs/<run-name> --splits 30  # extend it to 30 splits
 
-Regression sets are split 20 times at random 90/10 (seeded; split k is the same for every method and
-every --splits ≥ k); classification sets with an official test set (Fashion-MNIST) use it, and
---splits then counts repeated runs with different seeds. Small regression sets train on every training
-row of a split and keep the last epoch of the cosine schedule; large ones and classification hold 10 %
-of the training rows out as a validation set that selects the checkpoint (and, for regression, each
-particle's noise precision). The test rows are only ever used for the final numbers.
+Regression sets are split 20 times at random 90/10 (split k is the same for every method and every
+--splits ≥ k); classification sets with an official test set (Fashion-MNIST) use it, and --splits then
+counts repeated runs with different seeds. Small regression sets train on every training row of a
+split and keep the last epoch of the cosine schedule; large ones and classification hold 10 % of the
+training rows out as a validation set that selects the checkpoint (and, for regression, each
+particle's noise precision). The test rows are only ever used for the final numbers. Every random
+choice (the split, the --max-train subset, the initial particles, the minibatch order of split k) has
+its own stream derived from --seed, so a run is bit-identical when repeated or resumed on one machine.
 
-Every call writes runs/<run-name>/: results.md (the table), results.json (every split), config.json,
-TensorBoard events and models/<method>_split<k>.safetensors (load with BayesianRegressor.load).
+Every run writes runs/<run-name>/ and never overwrites an existing one: config.json, results.json
+(one row per finished method and split, saved as soon as it finishes, with its particles in
+models/<method>_split<k>.safetensors; load with BayesianRegressor.load), TensorBoard training curves
+(<method>/split_<k>/: split 0 of a regression set, every run on classification), the test metrics of
+every split (summary/) and, once every split has finished, results.md.
+Ctrl-C or SIGTERM discards the split in progress and keeps the finished ones; --resume runs the rest.
+With --resume only --splits, --progress, --threads, --device and --compile may be given.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import hashlib
+import json
+import shutil
+import signal
 import sys
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
+from tqdm.auto import tqdm
 
-from svpg.cli import add_dataclass_arguments, dataclass_from_args
+from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, dataclass_from_dict, explicit_options
 from svpg.cli import option as _f
 from svpg.core.allocator import keep_freed_memory
-from svpg.supervised.data import DATASETS, Dataset, load_dataset, train_test_splits
+from svpg.core.svgd import OPTIMIZERS
+from svpg.io import atomic_write
+from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_json_object, remove_stray_temporaries,
+                       run_name, write_json)
+from svpg.runtime import DEFAULT_THREADS, StopRequest, resolve_device
+from svpg.seeding import int_seed, numpy_rng
+from svpg.supervised.data import DATASETS, Dataset, load_dataset, train_test_split
 from svpg.supervised.metrics import mean_and_stderr
-from svpg.supervised.models import METHODS
+from svpg.supervised.models import METHODS, BayesianClassifier, BayesianRegressor
+
+RESUME_HINT = "python train.py supervised --resume"
+# options that leave finished splits' results unchanged, so --resume accepts them (--splits adds splits;
+# --device and --compile change float rounding, so splits run after such a change are not bit-identical)
+RESUME_OPTIONS = ("splits", "progress", "threads", "device", "compile")
+CONFIG_FILE, RESULTS_FILE, TABLE_FILE, MODELS_DIR, SUMMARY_DIR = "config.json", "results.json", "results.md", "models", "summary"
+# written to config.json beside the options and checked on --resume: what the options resolve to on the data
+BUILT = ("resolved", "data")
 
 # Defaults chosen on validation rows carved from the training part of Boston/Concrete splits 0–4
 # (never on test rows); see docs/supervised.md.
@@ -68,7 +98,7 @@ class SupervisedConfig:
     lr_schedule: str = _f("auto", "constant | cosine (anneal to 0 over training) | auto (the data set's default)",
                           choices=("auto", "constant", "cosine"))
     batch_size: int = _f(0, "minibatch size; the likelihood is scaled by N/B (0: 100, or 1000 for regression sets from 10000 rows)")
-    optimizer: str = _f("adam", "adam | rmsprop | adagrad | sgd", choices=("adam", "rmsprop", "adagrad", "sgd"))
+    optimizer: str = _f("adam", " | ".join(OPTIMIZERS), choices=tuple(OPTIMIZERS))
     bandwidth: str = _f("median", "RBF kernel bandwidth: 'median' (h = med²/log M) or a fixed positive number")
     prior_a: float = _f(1.0, "shape a of the Gamma(a, b) hyperpriors on all precisions (§5: 1)")
     prior_b: float = _f(0.1, "rate b of the Gamma(a, b) hyperpriors on all precisions (§5: 0.1)")
@@ -77,12 +107,13 @@ class SupervisedConfig:
                                           "sets, 0.1 for large ones and classification)")
     eval_every: int = _f(0, "validate every this many epochs (0: auto)")
     refit_noise: bool = _f(True, "regression: re-estimate each particle's noise precision on the validation rows (Liu & Wang 2016)")
-    splits: int = _f(0, "random train/test splits (0: 20 for regression and mnist; runs with different seeds on Fashion-MNIST: 1)")
+    splits: int = _f(0, "random train/test splits (0: 20 for regression and mnist; runs with different seeds on Fashion-MNIST: 1); "
+                        "with --resume: run until this many have finished")
     test_fraction: float = _f(0.1, "test share of every random split")
     max_train: int = _f(0, "use at most this many training rows per split (0: all), for quick runs")
-    seed: int = _f(0, "seed of the splits; split k initialises its particles with seed + k")
+    seed: int = _f(0, "root of every random stream: each split's test rows, --max-train subset, initial particles and minibatch order")
     device: str = _f("cpu", "torch device, e.g. cpu or cuda")
-    threads: int = _f(1, "torch CPU threads (more help large networks on an idle machine; on shared cores 1 is often fastest)")
+    threads: int = _f(DEFAULT_THREADS, "torch CPU threads (more help large networks on an idle machine; on shared cores 1 is often fastest)")
     compile: bool = _f(False, "torch.compile the log posterior (regression: 2-3.5x faster steps after a 0.5-2 min compilation)")
     log_dir: str = _f("runs", "parent folder of run folders")
     run_name: str = _f("", "run folder name (default: supervised__<dataset>__<methods>__<time>)")
@@ -106,6 +137,10 @@ class SupervisedConfig:
             problems.append(f"--householder must be ≥ 1 for s2vgd, got {self.householder} (use --method svgd for K = 0)")
         if self.threads < 1:
             problems.append(f"--threads must be ≥ 1, got {self.threads}")
+        try:
+            resolve_device(self.device)
+        except ValueError as e:
+            problems.append(str(e))
         for name in ("num_particles", "epochs", "batch_size", "eval_every", "splits", "max_train"):
             if getattr(self, name) < 0:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 0, got {getattr(self, name)}")
@@ -132,7 +167,7 @@ class SupervisedConfig:
             except (ValueError, AssertionError):
                 problems.append(f"--bandwidth must be 'median' or a positive number, got {self.bandwidth!r}")
         if problems:
-            raise ValueError("invalid configuration:\n  " + "\n  ".join(problems))
+            raise ValueError("; ".join(problems))
         return self
 
 
@@ -165,16 +200,20 @@ def resolve(cfg: SupervisedConfig, data: Dataset) -> dict:
     )
 
 
-def make_estimator(cfg: SupervisedConfig, data: Dataset, settings: dict, method: str, seed: int, progress: bool):
-    from svpg.supervised.models import BayesianClassifier, BayesianRegressor
+def split_seed(seed: int, split: int) -> int:
+    """The ``seed`` of split k's estimators, which derive their own streams from it (validation rows,
+    initial particles, minibatch order); a stream of its own, like the split's test rows."""
+    return int_seed(seed, "split", split, "estimator")
 
+
+def make_estimator(cfg: SupervisedConfig, data: Dataset, settings: dict, method: str, seed: int, progress: bool):
     kwargs = dict(
         method=method, n_particles=settings["num_particles"], householder=cfg.householder, hidden=settings["hidden"],
         activation="relu", prior_a=cfg.prior_a, prior_b=cfg.prior_b,
         kernel="median" if cfg.bandwidth == "median" else float(cfg.bandwidth), optimizer=cfg.optimizer,
         lr=settings["lr"], lr_schedule=settings["lr_schedule"], epochs=settings["epochs"][method], batch_size=settings["batch_size"],
         validation_fraction=settings["validation_fraction"], eval_every=settings["eval_every"], seed=seed,
-        device=cfg.device, progress=progress, compile=cfg.compile,
+        device=cfg.device, progress=progress, compile=cfg.compile, threads=cfg.threads,
     )
     if data.task == "classification":
         return BayesianClassifier(**kwargs)
@@ -211,98 +250,280 @@ def format_table(results: dict[str, list[dict]], task: str, cfg: SupervisedConfi
     return "\n".join(line for line in lines if line) + f"\n\n({note})\n"
 
 
-def run(cfg: SupervisedConfig) -> tuple[str, dict]:
-    """Train every method on every split; return the Markdown table and the per-split results."""
-    import torch
-    from tqdm.auto import tqdm
+# ----------------------------------------------------------------------------------- the run folder
 
-    from svpg.runs import TensorBoardLogger, make_run_dir, run_name, write_json
 
+def split_data(cfg: SupervisedConfig, data: Dataset, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Training and test rows of split k (the official test set if the data have one), with at most
+    --max-train training rows, drawn from a stream of their own."""
+    if data.y_test is not None:
+        x_tr, y_tr, x_te, y_te = data.x, data.y, data.x_test, data.y_test
+    else:
+        tr, te = train_test_split(len(data.y), k, cfg.test_fraction, cfg.seed)
+        x_tr, y_tr, x_te, y_te = data.x[tr], data.y[tr], data.x[te], data.y[te]
+    if cfg.max_train and len(y_tr) > cfg.max_train:
+        keep = np.sort(numpy_rng(cfg.seed, "split", k, "max_train").choice(len(y_tr), cfg.max_train, replace=False))
+        x_tr, y_tr = x_tr[keep], y_tr[keep]
+    return x_tr, y_tr, x_te, y_te
+
+
+def _prepare(cfg: SupervisedConfig) -> tuple[Dataset, dict]:
+    """The data and the resolved settings, with everything checked before a file is written."""
     cfg.validate()
-    methods = cfg.methods()
     data = load_dataset(cfg.dataset, cfg.data_path or None, cfg.target or None)
     settings = resolve(cfg, data)
+    if data.y_test is None:
+        train_test_split(len(data.y), 0, cfg.test_fraction, cfg.seed)  # raises if the set is too small for it
+    for method in cfg.methods():
+        make_estimator(cfg, data, settings, method, seed=cfg.seed, progress=False)._validate_params()
+    return data, settings
+
+
+def _built(data: Dataset, settings: dict) -> dict:
+    """What the options resolve to on the data, as config.json records it (JSON-normalised, so that it
+    compares with a read-back). The data's digest catches a CSV file edited between a run and its resume."""
+    digest = hashlib.sha256()
+    for a in (data.x, data.y, data.x_test, data.y_test):
+        if a is not None:
+            digest.update(np.ascontiguousarray(a).tobytes())
+    resolved = {k: v for k, v in settings.items() if k != "splits"}  # --resume may change the number of splits
+    return json.loads(json.dumps({"resolved": resolved, "data": {"description": repr(data), "sha256": digest.hexdigest()}}))
+
+
+def _read_finished(run_dir: Path, methods: list[str]) -> dict[str, dict[int, dict]]:
+    """The rows of results.json by method and split (none before the first split has finished)."""
+    finished: dict[str, dict[int, dict]] = {m: {} for m in methods}
+    path = run_dir / RESULTS_FILE
+    if not path.exists():
+        return finished
+    rows = read_json_object(path, "results file").get("results")
+    well_formed = isinstance(rows, dict) and set(rows) <= set(methods) and all(
+        isinstance(method_rows, list)
+        and all(isinstance(row, dict) and type(row.get("split")) is int and row["split"] >= 0 for row in method_rows)
+        for method_rows in rows.values())
+    if not well_formed:
+        raise ValueError(f"{path} does not hold rows of {', '.join(methods)} with a 'split' number each; "
+                         f"move it away and --resume to run every split again")
+    for method, method_rows in rows.items():
+        finished[method] = {row["split"]: row for row in method_rows}
+    return finished
+
+
+@dataclass
+class _Run:
+    """A run folder and what is needed to fill it."""
+
+    cfg: SupervisedConfig
+    data: Dataset
+    settings: dict
+    run_dir: Path
+    finished: dict[str, dict[int, dict]]  # method -> split -> its row of results.json
+
+    @property
+    def methods(self) -> list[str]:
+        return self.cfg.methods()
+
+    def todo(self) -> list[tuple[int, str]]:
+        """(split, method) pairs without a result, split by split so that methods compare early."""
+        return [(k, m) for k in range(self.settings["splits"]) for m in self.methods if k not in self.finished[m]]
+
+    def rows(self) -> dict[str, list[dict]]:
+        return {m: [rows[k] for k in sorted(rows)] for m, rows in self.finished.items()}
+
+    def count(self, finished: dict[str, dict] | None = None) -> str:
+        """'7 of 20 splits' (one method) or '27 of 40 fits (2 methods × 20 splits)'."""
+        done = sum(map(len, (self.finished if finished is None else finished).values()))
+        n, m = self.settings["splits"], len(self.methods)
+        return f"{done} of {n} splits" if m == 1 else f"{done} of {m * n} fits ({m} methods × {n} splits)"
+
+    def save_results(self) -> None:
+        write_json(self.run_dir / RESULTS_FILE, {"dataset": self.data.name, "task": self.data.task,
+                                                 "settings": self.settings, "results": self.rows()})
+
+
+def _new_run(args: argparse.Namespace) -> _Run:
+    """Check everything, then create the run folder with its config.json."""
+    cfg = dataclass_from_args(SupervisedConfig, args)
+    data, settings = _prepare(cfg)
+    name = cfg.run_name or run_name("supervised", data.name, "-".join(cfg.methods()))
+    run_dir = create_run_dir(cfg.log_dir, name, resume_hint=RESUME_HINT, config={**asdict(cfg), **_built(data, settings)})
+    return _Run(cfg, data, settings, run_dir, {m: {} for m in cfg.methods()})
+
+
+def _resumed_run(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> _Run:
+    """The run in ``--resume``'s folder with the options allowed on resume applied; checked before anything is written."""
+    run_dir = Path(args.resume)
+    typed = explicit_options(parser, argv) - {"resume"}
+    refused = [f"--{k.replace('_', '-')}" for k in sorted(typed - set(RESUME_OPTIONS))]
+    if refused:
+        allowed = ", ".join("--" + k for k in RESUME_OPTIONS)
+        raise ValueError(f"{', '.join(refused)} cannot be given with --resume: {run_dir} continues with the options in its "
+                         f"{CONFIG_FILE} (only {allowed} may be given); start a new run to change them")
+    if not run_dir.is_dir():
+        raise ValueError(f"--resume {run_dir}: no such run folder")
+    path = run_dir / CONFIG_FILE
+    record = read_json_object(path, "supervised run config")
+    missing = [k for k in BUILT if k not in record]
+    if missing:
+        raise ValueError(f"{path} has no {missing[0]!r} entry: it was not written by train.py supervised")
+    recorded = {k: record.pop(k) for k in BUILT}
+    cfg = dataclass_from_dict(SupervisedConfig, record, str(path))
+    cfg = dataclasses.replace(cfg, **{k: getattr(args, k) for k in typed})
+    data, settings = _prepare(cfg)
+    built = _built(data, settings)
+    changed = [k for k in BUILT if recorded[k] != built[k]]
+    if changed:
+        what = "data set" if "data" in changed else "resolved settings"
+        raise ValueError(f"{path}: its {what} differ from what its options give now (it was edited, or the data or svpg "
+                         f"changed since the run started); start a new run")
+    finished = _read_finished(run_dir, cfg.methods())
+    needed = 1 + max((k for rows in finished.values() for k in rows), default=-1)
+    if needed > settings["splits"]:
+        raise ValueError(f"--splits {settings['splits']} is fewer than the {needed} splits {run_dir} has (partly) finished; "
+                         f"pass --splits {needed} or more (finished results are never deleted)")
+    check_writable(run_dir)
+    remove_stray_temporaries(run_dir)
+    write_json(path, {**asdict(cfg), **built})  # a later --resume continues with these --splits
+    return _Run(cfg, data, settings, run_dir, finished)
+
+
+# ------------------------------------------------------------------------------------------ training
+
+
+def _fit_split(run: _Run, method: str, k: int) -> dict:
+    """Fit ``method`` on split k, save its particles; its row for results.json."""
+    cfg, data = run.cfg, run.data
     classification = data.task == "classification"
-    torch.set_num_threads(cfg.threads or 1)
-    keep_freed_memory()
+    x_tr, y_tr, x_te, y_te = split_data(cfg, data, k)
+    seed = split_seed(cfg.seed, k)
+    model = make_estimator(cfg, data, run.settings, method, seed, progress=cfg.progress and classification)
+    curves = run.run_dir / method / f"split_{k:02d}"
+    model_file = run.run_dir / MODELS_DIR / f"{method}_split{k:02d}.safetensors"
+    # An interrupted attempt at this split left curves (and, if it was killed between saving its model
+    # and its row, a model file); the split runs again from epoch 1, so they go.
+    shutil.rmtree(curves, ignore_errors=True)
+    model_file.unlink(missing_ok=True)
+    logger = TensorBoardLogger(curves) if k == 0 or classification else None  # regression: split 0's curves only
+    callback = None
+    if logger is not None:
+        def callback(epoch: int, scalars: dict) -> None:
+            logger.log({key: v for key, v in scalars.items() if key != "epoch"}, epoch)
 
-    name = cfg.run_name or run_name("supervised", data.name, "-".join(methods))
-    run_dir = make_run_dir(cfg.log_dir, name)
-    write_json(run_dir / "config.json", {**asdict(cfg), "resolved": {**settings, "hidden": list(settings["hidden"])}, "data": repr(data)})
-    logger = TensorBoardLogger(run_dir)
-    print(f"{data}\nrun folder: {run_dir}\nsettings: {settings}", flush=True)
+    t0 = time.perf_counter()
+    try:
+        model.fit(x_tr, y_tr, callback=callback)
+    finally:
+        if logger is not None:
+            logger.close()
+    seconds = time.perf_counter() - t0
+    row = {"split": k, "seed": seed, "n_train": len(y_tr), "n_test": len(y_te), **model.evaluate(x_te, y_te),
+           "best_epoch": model.best_epoch_, "seconds": seconds,
+           "seconds_per_epoch": float(np.mean([h["epoch_seconds"] for h in model.history_]))}
+    if cfg.save_models:
+        model.save(model_file)  # before the row: a row in results.json implies its model file
+    return row
 
-    if data.y_test is not None:
-        splits = [(None, None)] * settings["splits"]
-    else:
-        splits = train_test_splits(len(data.y), settings["splits"], cfg.test_fraction, cfg.seed)
 
-    results: dict[str, list[dict]] = {m: [] for m in methods}
-    bar = tqdm(total=len(methods) * len(splits), disable=not cfg.progress, unit="split", dynamic_ncols=True)
-    for method in methods:
-        for k, (tr, te) in enumerate(splits):
-            if tr is None:
-                x_tr, y_tr, x_te, y_te = data.x, data.y, data.x_test, data.y_test
-            else:
-                x_tr, y_tr, x_te, y_te = data.x[tr], data.y[tr], data.x[te], data.y[te]
-            if cfg.max_train and len(y_tr) > cfg.max_train:
-                keep = np.sort(np.random.default_rng([cfg.seed, k, 1]).choice(len(y_tr), cfg.max_train, replace=False))
-                x_tr, y_tr = x_tr[keep], y_tr[keep]
-            seed = cfg.seed + k
-            model = make_estimator(cfg, data, settings, method, seed, progress=cfg.progress and classification)
-
-            def log_epoch(epoch, scalars, _m=method, _k=k):
-                if _k == 0 or classification:
-                    tag = f"{_m}" if classification and len(splits) == 1 else f"{_m}/split{_k}"
-                    logger.log({f"{tag}/{key}": v for key, v in scalars.items() if key != "epoch"}, epoch)
-
-            t0 = time.perf_counter()
-            model.fit(x_tr, y_tr, callback=log_epoch)
-            seconds = time.perf_counter() - t0
-            row = {"split": k, "seed": seed, "n_train": len(y_tr), "n_test": len(y_te), **model.evaluate(x_te, y_te),
-                   "best_epoch": model.best_epoch_, "seconds": seconds,
-                   "seconds_per_epoch": float(np.mean([h["epoch_seconds"] for h in model.history_]))}
-            results[method].append(row)
-            logger.log({f"{method}/test/{key}": row[key] for key in ("rmse", "test_ll", "error", "nll", "ece") if key in row}, k)
-            if cfg.save_models:
-                model.save(run_dir / "models" / f"{method}_split{k:02d}.safetensors")
+def _train(run: _Run) -> None:
+    """Fit every (split, method) without a result; each is saved as soon as it finishes."""
+    todo = run.todo()
+    bar = tqdm(total=len(todo), disable=not (run.cfg.progress and todo), unit="fit", dynamic_ncols=True)
+    try:
+        for k, method in todo:
+            row = _fit_split(run, method, k)
+            run.finished[method][k] = row
+            run.save_results()
             bar.update(1)
-            if classification:
+            if run.data.task == "classification":
                 bar.set_postfix(method=method, error=f"{row['error']:.4f}", ece=f"{row['ece']:.4f}")
             else:
-                bar.set_postfix(method=method, rmse=f"{np.mean([r['rmse'] for r in results[method]]):.3f}",
-                                ll=f"{np.mean([r['test_ll'] for r in results[method]]):.3f}")
-            write_json(run_dir / "results.json", {"dataset": data.name, "task": data.task, "settings": {**settings, "hidden": list(settings["hidden"])}, "results": results})
-    bar.close()
-    title = f"{data.name}: {len(splits)} {'run(s) on the official test set' if data.y_test is not None else 'random 90/10 splits'}, " \
-            f"M = {settings['num_particles']}, hidden {','.join(map(str, settings['hidden']))}, epochs " + \
-            ", ".join(f"{n} ({m})" for m, n in settings["epochs"].items())
-    table = format_table(results, data.task, cfg, title)
-    (run_dir / "results.md").write_text(table)
+                done = run.finished[method].values()
+                bar.set_postfix(method=method, rmse=f"{np.mean([r['rmse'] for r in done]):.3f}",
+                                ll=f"{np.mean([r['test_ll'] for r in done]):.3f}")
+    finally:
+        bar.close()
+
+
+def _report(run: _Run) -> str:
+    """results.md and the TensorBoard summary of test metrics, both rebuilt from results.json."""
+    data, settings = run.data, run.settings
+    kind = "run(s) on the official test set" if data.y_test is not None else "random 90/10 splits"
+    epochs = ", ".join(f"{n} ({m})" for m, n in settings["epochs"].items())
+    title = (f"{data.name}: {settings['splits']} {kind}, M = {settings['num_particles']}, "
+             f"hidden {','.join(map(str, settings['hidden']))}, epochs {epochs}")
+    rows = run.rows()
+    table = format_table(rows, data.task, run.cfg, title)
+    atomic_write(run.run_dir / TABLE_FILE, lambda tmp: Path(tmp).write_text(table))
+    summary = run.run_dir / SUMMARY_DIR
+    shutil.rmtree(summary, ignore_errors=True)  # one point per split, however often the run was resumed
+    logger = TensorBoardLogger(summary)
+    for method, method_rows in rows.items():
+        for row in method_rows:
+            logger.log({f"{method}/test/{key}": row[key] for key in ("rmse", "test_ll", "error", "nll", "ece") if key in row},
+                       row["split"])
     logger.text("results", table)
     logger.close()
-    return table, {"run_dir": str(run_dir), "results": results}
+    return table
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+# ------------------------------------------------------------------------------------- command line
+
+
+class _Interrupt(StopRequest):
+    """Ctrl-C and SIGTERM raise KeyboardInterrupt at once, not at a safe point: the split in progress is
+    discarded anyway, and one epoch can take minutes. ``exit_status`` stays the shell's 128 + signal."""
+
+    def _handle(self, signum, frame):
+        self.requested = signal.Signals(signum).name
+        raise KeyboardInterrupt
+
+
+def build_parser() -> Parser:
+    parser = Parser(
         prog="train.py supervised", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="methods:\n" + "\n".join(f"  {k:8s} {v}" for k, v in METHODS.items()),
     )
+    parser.add_argument("--resume", metavar="RUN_DIR", default=None,
+                        help="continue the run in RUN_DIR: run its splits that have no result yet (with --splits: extend it); "
+                             "only --splits, --progress, --threads, --device and --compile may be given")
     add_dataclass_arguments(parser, SupervisedConfig)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        cfg = dataclass_from_args(SupervisedConfig, args)
-        table, out = run(cfg)
-    except ValueError as e:
-        print(f"train.py supervised: error: {e}", file=sys.stderr)
-        return 2
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    keep_freed_memory()
+    run = None
+    with _Interrupt() as stop:
+        try:
+            run = _resumed_run(parser, args, argv) if args.resume else _new_run(args)
+            todo = run.todo()
+            print(f"{run.data}\nrun folder: {run.run_dir}\nsettings: {run.settings}", flush=True)
+            if args.resume:
+                print(f"resuming: {run.count()} finished; "
+                      + (f"running the other {len(todo)}" if todo else "nothing to do (rewriting results.md)"), flush=True)
+            _train(run)
+            table = _report(run)
+        except (ValueError, OSError) as e:  # bad input, or a file that cannot be written (svpg.io.WriteError)
+            message, hint = str(e), ""
+            if run is not None:
+                hint = f"; once fixed, continue with: {RESUME_HINT} {run.run_dir}"
+                if not isinstance(e, ValueError):  # TensorBoard's event writer: a bare OSError without the file
+                    message = f"could not write to {run.run_dir} ({e.strerror or e})"
+            print(f"train.py supervised: error: {message}{hint}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            if run is None:
+                print("interrupted before the run started", file=sys.stderr)
+            else:  # counted from results.json: exact even if the signal came while it was being written
+                saved = _read_finished(run.run_dir, run.methods)
+                print(f"interrupted: {run.count(saved)} finished and saved; continue with: {RESUME_HINT} {run.run_dir}",
+                      file=sys.stderr)
+            return stop.exit_status or 130
     print("\n" + table)
-    print(f"written to {out['run_dir']}/results.md")
+    print(f"written to {run.run_dir / TABLE_FILE}")
     return 0
 
 

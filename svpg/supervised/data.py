@@ -12,7 +12,8 @@ Everything here works offline:
 
 Regression follows §5.1 of S²VGD: 20 random 90/10 train/test splits (:func:`train_test_splits`,
 seeded and reproducible), inputs and targets standardised with training statistics only
-(:class:`Standardizer`).
+(:class:`Standardizer`). Every random choice here draws from its own named stream of
+:mod:`svpg.seeding`, so the test rows of split k and a validation hold-out never share numbers.
 """
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from svpg.seeding import numpy_rng
 
 #: where ``apt-get install dataset-fashion-mnist`` puts the IDX files (override with $SVPG_FASHION_MNIST)
 FASHION_MNIST_DIR = os.environ.get("SVPG_FASHION_MNIST", "/usr/share/datasets/fashion-mnist")
@@ -125,31 +128,33 @@ def check_xy(x, y, task: str = "regression") -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------------------- splits
 
 
-def train_test_splits(n: int, n_splits: int = 20, test_fraction: float = 0.1, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``n_splits`` random (train, test) index pairs, split k drawn from ``default_rng([seed, k])``.
-
-    Split k does not depend on ``n_splits``, so ``--splits 5`` reproduces the first 5 of 20.
-    """
+def train_test_split(n: int, k: int, test_fraction: float = 0.1, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Random split k of ``n`` rows: sorted (train, test) indices from a permutation drawn from the stream
+    ``numpy_rng(seed, "split", k)``."""
     if not 0 < test_fraction < 1:
         raise ValueError(f"test fraction must be in (0, 1), got {test_fraction}")
     n_test = max(1, int(round(test_fraction * n)))
     if n_test >= n:
         raise ValueError(f"{n} rows are too few for a {test_fraction:.0%} test split")
-    out = []
-    for k in range(n_splits):
-        perm = np.random.default_rng([seed, k]).permutation(n)
-        out.append((np.sort(perm[n_test:]), np.sort(perm[:n_test])))
-    return out
+    perm = numpy_rng(seed, "split", k).permutation(n)
+    return np.sort(perm[n_test:]), np.sort(perm[:n_test])
+
+
+def train_test_splits(n: int, n_splits: int = 20, test_fraction: float = 0.1, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Splits 0, …, n_splits − 1 (:func:`train_test_split`). Split k does not depend on ``n_splits``,
+    so ``--splits 5`` reproduces the first 5 of 20."""
+    return [train_test_split(n, k, test_fraction, seed) for k in range(n_splits)]
 
 
 def holdout_split(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(fit, validation) indices carved from training rows; empty validation when fraction is 0."""
+    """(fit, validation) indices carved from ``n`` training rows by the stream ``numpy_rng(seed, "validation")``;
+    empty validation when fraction is 0."""
     if fraction <= 0:
         return np.arange(n), np.arange(0)
     n_val = max(1, int(round(fraction * n)))
     if n_val >= n:
         raise ValueError(f"{n} training rows are too few for a {fraction:.0%} validation split; lower validation_fraction")
-    perm = np.random.default_rng([seed, 7919]).permutation(n)
+    perm = numpy_rng(seed, "validation").permutation(n)
     return np.sort(perm[n_val:]), np.sort(perm[:n_val])
 
 

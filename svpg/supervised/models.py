@@ -23,9 +23,17 @@ Nothing is ever chosen on test data: when ``validation_fraction > 0`` a validati
 from the training rows; it selects the checkpoint (best validation log-likelihood over the epochs
 evaluated) and, for regression, each particle's noise precision (Liu & Wang's heuristic, see
 :meth:`BayesianRegressor._refit_noise`).
+
+Randomness comes from the ``seed`` argument only, through named streams of :mod:`svpg.seeding`: the
+validation rows, the initial particles and the minibatch order each have their own, and no global
+RNG state is read or changed. Two fits with the same seed on one machine are bit-identical.
+
+``fit``, ``predict`` and ``evaluate`` run on ``threads`` torch CPU threads (default
+:data:`svpg.runtime.DEFAULT_THREADS`, as ``train.py``) and restore the caller's setting afterwards.
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 from pathlib import Path
@@ -37,7 +45,11 @@ import torch
 from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
 from svpg.core.svgd import SVGD
-from svpg.io import CheckpointError, load_tensors, save_tensors
+from safetensors import SafetensorError
+
+from svpg.io import CheckpointError, WriteError, load_tensors, save_tensors
+from svpg.runtime import DEFAULT_THREADS, torch_threads
+from svpg.seeding import torch_generator
 from svpg.supervised.data import Standardizer, check_features, check_xy, holdout_split
 
 METHODS = {
@@ -127,6 +139,18 @@ def shared_objective(task: str, spec: NetworkSpec, compiled: bool = False):
     return objective, (fn if compiled else objective.split_call)
 
 
+def _in_threads(method):
+    """Run an estimator method on the estimator's torch CPU threads; the caller's count is restored."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        if self.threads is not None and not (isinstance(self.threads, int) and self.threads >= 1):
+            raise ValueError(f"threads must be a positive integer (or None for the caller's setting), got {self.threads!r}")
+        with torch_threads(self.threads):
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
 class _ParticleBNN:
     """What regressor and classifier share: parameters, the particle network, the SVGD loop, save/load.
 
@@ -146,12 +170,18 @@ class _ParticleBNN:
     :param validation_fraction: share of the training rows held out for checkpoint selection (0: none,
         the last epoch is kept).
     :param eval_every: evaluate on the validation rows every this many epochs.
-    :param seed: seeds the validation split, the initial particles and the minibatch order.
+    :param seed: the root of the estimator's random streams: the validation rows, the initial particles
+        and the minibatch order each draw from their own (:mod:`svpg.seeding`); the same seed gives
+        bit-identical fits on one machine.
     :param device: torch device.
     :param progress: show a tqdm bar over epochs.
     :param compile: ``torch.compile`` the log posterior and its gradient (several times fewer CPU
         seconds per step for small networks, after a one-off compilation of 1–2 minutes that every
         estimator of the same structure in the process reuses).
+    :param threads: torch CPU threads of ``fit``, ``predict`` and ``evaluate`` (the caller's setting is
+        restored afterwards; None: use the caller's). The default, :data:`svpg.runtime.DEFAULT_THREADS`, is
+        ``train.py``'s: small batched ops gain nothing from more threads, and on shared cores a second
+        thread can make every step several times slower.
     """
 
     _kind = ""
@@ -178,6 +208,7 @@ class _ParticleBNN:
         device: str = "cpu",
         progress: bool = False,
         compile: bool = False,
+        threads: int | None = DEFAULT_THREADS,
     ):
         self.method = method
         self.n_particles = n_particles
@@ -198,12 +229,14 @@ class _ParticleBNN:
         self.device = device
         self.progress = progress
         self.compile = compile
+        self.threads = threads
 
     # ---------------------------------------------------------------------------- parameters
 
     _PARAMS = (
         "method", "n_particles", "householder", "hidden", "activation", "prior_a", "prior_b", "kernel",
-        "optimizer", "lr", "lr_schedule", "epochs", "batch_size", "validation_fraction", "eval_every", "seed", "device", "progress", "compile",
+        "optimizer", "lr", "lr_schedule", "epochs", "batch_size", "validation_fraction", "eval_every", "seed", "device",
+        "progress", "compile", "threads",
     )
 
     def get_params(self, deep: bool = True) -> dict:
@@ -290,8 +323,7 @@ class _ParticleBNN:
         callback: Callable[[int, dict], None] | None = None,
     ) -> None:
         """SVGD on log p(θ | data) for ``epochs`` passes; keep the epoch best on validation (if any)."""
-        gen = torch.Generator().manual_seed(self.seed)
-        self.net_.init_(self.theta_, gen)
+        self.net_.init_(self.theta_, torch_generator(self.seed, "init", device=self.theta_.device))
         self._init_extra(self.theta_)
         theta = self.theta_.requires_grad_(True)
         svgd = SVGD(theta, self.kernel if self.num_particles_ > 1 else "median", self.optimizer, self.lr)
@@ -306,10 +338,11 @@ class _ParticleBNN:
         best, best_theta, best_epoch = -math.inf, None, self.epochs
         from tqdm.auto import tqdm
 
+        order = torch_generator(self.seed, "minibatch")  # on the CPU: the same order on every device
         bar = tqdm(range(1, self.epochs + 1), disable=not self.progress, unit="epoch", leave=False, dynamic_ncols=True)
         for epoch in bar:
             t0 = time.perf_counter()
-            perm = torch.randperm(n, generator=gen).to(x.device)
+            perm = torch.randperm(n, generator=order).to(x.device)
             for start in range(0, n - bs + 1, bs):  # drop the last partial batch: every step sees B rows
                 idx = perm[start : start + bs]
                 log_post = self._log_posterior(theta, x[idx], y[idx], scale)
@@ -360,13 +393,19 @@ class _ParticleBNN:
         raise NotImplementedError
 
     def save(self, path: str | Path) -> Path:
-        """Write the particles and everything needed to predict to a .safetensors file (atomic)."""
+        """Write the particles and everything needed to predict to a .safetensors file (atomic).
+
+        :raises WriteError: naming the file and the reason (e.g. no space left on the device).
+        """
         self._check_fitted()
         tensors, meta = self._state()
         params = self.get_params()
         params["hidden"] = list(params["hidden"])
         meta = {**meta, "params": params, "spec": self.spec_.to_dict(), "layout": self.layout_.describe()}
-        return save_tensors(path, {"theta": self.theta_, **tensors}, self._kind, meta)
+        try:
+            return save_tensors(path, {"theta": self.theta_, **tensors}, self._kind, meta)
+        except SafetensorError as e:  # safetensors reports I/O errors (a full disk) as its own type, not OSError
+            raise WriteError(f"could not write {path} ({e}); the previous version is unchanged") from None
 
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu"):
@@ -435,6 +474,7 @@ class BayesianRegressor(_ParticleBNN):
         ll = lambda s_: (0.5 * (s_[:, None] - LOG_2PI) - 0.5 * torch.exp(s_[:, None]) * (y_val - f) ** 2).sum(1)  # noqa: E731
         self._log_prec(self.theta_).copy_(torch.where(ll(s_hat) > ll(s), s_hat, s))
 
+    @_in_threads
     def fit(self, X, y, X_val=None, y_val=None, callback: Callable[[int, dict], None] | None = None) -> "BayesianRegressor":
         """Train on (X, y); validation rows are ``(X_val, y_val)`` or carved from X (``validation_fraction``).
 
@@ -458,6 +498,7 @@ class BayesianRegressor(_ParticleBNN):
             self._refit_noise(xv, yv)
         return self
 
+    @_in_threads
     def predict_particles(self, X) -> tuple[np.ndarray, np.ndarray]:
         """Every particle's prediction (M, n) and noise std (M,), in the target's original units."""
         self._check_fitted()
@@ -468,6 +509,7 @@ class BayesianRegressor(_ParticleBNN):
         noise = torch.exp(-0.5 * self._log_prec(self.theta_)).double().cpu().numpy() * sy
         return f * sy + my, noise
 
+    @_in_threads
     def predict(self, X, return_std: bool = True):
         """Predictive mean (n,) and, by default, predictive std (n,) of the particle mixture.
 
@@ -480,6 +522,7 @@ class BayesianRegressor(_ParticleBNN):
         var = (noise[:, None] ** 2).mean(0) + means.var(0)
         return mean, np.sqrt(var)
 
+    @_in_threads
     def evaluate(self, X, y) -> dict[str, float]:
         """Test RMSE of the mean prediction and test log-likelihood of the mixture (original units)."""
         from svpg.supervised.metrics import regression_metrics
@@ -488,6 +531,7 @@ class BayesianRegressor(_ParticleBNN):
         means, noise = self.predict_particles(x)
         return regression_metrics(y, means, noise)
 
+    @_in_threads
     def score(self, X, y) -> float:
         """Coefficient of determination R² of the mean prediction (scikit-learn convention)."""
         x, y = check_xy(X, y, "regression")
@@ -538,6 +582,7 @@ class BayesianClassifier(_ParticleBNN):
         logp = self._log_predictive(x_val, theta)
         return float(logp.gather(1, y_val[:, None])[:, 0].mean())
 
+    @_in_threads
     def fit(self, X, y, X_val=None, y_val=None, callback: Callable[[int, dict], None] | None = None) -> "BayesianClassifier":
         """Train on (X, y) with labels 0..C−1; validation as for :meth:`BayesianRegressor.fit`."""
         self._validate_params()
@@ -553,16 +598,19 @@ class BayesianClassifier(_ParticleBNN):
         self._fit_tensors(t(x_fit), t(y_fit, torch.int64), xv, yv, callback)
         return self
 
+    @_in_threads
     def predict_proba(self, X) -> np.ndarray:
         """Mean of the particles' softmax: (n, C)."""
         self._check_fitted()
         x = torch.as_tensor(check_features(X, self.n_features_in_), dtype=torch.float32, device=self.device)
         return torch.exp(self._log_predictive(x)).cpu().numpy()
 
+    @_in_threads
     def predict(self, X) -> np.ndarray:
         """Most probable class under the predictive distribution: (n,)."""
         return self.predict_proba(X).argmax(1)
 
+    @_in_threads
     def evaluate(self, X, y) -> dict[str, float]:
         """Test error, NLL and expected calibration error of the predictive distribution."""
         from svpg.supervised.metrics import classification_metrics
@@ -570,6 +618,7 @@ class BayesianClassifier(_ParticleBNN):
         x, y = check_xy(X, y, "classification")
         return classification_metrics(y, self.predict_proba(x))
 
+    @_in_threads
     def score(self, X, y) -> float:
         """Accuracy (scikit-learn convention)."""
         x, y = check_xy(X, y, "classification")
