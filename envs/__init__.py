@@ -1,7 +1,7 @@
-"""Batched control tasks (DESIGN §4), registered with Gymnasium on import.
+"""Batched control tasks, registered with Gymnasium on import.
 
 Fast path (batched, no host syncs in ``step``; torch tensors in and out, computed with numpy on CPU
-and with torch on other devices, see :class:`envs.base.TorchEnv`)::
+and with torch on other devices, see :class:`envs.base.BatchedKernelEnv`)::
 
     svpg/CartPole-v1          Gymnasium's CartPole-v1, ported (plain ``CartPole-v1`` maps here too)
     svpg/CartPoleBalance-v0   rllab's cart-pole balancing task
@@ -12,7 +12,7 @@ Each task's equations are one kernel over state columns (:mod:`envs.xp`), which 
 single ``gym.make`` environments on Python floats (:mod:`envs.gym_api`). Any other Gymnasium id runs
 on the slower generic path (:class:`envs.generic.GymVectorEnv`).
 
->>> import envs
+>>> import envs, torch
 >>> env = envs.make_batched("svpg/CartPole-v1", 160, seed=0)
 >>> obs = env.reset()
 >>> out = env.step(torch.zeros(160, dtype=torch.int64))
@@ -25,7 +25,7 @@ import difflib
 import gymnasium as gym
 import torch
 
-from .base import BatchedEnv, StepResult, TorchEnv, check_num_envs
+from .base import BatchedEnv, BatchedKernelEnv, StepResult, check_num_envs
 from .cartpole import CartPole
 from .double_pendulum import DoublePendulum
 from .generic import GymVectorEnv
@@ -35,7 +35,7 @@ from .rllab_cartpole import CartPoleBalance, CartPoleSwingUp
 __all__ = [
     "BatchedEnv",
     "StepResult",
-    "TorchEnv",
+    "BatchedKernelEnv",
     "GymVectorEnv",
     "CartPole",
     "CartPoleBalance",
@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 #: Fast-path task classes by Gymnasium id.
-FAST_ENVS: dict[str, type[TorchEnv]] = {
+FAST_ENVS: dict[str, type[BatchedKernelEnv]] = {
     "svpg/CartPole-v1": CartPole,
     "svpg/CartPoleBalance-v0": CartPoleBalance,
     "svpg/CartPoleSwingUp-v0": CartPoleSwingUp,

@@ -6,19 +6,19 @@ returned by :meth:`BatchedEnv.step` is already the first observation of its next
 true last observation is reported separately in :attr:`StepResult.final_obs` (needed to bootstrap
 the value of a truncated episode).
 
-:class:`TorchEnv` is the fast path: the whole batch is one ``(num_envs, state_dim)`` tensor and the
-step is a few dozen array ops with no host synchronisation. A task is written once, as a *kernel*
+:class:`BatchedKernelEnv` is the fast path: the whole batch is one ``(num_envs, state_dim)`` array and
+the step is a few dozen array ops with no host synchronisation. A task is written once, as a *kernel*
 over the columns of the state (:mod:`envs.xp`): the batched env runs it on numpy columns on CPU
 (handing out torch tensors that share the arrays' memory) and on tensor columns on other devices;
 the single ``gym.make`` env (:mod:`envs.gym_api`) runs it on Python floats. Start states come from
-blocks of fresh draws (one generator call per block of steps, see :meth:`TorchEnv._reset_states`)
-and are selected row-wise where an episode ended.
+blocks of fresh draws (one generator call per block of steps, see
+:meth:`BatchedKernelEnv._reset_states`) and are selected row-wise where an episode ended.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable, ClassVar, NamedTuple
+from typing import Callable, ClassVar, NamedTuple
 
 import gymnasium as gym
 import torch
@@ -140,20 +140,20 @@ def check_num_envs(num_envs: int) -> int:
     return n
 
 
-class TorchEnv(BatchedEnv):
-    """Fast-path base: the batch's state is one ``(num_envs, state_dim)`` array, the step has no host syncs.
+class BatchedKernelEnv(BatchedEnv):
+    """One task, batched: its equations are a kernel over state columns, run on numpy (CPU) or torch.
 
-    A task sets the class attributes below; its equations live in one pure function,
-    :attr:`kernel`, written against an array namespace ``xp`` (:mod:`envs.xp`)::
+    The batch's state is one ``(num_envs, state_dim)`` array and the step has no host syncs. A task
+    sets the class attributes below; its equations live in one pure function, :attr:`kernel`,
+    written against an array namespace ``xp`` (:mod:`envs.xp`)::
 
-        kernel(xp, k, state, action) -> (next_state, obs, reward, terminated)
+        kernel(xp, state, action) -> (next_state, obs, reward, terminated)
 
     ``state`` is a sequence of ``state_dim`` columns and ``action`` one column (``(num_envs,)`` arrays
-    here, Python floats/ints in the single ``gym.make`` env); ``k`` holds :attr:`constants`. It returns
-    the next state's columns, the next observation's columns (or the very ``next_state`` tuple when
-    the observation is the state), the reward column and the terminated column (or the Python
-    ``False`` for a task that never terminates). :attr:`observe_columns` maps state columns to
-    observation columns (for reset states).
+    here, Python floats/ints in the single ``gym.make`` env). It returns the next state's columns, the
+    next observation's columns (or the very ``next_state`` tuple when the observation is the state),
+    the reward column and the terminated column (or the Python ``False`` for a task that never
+    terminates). :attr:`observe_columns` maps state columns to observation columns (for reset states).
 
     :param backend: ``"numpy"`` (CPU, float32/float64; the default there: ~2x fewer microseconds per
         step than torch for a few hundred envs) or ``"torch"`` (any device; the default elsewhere).
@@ -165,10 +165,8 @@ class TorchEnv(BatchedEnv):
     state_dim: int
     #: Horizon used when ``max_episode_steps`` is None.
     default_max_episode_steps: int = 500
-    #: ``kernel(xp, k, state, action) -> (next_state, obs, reward, terminated)``, see the class doc.
+    #: ``kernel(xp, state, action) -> (next_state, obs, reward, terminated)``, see the class doc.
     kernel: ClassVar[Callable[..., tuple]]
-    #: Named constants of the kernel (floats or tuples of floats), ``k.<name>`` inside it.
-    constants: ClassVar[dict[str, Any]] = {}
     #: False if only time limits end episodes (the kernel returns ``terminated=False``).
     can_terminate: ClassVar[bool] = True
     #: Start states: ``"uniform"`` on ``loc ± scale`` or ``"normal"`` with mean ``loc``, std ``scale``.
@@ -207,11 +205,10 @@ class TorchEnv(BatchedEnv):
         self.generator = torch.Generator(device=self.device)
         self._seed(seed)
         xp = self._xp
-        self._k = xp.constants(self.constants)
         kw = dict(device=self.device, dtype=self.dtype)
         self._reset_loc = torch.tensor(self.reset_loc, **kw)
         self._reset_scale = torch.tensor(self.reset_scale, **kw)
-        self._obs_is_state = type(self).observe_columns is TorchEnv.observe_columns
+        self._obs_is_state = type(self).observe_columns is BatchedKernelEnv.observe_columns
         self._action_dtype = None if self.is_discrete else xp.dtype
         n = self.num_envs
         self._false_t = torch.zeros(n, dtype=torch.bool, device=self.device)
@@ -233,7 +230,7 @@ class TorchEnv(BatchedEnv):
 
     # -- hooks ---------------------------------------------------------------------------------------
     @staticmethod
-    def observe_columns(xp, k, state):
+    def observe_columns(xp, state):
         """Observation columns of state columns (default: the state itself)."""
         return state
 
@@ -259,7 +256,7 @@ class TorchEnv(BatchedEnv):
         if self._obs_is_state:
             return state
         xp = self._xp
-        return xp.stack_columns(self.observe_columns(xp, self._k, xp.columns(state)))
+        return xp.stack_columns(self.observe_columns(xp, xp.columns(state)))
 
     # -- start states --------------------------------------------------------------------------------
     def _reset_states(self):
@@ -300,7 +297,7 @@ class TorchEnv(BatchedEnv):
         if state is None:
             raise RuntimeError(f"{type(self).__name__}: call reset() before step()")
         xp = self._xp
-        nxt, obs, reward, terminated = self.kernel(xp, self._k, xp.columns(state), self._action_column(actions))
+        nxt, obs, reward, terminated = self.kernel(xp, xp.columns(state), self._action_column(actions))
         next_state = xp.stack_columns(nxt)
         final_obs = xp.to_torch(next_state if obs is nxt else xp.stack_columns(obs))
         reward = xp.to_torch(reward)

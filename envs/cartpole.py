@@ -1,4 +1,4 @@
-"""Gymnasium's CartPole-v1 as a batched task (DESIGN §4, "Gymnasium CartPole-v1").
+"""Gymnasium's CartPole-v1 as a batched task.
 
 A faithful port of ``gymnasium.envs.classic_control.CartPoleEnv`` (Barto, Sutton & Anderson 1983;
 equations of Florian 2005): explicit Euler with ``tau = 0.02``, force ``±10`` for actions ``{0, 1}``,
@@ -9,10 +9,10 @@ upright, positive leaning towards +x), in the env's dtype.
 
 The equations are written once, as :func:`cartpole_kernel` over state columns (:mod:`envs.xp`): the
 batched task runs it on numpy or torch arrays, the single ``gym.make("svpg/CartPole-v1")`` env on
-Python floats. The only differences to Gymnasium are floating point ones: the constants are folded
-(``(f + c q) / m`` is computed as ``f / m + (c / m) q``) so that a step is ~20 array ops; with
-``dtype=torch.float64`` the trajectories agree with Gymnasium's to ~1e-13 (see
-``tests/test_envs_cartpole.py``). With the default float32 the state is also *integrated* in float32,
+Python floats. The only differences to Gymnasium are floating point ones: the divisions by the total
+mass are folded into the coefficients (``(f + c q) / m`` is computed as ``f / m + (c / m) q``) so that
+a step is ~20 array ops; with ``dtype=torch.float64`` the trajectories agree with Gymnasium's to
+~1e-13 (see ``tests/test_envs_cartpole.py``). With the default float32 the state is also *integrated* in float32,
 whereas Gymnasium integrates in float64 and only casts the observation.
 """
 
@@ -23,7 +23,7 @@ import math
 import gymnasium as gym
 import numpy as np
 
-from .base import TorchEnv
+from .base import BatchedKernelEnv
 
 GRAVITY = 9.8
 MASS_CART = 1.0
@@ -37,25 +37,16 @@ THETA_THRESHOLD = 12 * 2 * math.pi / 360
 X_THRESHOLD = 2.4
 
 
-CONSTANTS = {
-    "force_over_mass": (-FORCE_MAG / TOTAL_MASS, FORCE_MAG / TOTAL_MASS),  # by action 0 / 1
-    "gravity": GRAVITY,
-    "den0": LENGTH * 4.0 / 3.0,
-    "x_limit": X_THRESHOLD,
-    "theta_limit": THETA_THRESHOLD,
-}
-
-
-def cartpole_kernel(xp, k, state, action):
-    """One step of Gymnasium's CartPole-v1 on state columns (see :class:`envs.base.TorchEnv`)."""
+def cartpole_kernel(xp, state, action):
+    """One step of Gymnasium's CartPole-v1 on state columns (see :class:`envs.base.BatchedKernelEnv`)."""
     x, x_dot, theta, theta_dot = state
     cos, sin = xp.cos(theta), xp.sin(theta)
-    # temp = (force + polemass_length * theta_dot^2 * sin) / total_mass
-    force_over_mass = xp.take(k.force_over_mass, action)
+    # temp = (force + polemass_length * theta_dot^2 * sin) / total_mass, force -10 / +10 by action 0 / 1
+    force_over_mass = xp.take((-FORCE_MAG / TOTAL_MASS, FORCE_MAG / TOTAL_MASS), action)
     temp = xp.addcmul(force_over_mass, sin * theta_dot, theta_dot, value=POLEMASS_LENGTH / TOTAL_MASS)
     # thetaacc = (g sin - cos temp) / (length (4/3 - masspole cos^2 / total_mass))
-    thetaacc = xp.addcmul(sin * k.gravity, cos, temp, value=-1.0) / xp.addcmul(
-        k.den0, cos, cos, value=-LENGTH * MASS_POLE / TOTAL_MASS
+    thetaacc = xp.addcmul(sin * GRAVITY, cos, temp, value=-1.0) / xp.addcmul(
+        LENGTH * 4.0 / 3.0, cos, cos, value=-LENGTH * MASS_POLE / TOTAL_MASS
     )
     # xacc = temp - polemass_length * thetaacc * cos / total_mass
     xacc = xp.addcmul(temp, thetaacc, cos, value=-POLEMASS_LENGTH / TOTAL_MASS)
@@ -66,11 +57,11 @@ def cartpole_kernel(xp, k, state, action):
         xp.add(theta, theta_dot, alpha=TAU),
         xp.add(theta_dot, thetaacc, alpha=TAU),
     )
-    terminated = (xp.abs(nxt[0]) > k.x_limit) | (xp.abs(nxt[2]) > k.theta_limit)
+    terminated = (xp.abs(nxt[0]) > X_THRESHOLD) | (xp.abs(nxt[2]) > THETA_THRESHOLD)
     return nxt, nxt, xp.full_like(x, 1.0), terminated
 
 
-class CartPole(TorchEnv):
+class CartPole(BatchedKernelEnv):
     """Batched port of Gymnasium's ``CartPole-v1``; ``Discrete(2)`` actions (0 push left, 1 right)."""
 
     state_dim = 4
@@ -80,7 +71,6 @@ class CartPole(TorchEnv):
     single_observation_space = gym.spaces.Box(-_high, _high, dtype=np.float32)
     single_action_space = gym.spaces.Discrete(2)
     kernel = staticmethod(cartpole_kernel)
-    constants = CONSTANTS
     reset_loc = (0.0, 0.0, 0.0, 0.0)
     reset_scale = (0.05, 0.05, 0.05, 0.05)
 

@@ -1,4 +1,7 @@
-"""rllab's double pendulum (torque at the elbow only) as a batched task (DESIGN §4).
+"""rllab's double pendulum (torque at the elbow only) as a batched task.
+
+Ported from rllab (Duan et al. 2016, "Benchmarking Deep Reinforcement Learning for Continuous
+Control"), ``rllab/envs/box2d/double_pendulum_env.py``.
 
 Two identical links, mass ``m = 0.5``, length ``L = 1``, centre of mass at ``l_c = 0.5``, inertia about
 the centre ``I = m (L² + 0.1²) / 12 = 0.0420833`` (a 1 x 0.1 box), ``g = 10``. State
@@ -37,7 +40,7 @@ import math
 import gymnasium as gym
 import numpy as np
 
-from .base import TorchEnv
+from .base import BatchedKernelEnv
 
 MASS = 0.5
 LENGTH = 1.0
@@ -53,22 +56,16 @@ C12 = 0.5 * MASS * LENGTH**2  # M12 = C12 cos(th1 - th2); also the Coriolis coef
 G1 = 1.5 * MASS * GRAVITY * LENGTH
 G2 = 0.5 * MASS * GRAVITY * LENGTH
 
-CONSTANTS = {
-    "det0": M11 * M22,
-    "two": 2.0,
-    "minus_length": -LENGTH,
-}
 
-
-def double_pendulum_observe(xp, k, state):
+def double_pendulum_observe(xp, state):
     """Observation columns ``[sin th1, cos th1, w1, sin th2, cos th2, w2]`` of state columns."""
     th1, th2, w1, w2 = state
     return xp.sin(th1), xp.cos(th1), w1, xp.sin(th2), xp.cos(th2), w2
 
 
-def double_pendulum_kernel(xp, k, state, action):
+def double_pendulum_kernel(xp, state, action):
     """Two substeps of the double pendulum (module docstring) on state columns, then observation
-    and reward (see :class:`envs.base.TorchEnv`); never terminates."""
+    and reward (see :class:`envs.base.BatchedKernelEnv`); never terminates."""
     th1, th2, w1, w2 = state
     u = xp.clip(action, -1.0, 1.0)  # tau = MAX_TORQUE u
     for _ in range(SUBSTEPS):
@@ -81,7 +78,7 @@ def double_pendulum_kernel(xp, k, state, action):
         # Cramer, M12 = C12 cos_d, det = M11 M22 - M12²:
         #   acc1 = (M22 b1 - M12 b2) / det = -M22 G1 (p - C12 G2 / (M22 G1) cos_d q) / det
         #   acc2 = (M11 b2 - M12 b1) / det = -M11 G2 (q - C12 G1 / (M11 G2) cos_d p) / det
-        det = xp.addcmul(k.det0, cos_d, cos_d, value=-C12 * C12)
+        det = xp.addcmul(M11 * M22, cos_d, cos_d, value=-C12 * C12)
         num1 = xp.addcmul(p, cos_d, q, value=-C12 * G2 / (M22 * G1))
         num2 = xp.addcmul(q, cos_d, p, value=-C12 * G1 / (M11 * G2))
         # semi-implicit Euler: w += dt acc, clamped (Box2D's rotation limit), then th += dt w
@@ -90,14 +87,14 @@ def double_pendulum_kernel(xp, k, state, action):
         th1 = xp.add(th1, w1, alpha=DT)
         th2 = xp.add(th2, w2, alpha=DT)
     nxt = (th1, th2, w1, w2)
-    obs = double_pendulum_observe(xp, k, nxt)
+    obs = double_pendulum_observe(xp, nxt)
     sin1, cos1, _, sin2, cos2, _ = obs
     # rllab: tip - (0, 2L) = (L (sin th1 - sin th2), -L (cos th1 + cos th2 + 2)); reward -|.|
-    reward = xp.hypot(sin1 - sin2, xp.add(cos1 + k.two, cos2)) * k.minus_length
+    reward = -LENGTH * xp.hypot(sin1 - sin2, cos1 + 2.0 + cos2)
     return nxt, obs, reward, False
 
 
-class DoublePendulum(TorchEnv):
+class DoublePendulum(BatchedKernelEnv):
     """rllab's double pendulum (``svpg/DoublePendulum-v0``), see the module docstring."""
 
     state_dim = 4
@@ -108,7 +105,6 @@ class DoublePendulum(TorchEnv):
     single_action_space = gym.spaces.Box(-1.0, 1.0, (1,), dtype=np.float32)
     kernel = staticmethod(double_pendulum_kernel)
     observe_columns = staticmethod(double_pendulum_observe)
-    constants = CONSTANTS
     can_terminate = False
     reset_distribution = "normal"
     reset_loc = (0.0, 0.0, 0.0, 0.0)

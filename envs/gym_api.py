@@ -1,14 +1,17 @@
 """Gymnasium front doors for the fast-path tasks: ``gym.make`` and ``gym.make_vec``.
 
-- :class:`TorchTaskEnv` (``entry_point``): one environment as a ``gym.Env``: the task's kernel (the
-  same function the batched task runs on tensors, see :mod:`envs.xp`) on Python floats (float64),
+- :class:`KernelGymEnv` (``entry_point``): one environment as a ``gym.Env``: the task's kernel (the
+  same function the batched task runs on arrays, see :mod:`envs.xp`) on Python floats (float64),
   numpy float32 observations out, ``render_mode="rgb_array"`` drawn with numpy. No torch op per step,
   so it runs at the speed of Gymnasium's own classic-control envs (what Stable-Baselines3's
   ``make_vec_env`` steps). Like those it has no time limit of its own; ``gym.make`` adds the
   ``TimeLimit`` wrapper from the registration.
-- :class:`TorchTaskVectorEnv` (``vector_entry_point``): a ``gymnasium.vector.VectorEnv`` over the
+- :class:`KernelVectorEnv` (``vector_entry_point``): a ``gymnasium.vector.VectorEnv`` over the
   batched task, numpy in and out, same-step autoreset (the last observation of a finished episode is
   in ``infos["final_obs"]``, masked by ``infos["_final_obs"]``, as ``SyncVectorEnv`` reports it).
+
+Both serve every task: the registration names it in its ``kwargs`` (``task="CartPole"``, a key of
+:data:`TASKS`; a name rather than the class keeps the spec JSON-serialisable, ``EnvSpec.to_json``).
 
 The single env draws its start states from Gymnasium's ``np_random`` (the task's reset
 distribution), the vector env draws a torch seed from it at every ``reset``; either way
@@ -25,15 +28,34 @@ import torch
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from .base import TorchEnv
-from .xp import SCALAR, scalar_constants
+from .base import BatchedKernelEnv
 from .cartpole import CartPole
 from .double_pendulum import DoublePendulum
 from .rllab_cartpole import CartPoleBalance, CartPoleSwingUp
+from .xp import SCALAR
+
+#: The fast-path tasks by the name a registration's ``kwargs={"task": name}`` gives.
+TASKS: dict[str, type[BatchedKernelEnv]] = {
+    cls.__name__: cls for cls in (CartPole, CartPoleBalance, CartPoleSwingUp, DoublePendulum)
+}
+#: Gymnasium id -> task name.
+REGISTRATIONS = {
+    "svpg/CartPole-v1": "CartPole",
+    "svpg/CartPoleBalance-v0": "CartPoleBalance",
+    "svpg/CartPoleSwingUp-v0": "CartPoleSwingUp",
+    "svpg/DoublePendulum-v0": "DoublePendulum",
+}
 
 
 def _torch_seed(np_random: np.random.Generator) -> int:
     return int(np_random.integers(0, 2**63 - 1))
+
+
+def _task_class(task: str) -> type[BatchedKernelEnv]:
+    try:
+        return TASKS[task]
+    except (KeyError, TypeError):
+        raise ValueError(f"task must be one of {sorted(TASKS)}, got {task!r}") from None
 
 
 def _to_action_tensor(space: gym.spaces.Space, action: Any, n: int, dtype: torch.dtype) -> torch.Tensor:
@@ -42,27 +64,29 @@ def _to_action_tensor(space: gym.spaces.Space, action: Any, n: int, dtype: torch
     return torch.as_tensor(np.asarray(action, dtype=np.float64).reshape(n, *space.shape)).to(dtype)
 
 
-class TorchTaskEnv(gym.Env):
-    """One environment of a fast-path task as a ``gym.Env`` (subclassed once per task).
+class KernelGymEnv(gym.Env):
+    """One environment of a fast-path task as a ``gym.Env``.
 
     :attr:`state` is the task's state as a tuple of Python floats (``[x, x_dot, theta, theta_dot]``
     for the cart-poles, ``[theta1, theta2, omega1, omega2]`` for the double pendulum); it may be set.
+
+    :param task: the task's name, a key of :data:`TASKS`.
+    :param render_mode: ``"rgb_array"`` or None.
     """
 
-    task_cls: type[TorchEnv]
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 50}
+    metadata = {"render_modes": ["rgb_array"]}
 
-    def __init__(self, render_mode: str | None = None):
+    def __init__(self, task: str, render_mode: str | None = None):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.render_mode = render_mode
-        task = self.task_cls
+        self.task_cls = task = _task_class(task)
+        self.metadata = {**self.metadata, "render_fps": task.render_fps}
         self.observation_space = task.single_observation_space
         self.action_space = task.single_action_space
         self._n_actions = int(self.action_space.n) if isinstance(self.action_space, gym.spaces.Discrete) else None
         self._kernel = task.kernel
         self._observe = task.observe_columns
-        self._k = scalar_constants(task.constants)
         self._reset_loc = np.asarray(task.reset_loc, dtype=np.float64)
         self._reset_scale = np.asarray(task.reset_scale, dtype=np.float64)
         self.state: tuple[float, ...] | None = None
@@ -75,12 +99,12 @@ class TorchTaskEnv(gym.Env):
         else:
             u = self.np_random.standard_normal(d)
         self.state = tuple((self._reset_loc + u * self._reset_scale).tolist())
-        return np.array(self._observe(SCALAR, self._k, self.state), dtype=np.float32), {}
+        return np.array(self._observe(SCALAR, self.state), dtype=np.float32), {}
 
     def step(self, action):
         if self.state is None:
             raise RuntimeError("call reset() before step()")
-        self.state, obs, reward, terminated = self._kernel(SCALAR, self._k, self.state, self._action(action))
+        self.state, obs, reward, terminated = self._kernel(SCALAR, self.state, self._action(action))
         return np.array(obs, dtype=np.float32), float(reward), bool(terminated), False, {}
 
     def _action(self, action) -> float | int:
@@ -100,12 +124,13 @@ class TorchTaskEnv(gym.Env):
             return None
         if self.state is None:
             raise RuntimeError("call reset() before render()")
-        return self.task_cls.render_obs(np.asarray(self._observe(SCALAR, self._k, self.state), dtype=np.float64))
+        return self.task_cls.render_obs(np.asarray(self._observe(SCALAR, self.state), dtype=np.float64))
 
 
-class TorchTaskVectorEnv(gym.vector.VectorEnv):
+class KernelVectorEnv(gym.vector.VectorEnv):
     """``num_envs`` environments of a fast-path task as a Gymnasium ``VectorEnv`` (same-step autoreset).
 
+    :param task: the task's name, a key of :data:`TASKS`.
     :param num_envs: batch size.
     :param max_episode_steps: time limit (``make_vec`` passes the registered one).
     :param render_mode: ``"rgb_array"`` renders a tuple of frames, one per environment.
@@ -113,11 +138,11 @@ class TorchTaskVectorEnv(gym.vector.VectorEnv):
     :param dtype: torch dtype of the batched task (observations are returned as float32).
     """
 
-    task_cls: type[TorchEnv]
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 50, "autoreset_mode": AutoresetMode.SAME_STEP}
+    metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.SAME_STEP}
 
     def __init__(
         self,
+        task: str,
         num_envs: int = 1,
         max_episode_steps: int | None = None,
         render_mode: str | None = None,
@@ -126,6 +151,8 @@ class TorchTaskVectorEnv(gym.vector.VectorEnv):
     ):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.task_cls = _task_class(task)
+        self.metadata = {**self.metadata, "render_fps": self.task_cls.render_fps}
         self.task = self.task_cls(num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=0)
         self.num_envs = self.task.num_envs
         self.render_mode = render_mode
@@ -172,47 +199,15 @@ class TorchTaskVectorEnv(gym.vector.VectorEnv):
         return tuple(self.task_cls.render_obs(o) for o in self._obs)
 
 
-def _pair(name: str, task: type[TorchEnv]) -> tuple[type[TorchTaskEnv], type[TorchTaskVectorEnv]]:
-    fps = task.render_fps
-    single = type(
-        f"{name}Env",
-        (TorchTaskEnv,),
-        {"task_cls": task, "metadata": {"render_modes": ["rgb_array"], "render_fps": fps},
-         "__doc__": f"One ``{task.__name__}`` environment as a ``gym.Env`` (see :class:`TorchTaskEnv`)."},
-    )
-    vector = type(
-        f"{name}VectorEnv",
-        (TorchTaskVectorEnv,),
-        {"task_cls": task,
-         "metadata": {"render_modes": ["rgb_array"], "render_fps": fps, "autoreset_mode": AutoresetMode.SAME_STEP},
-         "__doc__": f"``{task.__name__}`` as a Gymnasium ``VectorEnv`` (see :class:`TorchTaskVectorEnv`)."},
-    )
-    single.__module__ = vector.__module__ = __name__
-    return single, vector
-
-
-CartPoleEnv, CartPoleVectorEnv = _pair("CartPole", CartPole)
-CartPoleBalanceEnv, CartPoleBalanceVectorEnv = _pair("CartPoleBalance", CartPoleBalance)
-CartPoleSwingUpEnv, CartPoleSwingUpVectorEnv = _pair("CartPoleSwingUp", CartPoleSwingUp)
-DoublePendulumEnv, DoublePendulumVectorEnv = _pair("DoublePendulum", DoublePendulum)
-
-#: Gymnasium id -> (single-env class name, vector-env class name, registered time limit)
-REGISTRATIONS = {
-    "svpg/CartPole-v1": ("CartPoleEnv", "CartPoleVectorEnv", 500),
-    "svpg/CartPoleBalance-v0": ("CartPoleBalanceEnv", "CartPoleBalanceVectorEnv", 500),
-    "svpg/CartPoleSwingUp-v0": ("CartPoleSwingUpEnv", "CartPoleSwingUpVectorEnv", 500),
-    "svpg/DoublePendulum-v0": ("DoublePendulumEnv", "DoublePendulumVectorEnv", 500),
-}
-
-
 def register_all() -> None:
     """Register the fast-path tasks with Gymnasium (idempotent)."""
-    for env_id, (single, vector, limit) in REGISTRATIONS.items():
+    for env_id, task in REGISTRATIONS.items():
         if env_id in gym.registry:
             continue
         gym.register(
             id=env_id,
-            entry_point=f"{__name__}:{single}",
-            vector_entry_point=f"{__name__}:{vector}",
-            max_episode_steps=limit,
+            entry_point=f"{__name__}:KernelGymEnv",
+            vector_entry_point=f"{__name__}:KernelVectorEnv",
+            max_episode_steps=TASKS[task].default_max_episode_steps,
+            kwargs={"task": task},
         )

@@ -1,4 +1,7 @@
-"""rllab's cart-pole tasks (balance and swing-up) as batched tasks (DESIGN §4, cart-pole family).
+"""rllab's cart-pole tasks (balance and swing-up) as batched tasks.
+
+Ported from rllab (Duan et al. 2016, "Benchmarking Deep Reinforcement Learning for Continuous
+Control"), ``rllab/envs/box2d/cartpole_env.py`` and ``cartpole_swingup_env.py``.
 
 rllab simulates these in a Box2D world; here the same rigid bodies are integrated analytically.
 Cart mass ``M = 1.0``, pole mass ``m = 0.1``, pivot to pole centre of mass ``l = 0.5``, pole inertia about
@@ -45,7 +48,7 @@ import math
 import gymnasium as gym
 import numpy as np
 
-from .base import TorchEnv
+from .base import BatchedKernelEnv
 
 MASS_CART = 1.0
 MASS_POLE = 0.1
@@ -57,15 +60,9 @@ MAX_THETA_DOT = 0.5 * math.pi / DT
 MAX_FORCE = 10.0
 
 _M, _L, _J = MASS_POLE, POLE_COM, INERTIA
-#: The kernels' constants (``k.<name>``); the force is carried as ``u = F / MAX_FORCE``, so the
-#: x_acc numerator and denominator below are both divided by MAX_FORCE (one op less).
-CONSTANTS = {
-    "grav_x": (_M * _L) * (_M * GRAVITY * _L) / _J,  # (m l)(m g l) / J
-    "den0": (MASS_CART + _M) / MAX_FORCE,  # (M + m) / F_max
-}
 
 
-def cartpole_dynamics(xp, k, state, action):
+def cartpole_dynamics(xp, state, action):
     """One semi-implicit Euler step of the rllab cart-pole (module docstring), on state columns.
 
     :returns: ``(x, x_dot, theta, theta_dot)`` after the step and ``u = clip(a, -1, 1)`` (F = 10 u).
@@ -73,10 +70,13 @@ def cartpole_dynamics(xp, k, state, action):
     x, x_dot, theta, theta_dot = state
     u = xp.clip(action, -1.0, 1.0)
     sin, cos = xp.sin(theta), xp.cos(theta)
-    # x_acc = [F + sin (cos (m l)(m g l) / J - m l th_dot²)] / [(M + m) - (m l)² cos² / J]
-    inner = xp.addcmul(cos * k.grav_x, theta_dot, theta_dot, value=-_M * _L)
+    # x_acc = [F + sin (cos (m l)(m g l) / J - m l th_dot²)] / [(M + m) - (m l)² cos² / J], with
+    # numerator and denominator divided by MAX_FORCE, as the force is carried as u = F / MAX_FORCE
+    inner = xp.addcmul(
+        cos * ((_M * _L) * (_M * GRAVITY * _L) / _J), theta_dot, theta_dot, value=-_M * _L
+    )
     x_acc = xp.addcmul(u, sin, inner, value=1.0 / MAX_FORCE) / xp.addcmul(
-        k.den0, cos, cos, value=-(_M * _L) ** 2 / _J / MAX_FORCE
+        (MASS_CART + _M) / MAX_FORCE, cos, cos, value=-(_M * _L) ** 2 / _J / MAX_FORCE
     )
     # velocities first, then positions (Box2D's order); theta_acc = (m g l sin + m l cos x_acc) / J
     x_dot = xp.add(x_dot, x_acc, alpha=DT)
@@ -89,27 +89,28 @@ def cartpole_dynamics(xp, k, state, action):
     return (x, x_dot, theta, theta_dot), u
 
 
-def balance_kernel(xp, k, state, action):
+def balance_kernel(xp, state, action):
     """:class:`CartPoleBalance`: reward ``10 - (1 - cos theta) - 1e-5 F²`` while alive, ``0`` on the
     terminating step; terminates when ``|x| > 2.4`` or ``|theta| > 0.2`` (after the step)."""
-    nxt, u = cartpole_dynamics(xp, k, state, action)
+    nxt, u = cartpole_dynamics(xp, state, action)
     x, _, theta, _ = nxt
-    terminated = (xp.abs(x) > k.x_limit) | (xp.abs(theta) > k.theta_limit)
-    reward = xp.addcmul(xp.cos(theta) + k.nine, u, u, value=-1e-5 * MAX_FORCE**2)
+    terminated = (xp.abs(x) > 2.4) | (xp.abs(theta) > 0.2)
+    # 10 - (1 - cos theta) - 1e-5 F² with F = MAX_FORCE u
+    reward = xp.addcmul(xp.cos(theta) + 9.0, u, u, value=-1e-5 * MAX_FORCE**2)
     return nxt, nxt, xp.fill_where_(reward, terminated, 0.0), terminated
 
 
-def swingup_kernel(xp, k, state, action):
+def swingup_kernel(xp, state, action):
     """:class:`CartPoleSwingUp`: reward ``cos theta``, ``-100`` on the terminating step; terminates
     when ``|x| > 3`` (after the step)."""
-    (x, x_dot, theta, theta_dot), _ = cartpole_dynamics(xp, k, state, action)
+    (x, x_dot, theta, theta_dot), _ = cartpole_dynamics(xp, state, action)
     # the angle stays in [-pi, pi): upright looks the same to the policy however many turns it took
     nxt = (x, x_dot, xp.wrap_angle(theta), theta_dot)
-    terminated = xp.abs(x) > k.x_limit
+    terminated = xp.abs(x) > 3.0
     return nxt, nxt, xp.fill_where_(xp.cos(theta), terminated, -100.0), terminated
 
 
-class _RllabCartPole(TorchEnv):
+class _RllabCartPole(BatchedKernelEnv):
     """Shared spaces and rendering of the rllab cart-pole tasks; subclasses set kernel and reset."""
 
     state_dim = 4
@@ -134,7 +135,6 @@ class CartPoleBalance(_RllabCartPole):
     """rllab's cart-pole balancing task (``svpg/CartPoleBalance-v0``), see the module docstring."""
 
     kernel = staticmethod(balance_kernel)
-    constants = {**CONSTANTS, "x_limit": 2.4, "theta_limit": 0.2, "nine": 9.0}
     reset_loc = (0.0, 0.0, 0.0, 0.0)
     reset_scale = (0.12, 0.2, 0.01, 0.2)
 
@@ -144,6 +144,5 @@ class CartPoleSwingUp(_RllabCartPole):
 
     render_x_limit = 3.0
     kernel = staticmethod(swingup_kernel)
-    constants = {**CONSTANTS, "x_limit": 3.0}
     reset_loc = (0.0, 0.0, math.pi, 0.0)
     reset_scale = (1.0, 2.0, 1.0, 3.0)

@@ -1,15 +1,21 @@
 """Array namespaces for the task kernels: one definition of each task's equations, three executions.
 
 Every fast-path task writes its transition, reward and termination *once*, as a kernel
-``kernel(xp, k, state, action)`` over the columns of the state (see :class:`envs.base.TorchEnv`). The
-kernel only uses
+``kernel(xp, state, action)`` over the columns of the state (see :class:`envs.base.BatchedKernelEnv`).
+The kernel only uses
 
 - the math functions of the namespace ``xp`` (``sin``, ``addcmul``, ``clip``, ``wrap_angle``, ... listed in
   :class:`TorchOps`),
-- arithmetic and comparison operators (``+ - * / > |``) between two *array* operands, and
-- constants ``k.<name>`` (0-d arrays, or floats on the scalar path); an op with a Python scalar
-  operand costs more than one with a 0-d array (~1.5 us more in torch), whereas Python floats are
-  fine as the ``value=`` / ``alpha=`` coefficients of the fused ops.
+- arithmetic and comparison operators (``+ - * / > |``) between columns and Python numbers.
+
+A Python-number operand follows the column's dtype (NumPy's NEP 50 and torch's type promotion alike),
+so a float32 column stays float32 and rounds the number to float32 first (torch's float16/bfloat16
+compute with it in float32). It costs more than a 0-d array operand (~0.4 us per op in numpy, ~2 us
+in torch): at 160 envs, 3-6 % of a numpy step and 8-19 % of a torch step for all of a task's numbers
+together (``bench/env_step.py --baseline``), the price of equations that read like the physics.
+Where a kernel needs a constant *array* (the table of :meth:`TorchOps.take`, the constant term of
+:meth:`TorchOps.addcmul`) it passes Python floats and the namespace converts them once and caches
+the array.
 
 The namespaces:
 
@@ -30,13 +36,11 @@ namespaces of the batched paths also carry the few whole-array operations the en
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
-from typing import Mapping
 
 import numpy as np
 import torch
 
-__all__ = ["TorchOps", "NumpyOps", "SCALAR", "numpy_dtype", "scalar_constants"]
+__all__ = ["TorchOps", "NumpyOps", "SCALAR", "numpy_dtype"]
 
 
 class TorchOps:
@@ -48,13 +52,24 @@ class TorchOps:
     hypot = staticmethod(torch.hypot)
     #: ``add(a, b, alpha=v)`` is ``a + v * b``
     add = staticmethod(torch.add)
-    #: ``addcmul(a, b, c, value=v)`` is ``a + v * b * c``
-    addcmul = staticmethod(torch.addcmul)
     #: ``addcdiv(a, b, c, value=v)`` is ``a + v * b / c``
     addcdiv = staticmethod(torch.addcdiv)
 
     def __init__(self, device: torch.device, dtype: torch.dtype):
         self.device, self.dtype = device, dtype
+        self._arrays: dict[float | tuple, torch.Tensor] = {}
+
+    def _c(self, value: float | tuple) -> torch.Tensor:
+        """``value`` as a tensor of the env's dtype and device, made on first use."""
+        a = self._arrays.get(value)
+        if a is None:
+            a = self._arrays[value] = torch.tensor(value, device=self.device, dtype=self.dtype)
+        return a
+
+    def addcmul(self, a, b: torch.Tensor, c: torch.Tensor, value: float = 1.0) -> torch.Tensor:
+        """``a + value * b * c``; ``a`` may be a Python float (a constant term)."""
+        # torch.addcmul takes no Python-number input, and unfused ops would round differently
+        return torch.addcmul(a if isinstance(a, torch.Tensor) else self._c(a), b, c, value=value)
 
     @staticmethod
     def clip(x: torch.Tensor, lo: float, hi: float) -> torch.Tensor:
@@ -76,10 +91,10 @@ class TorchOps:
         """``value`` where ``cond`` else ``x``; may overwrite ``x`` (an intermediate of the kernel)."""
         return x.masked_fill_(cond, value)
 
-    @staticmethod
-    def take(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-        """``table[index]`` for an integer column ``index`` (e.g. a force per discrete action)."""
-        return table.index_select(0, index)
+    def take(self, table: tuple[float, ...], index: torch.Tensor) -> torch.Tensor:
+        """``table[index]`` for a tuple of floats and an integer column ``index`` (e.g. a force per
+        discrete action)."""
+        return self._c(table).index_select(0, index)
 
     @staticmethod
     def full_like(x: torch.Tensor, value: float) -> torch.Tensor:
@@ -87,15 +102,6 @@ class TorchOps:
         return torch.full_like(x, value)
 
     # -- whole arrays (the env loop, not the kernels) --------------------------------------------
-    def constants(self, constants: Mapping[str, float | tuple]) -> SimpleNamespace:
-        """A task's constants as tensors: floats become 0-d tensors, tuples 1-d tensors."""
-        return SimpleNamespace(
-            **{k: torch.tensor(v, device=self.device, dtype=self.dtype) for k, v in constants.items()}
-        )
-
-    def full(self, shape, value, dtype=None) -> torch.Tensor:
-        return torch.full(shape, value, device=self.device, dtype=dtype or self.dtype)
-
     @staticmethod
     def columns(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """The columns of an ``(n, d)`` array (views)."""
@@ -129,8 +135,9 @@ def numpy_dtype(dtype: torch.dtype) -> np.dtype:
 class NumpyOps:
     """Namespace for kernels on ``(num_envs,)`` numpy columns of one floating dtype (CPU).
 
-    Python-float coefficients are turned into 0-d arrays of the dtype once and cached: numpy then
-    neither converts them at every call nor promotes float32 columns.
+    The Python-float coefficients of its functions are turned into 0-d arrays of the dtype once and
+    cached: an operation with a 0-d array costs ~0.3 us less than with a Python float, which numpy
+    converts at every call.
     """
 
     sin = staticmethod(np.sin)
@@ -140,14 +147,14 @@ class NumpyOps:
 
     def __init__(self, dtype: torch.dtype):
         self.dtype = numpy_dtype(dtype)
-        self.torch_dtype = dtype
-        self._scalars: dict[float, np.ndarray] = {}
+        self._arrays: dict[float | tuple, np.ndarray] = {}
 
-    def _c(self, v: float) -> np.ndarray:
-        c = self._scalars.get(v)
-        if c is None:
-            c = self._scalars[v] = np.array(v, dtype=self.dtype)
-        return c
+    def _c(self, value: float | tuple) -> np.ndarray:
+        """``value`` as an array of the dtype, made on first use."""
+        a = self._arrays.get(value)
+        if a is None:
+            a = self._arrays[value] = np.array(value, dtype=self.dtype)
+        return a
 
     def add(self, a, b, alpha=1.0):
         if alpha == 1.0:
@@ -162,7 +169,7 @@ class NumpyOps:
         else:
             t = b * self._c(value)
             t *= c
-        t += a
+        t += self._c(a) if type(a) is float else a
         return t
 
     def addcdiv(self, a, b, c, value=1.0):
@@ -188,22 +195,14 @@ class NumpyOps:
         np.putmask(x, cond, value)
         return x
 
-    @staticmethod
-    def take(table, index):
-        return table[index]
+    def take(self, table, index):
+        return self._c(table)[index]
 
     @staticmethod
     def full_like(x, value):
         return np.full_like(x, value)
 
     # -- whole arrays (the env loop, not the kernels) --------------------------------------------
-    def constants(self, constants: Mapping[str, float | tuple]) -> SimpleNamespace:
-        """A task's constants as 0-d (floats) and 1-d (tuples) arrays of the dtype."""
-        return SimpleNamespace(**{k: np.array(v, dtype=self.dtype) for k, v in constants.items()})
-
-    def full(self, shape, value, dtype=None) -> np.ndarray:
-        return np.full(shape, value, dtype=dtype or self.dtype)
-
     @staticmethod
     def columns(x: np.ndarray) -> tuple[np.ndarray, ...]:
         return tuple(x.T)
@@ -279,12 +278,3 @@ class SCALAR:
     take = staticmethod(_take)
     full_like = staticmethod(_full_like)
 
-
-def scalar_constants(constants: Mapping[str, float | tuple]) -> SimpleNamespace:
-    """A task's constants as Python floats (tuples stay tuples of floats)."""
-    return SimpleNamespace(
-        **{
-            name: tuple(float(v) for v in value) if isinstance(value, tuple) else float(value)
-            for name, value in constants.items()
-        }
-    )

@@ -1,4 +1,5 @@
-"""rllab cart-pole tasks and the double pendulum against scalar reimplementations of DESIGN §4."""
+"""rllab cart-pole tasks and the double pendulum against scalar reimplementations of their equations
+(as stated in the docstrings of envs/rllab_cartpole.py and envs/double_pendulum.py)."""
 
 import math
 
@@ -12,7 +13,7 @@ F64 = dict(dtype=torch.float64)
 
 
 # ---------------------------------------------------------------------------------------------------
-# Scalar reference implementations, written straight from DESIGN §4 (no folded constants).
+# Scalar reference implementations, written straight from the equations (no folded constants).
 
 
 def rllab_cartpole_step(s, a):

@@ -20,7 +20,21 @@ IDS = sorted(FAST_ENVS)
 def test_registered(env_id):
     spec = gym.spec(env_id)
     assert spec.max_episode_steps == 500
-    assert spec.entry_point.startswith("envs.") and spec.vector_entry_point.startswith("envs.")
+    assert spec.entry_point == "envs.gym_api:KernelGymEnv"
+    assert spec.vector_entry_point == "envs.gym_api:KernelVectorEnv"
+    task = FAST_ENVS[env_id]
+    assert spec.kwargs == {"task": task.__name__}
+    assert gym.envs.registration.EnvSpec.from_json(spec.to_json()) == spec  # plain-data kwargs
+    env, venv = gym.make(env_id), gym.make_vec(env_id, num_envs=2)
+    assert env.unwrapped.task_cls is task and venv.task_cls is task and isinstance(venv.task, task)
+    assert env.metadata["render_fps"] == venv.metadata["render_fps"] == task.render_fps
+
+
+def test_unknown_task_name():
+    with pytest.raises(ValueError, match="task must be one of"):
+        envs.gym_api.KernelGymEnv(task="CartPol")
+    with pytest.raises(ValueError, match="task must be one of"):
+        envs.gym_api.KernelVectorEnv(task="CartPol", num_envs=2)
 
 
 @pytest.mark.parametrize("env_id", IDS)
