@@ -98,7 +98,7 @@ def main() -> None:
     s2, plain = rates["s2vgd"], rates["svgd"]
     torch.set_num_threads(args.threads)  # SB3 runs with the same thread budget
     sb3 = sb3_a2c_steps_per_second(env_id, args.sb3_steps)
-    print(f"\n| agent | env steps/s (whole iterations) | × SB3 A2C |\n|---|---:|---:|")
+    print("\n| agent | env steps/s (whole iterations) | × SB3 A2C |\n|---|---:|---:|")
     print(f"| svpg s2vgd (K = {args.householder}) | {s2:,.0f} | {s2 / sb3:,.0f}× |")
     print(f"| svpg svgd (plain layers) | {plain:,.0f} | {plain / sb3:,.0f}× |")
     print(f"| SB3 A2C (MlpPolicy, 8 envs) | {sb3:,.0f} | 1× |")

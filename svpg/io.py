@@ -73,7 +73,10 @@ def save_tensors(path: str | Path, tensors: dict[str, torch.Tensor], kind: str, 
     path = Path(path)
     tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
     header = {"format": FORMAT, "kind": kind, "metadata": json.dumps(metadata)}
-    atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=header))
+    try:
+        atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=header))
+    except SafetensorError as e:  # safetensors reports I/O errors (a full disk) as its own type, not OSError
+        raise WriteError(f"could not write {path} ({e}); the previous version is unchanged") from None
     return path
 
 

@@ -75,7 +75,7 @@ def check_writable(path: Path) -> None:
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as e:
-        raise ValueError(f"cannot write to {path} ({_os_reason(e)}): make it writable or use another --log-dir") from None
+        raise ValueError(f"cannot write to {path} ({_os_reason(e)}): make it writable (a new run can also use another --log-dir)") from None
 
 
 def remove_stray_temporaries(run_dir: Path) -> list[Path]:

@@ -50,16 +50,21 @@ class StopRequest:
     Used as a context manager around the loop; ``requested`` is the signal's name once one arrived.
     A second signal raises KeyboardInterrupt at once (nothing is saved then; the last checkpoint stays).
     Outside the main thread (where handlers cannot be installed) it does nothing.
+
+    :param immediate: raise KeyboardInterrupt at the first signal too (still recording which one), for
+        loops whose unit of work is long and is discarded when interrupted (a bandit seed, a data split).
     """
 
-    def __init__(self):
+    def __init__(self, immediate: bool = False):
+        self.immediate = immediate
         self.requested: str | None = None
         self._previous: dict = {}
 
     def _handle(self, signum, frame):
-        if self.requested is not None:
-            raise KeyboardInterrupt
+        again = self.requested is not None
         self.requested = signal.Signals(signum).name
+        if again or self.immediate:
+            raise KeyboardInterrupt
 
     def __enter__(self) -> "StopRequest":
         if threading.current_thread() is threading.main_thread():
@@ -76,20 +81,3 @@ class StopRequest:
     def exit_status(self) -> int:
         """The shell's convention: 128 + signal number."""
         return 128 + int(getattr(signal, self.requested)) if self.requested else 0
-
-
-@contextlib.contextmanager
-def sigterm_as_keyboard_interrupt():
-    """Make SIGTERM interrupt like Ctrl-C (for loops whose unit of work is long: seeds, splits)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handle(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handle)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -19,7 +19,6 @@ from svpg.bandits import (
     run,
 )
 from svpg.bandits.agents import S2VGD_STRUCTURE, STEIN_LR, canonical_name
-from svpg.core.kernels import RBFKernel
 
 
 class LinearBandit(BanditProblem):

@@ -1,7 +1,6 @@
 """Fault injection: SIGKILL a training process at many moments, including inside every checkpoint
 file's write, and check after each kill that the run folder is consistent and that resuming ends
 with exactly the uninterrupted run's particles, progress rows and TensorBoard curve."""
-import csv
 import random
 import subprocess
 import sys

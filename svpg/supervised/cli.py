@@ -31,7 +31,6 @@ import dataclasses
 import hashlib
 import json
 import shutil
-import signal
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -469,15 +468,6 @@ def _report(run: _Run) -> str:
 # ------------------------------------------------------------------------------------- command line
 
 
-class _Interrupt(StopRequest):
-    """Ctrl-C and SIGTERM raise KeyboardInterrupt at once, not at a safe point: the split in progress is
-    discarded anyway, and one epoch can take minutes. ``exit_status`` stays the shell's 128 + signal."""
-
-    def _handle(self, signum, frame):
-        self.requested = signal.Signals(signum).name
-        raise KeyboardInterrupt
-
-
 def build_parser() -> Parser:
     parser = Parser(
         prog="train.py supervised", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -496,7 +486,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     keep_freed_memory()
     run = None
-    with _Interrupt() as stop:
+    # at once, not at a safe point: the split in progress is discarded anyway, and one epoch can take minutes
+    with StopRequest(immediate=True) as stop:
         try:
             run = _resumed_run(parser, args, argv) if args.resume else _new_run(args)
             todo = run.todo()

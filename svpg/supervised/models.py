@@ -45,9 +45,8 @@ import torch
 from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
 from svpg.core.svgd import SVGD
-from safetensors import SafetensorError
 
-from svpg.io import CheckpointError, WriteError, load_tensors, save_tensors
+from svpg.io import CheckpointError, load_tensors, save_tensors
 from svpg.runtime import DEFAULT_THREADS, torch_threads
 from svpg.seeding import torch_generator
 from svpg.supervised.data import Standardizer, check_features, check_xy, holdout_split
@@ -402,10 +401,7 @@ class _ParticleBNN:
         params = self.get_params()
         params["hidden"] = list(params["hidden"])
         meta = {**meta, "params": params, "spec": self.spec_.to_dict(), "layout": self.layout_.describe()}
-        try:
-            return save_tensors(path, {"theta": self.theta_, **tensors}, self._kind, meta)
-        except SafetensorError as e:  # safetensors reports I/O errors (a full disk) as its own type, not OSError
-            raise WriteError(f"could not write {path} ({e}); the previous version is unchanged") from None
+        return save_tensors(path, {"theta": self.theta_, **tensors}, self._kind, meta)
 
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu"):
