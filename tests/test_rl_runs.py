@@ -128,6 +128,17 @@ def test_an_incomplete_latest_checkpoint_falls_back_to_the_newest_consistent_one
     assert torch.equal(resumed.train().theta, straight.policy.theta)
 
 
+def test_a_model_file_left_behind_its_checkpoint_is_refreshed_on_resume(tmp_runs):
+    trainer = SVPGTrainer(small(tmp_runs, run_name="behind"))
+    trainer.train()
+    # as if killed between iteration 4's checkpoint and the copy to model.safetensors
+    checkpoints.save_policy(checkpoints.load_policy(trainer.run_dir / "checkpoints" / "iter_000002.safetensors"),
+                            trainer.run_dir / "model.safetensors")
+    resumed = SVPGTrainer.resume(trainer.run_dir)
+    assert resumed.finished and any("model.safetensors now holds iter_000004" in n for n in resumed.notes)
+    assert torch.equal(checkpoints.load_policy(trainer.run_dir).theta, trainer.policy.theta)
+
+
 def test_no_consistent_checkpoint_is_a_one_line_refusal(tmp_runs):
     trainer = SVPGTrainer(small(tmp_runs, checkpoint_every=0, run_name="broken"))
     trainer.train()

@@ -94,6 +94,19 @@ def load_checkpoint(model_path: Path, progress_rows: int, device="cpu") -> Check
     return Checkpoint(model_path, policy, state, model_stamp)
 
 
+def refresh_model(run_dir: Path, point: Checkpoint) -> bool:
+    """Make ``model.safetensors`` the resume point's model if it is not already (a process killed
+    between a checkpoint and the copy leaves it one checkpoint behind); True if it was rewritten."""
+    path = Path(run_dir) / "model.safetensors"
+    try:
+        if load_policy(path).metadata.get("stamp") == point.stamp:
+            return False
+    except (CheckpointError, FileNotFoundError):
+        pass
+    save_policy(point.policy, path, point.policy.metadata)
+    return True
+
+
 def parse_checkpoint(text: str) -> int:
     """The iteration named by ``iter_000040``, ``iter_40``, ``40``, a file name or a path."""
     name = Path(str(text)).name

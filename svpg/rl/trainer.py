@@ -289,6 +289,8 @@ class SVPGTrainer:
             trainer.notes.append(f"moved {len(later)} checkpoint file(s) after iteration {start} "
                                  f"(and their progress rows) to {aside}")
         if point:
+            if checkpoints.refresh_model(run_dir, point):
+                trainer.notes.append(f"model.safetensors now holds {point.path.name}")
             trainer._restore(point)
         return trainer
 
