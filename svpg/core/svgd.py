@@ -1,54 +1,72 @@
-"""The SVGD direction (eq. 9 of S²VGD; Liu & Wang 2016) for all particles at once."""
+"""The SVGD direction (eq. 9 of S²VGD; Liu & Wang 2016) for all particles at once.
+
+Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD, eq. 9), https://arxiv.org/abs/1608.04471 (SVGD)
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import torch
 
-from svpg.core.kernels import IdentityKernel, RBFKernel, make_kernel
+from svpg.core.kernels import RBFKernel, SteinKernel, make_kernel
 
 
 @dataclass
 class SVGDTerms:
-    """φ and what it is made of, for logging (DESIGN §2)."""
+    """φ and what it is made of, for logging; rows are particles (G·M of them for G groups)."""
 
-    direction: torch.Tensor  # (M, D) φ(θ_i)
-    driving: torch.Tensor  # (M, D) (1/M) Σ_j κ(θ_j, θ_i) ∇log p(θ_j)
-    repulsive: torch.Tensor  # (M, D) (1/M) Σ_j ∇_{θ_j} κ(θ_j, θ_i)
-    bandwidth: torch.Tensor  # scalar
+    direction: torch.Tensor  # (G·M, D) φ(θ_i)
+    driving: torch.Tensor  # (G·M, D) (1/M) Σ_j κ(θ_j, θ_i) ∇log p(θ_j)
+    repulsive: torch.Tensor  # (G·M, D) (1/M) Σ_j ∇_{θ_j} κ(θ_j, θ_i)
+    bandwidth: torch.Tensor  # 0-d, or (G,) for G > 1 groups
+    groups: int = 1
 
     def diagnostics(self, theta: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Bandwidth, mean norms of both terms, mean pairwise distance (0-d tensors, no sync)."""
-        m = theta.shape[0]
-        spread = torch.cdist(theta, theta).sum() / max(m * (m - 1), 1)
+        """Bandwidth, mean norms of both terms, mean pairwise distance: 0-d tensors, or (G,) for
+        G > 1 groups (one value per group), without a host sync."""
+        g = self.groups
+        shape = (g, -1) if g > 1 else (-1,)
+        grouped = theta.view(g, -1, theta.shape[-1]) if g > 1 else theta
+        m = grouped.shape[-2]
+        spread = torch.cdist(grouped, grouped).sum((-2, -1)) / max(m * (m - 1), 1)
         return {
             "svgd/bandwidth": self.bandwidth,
-            "svgd/driving_norm": self.driving.norm(dim=1).mean(),
-            "svgd/repulsive_norm": self.repulsive.norm(dim=1).mean(),
+            "svgd/driving_norm": self.driving.norm(dim=1).view(shape).mean(-1),
+            "svgd/repulsive_norm": self.repulsive.norm(dim=1).view(shape).mean(-1),
             "svgd/particle_spread": spread,
         }
 
 
-def svgd_terms(theta: torch.Tensor, grad_logp: torch.Tensor, kernel: RBFKernel | IdentityKernel) -> SVGDTerms:
-    """Eq. 9: φ(θ_i) = (1/M) Σ_j [κ(θ_j, θ_i) ∇log p(θ_j) + ∇_{θ_j} κ(θ_j, θ_i)]."""
+def svgd_terms(theta: torch.Tensor, grad_logp: torch.Tensor, kernel: SteinKernel, groups: int = 1) -> SVGDTerms:
+    """Eq. 9: φ(θ_i) = (1/M) Σ_j [κ(θ_j, θ_i) ∇log p(θ_j) + ∇_{θ_j} κ(θ_j, θ_i)].
+
+    :param groups: G; rows of θ form G consecutive groups of M particles that do not interact (the
+        sum over j runs within a group): G independent SVGD runs in one computation.
+    """
     if theta.ndim != 2 or grad_logp.shape != theta.shape:
         raise ValueError(
             f"theta and grad_logp must both be (M, D) tensors of the same shape, got "
             f"{tuple(theta.shape)} and {tuple(grad_logp.shape)}"
         )
+    if groups < 1 or theta.shape[0] % groups:
+        raise ValueError(f"{theta.shape[0]} particles cannot form {groups} equal groups")
     theta = theta.detach()
-    m = theta.shape[0]
+    if groups > 1:
+        theta, grad_logp = theta.view(groups, -1, theta.shape[1]), grad_logp.view(groups, -1, theta.shape[1])
+    m = theta.shape[-2]
     k = kernel(theta)
     driving = (k.gram @ grad_logp) / m  # κ is symmetric, so K @ g sums over j
     repulsive = k.repulsion / m
-    return SVGDTerms(driving + repulsive, driving, repulsive, k.bandwidth)
+    if groups > 1:
+        driving, repulsive = driving.flatten(0, 1), repulsive.flatten(0, 1)
+    return SVGDTerms(driving + repulsive, driving, repulsive, k.bandwidth, groups)
 
 
 def svgd_direction(
     theta: torch.Tensor,
     grad_logp: torch.Tensor,
     bandwidth: str | float = "median",
-    kernel: RBFKernel | IdentityKernel | str | None = None,
+    kernel: SteinKernel | str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The SVGD update direction φ of eq. 9 of S²VGD for every particle.
 
@@ -98,11 +116,14 @@ class SVGD:
     :param step_scale: optional (D,) multiplier of every coordinate's optimizer step: a per-block
         learning rate on the single (M, D) tensor (e.g. slower structural coordinates,
         :meth:`ParticleLayout.per_coordinate`). ``None``: the plain optimizer step.
+    :param groups: G independent groups of particles in θ's rows (see :func:`svgd_terms`). The
+        optimizers' statistics are per coordinate, so each group also keeps its own.
     """
 
     def __init__(self, theta: torch.Tensor, kernel="median", optimizer: str = "adam", lr: float = 5e-3,
-                 step_scale: torch.Tensor | None = None):
+                 step_scale: torch.Tensor | None = None, groups: int = 1):
         self.theta = theta
+        self.groups = groups
         self.kernel = make_kernel(kernel)
         self.optimizer = make_optimizer(optimizer, [theta], lr)
         if step_scale is not None:
@@ -113,7 +134,7 @@ class SVGD:
         self.step_scale = step_scale
 
     def step(self, grad_logp: torch.Tensor) -> SVGDTerms:
-        terms = svgd_terms(self.theta, grad_logp, self.kernel)
+        terms = svgd_terms(self.theta, grad_logp, self.kernel, self.groups)
         before = self.theta.detach().clone() if self.step_scale is not None else None
         self.theta.grad = -terms.direction
         self.optimizer.step()
