@@ -1,0 +1,254 @@
+"""One particle of a policy ensemble as a plain ``torch.nn`` module, saved to run without svpg.
+
+:func:`to_module` builds the chosen particle's network from ``torch.nn`` layers (``nn.Linear`` with
+its effective weights, ``nn.Tanh`` / ``nn.ReLU``) plus a small action head; :func:`export` writes it
+as a ``torch.export`` program (``.pt2``, the default) or as TorchScript (``.pt``). Either file is
+loaded with torch alone::
+
+    >>> import tempfile, gymnasium as gym, torch
+    >>> from svpg.rl.export import export
+    >>> from svpg.rl.policies import ParticlePolicy, PolicySpec
+    >>> env = gym.make("CartPole-v1")
+    >>> spec = PolicySpec.for_spaces(env.observation_space, env.action_space, {"hidden": (16,)}, 4)
+    >>> policy = ParticlePolicy(spec, seed=0)  # or svpg.load("runs/<run-name>")
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = export(policy, folder.name + "/actor.pt2")
+    >>> actor = torch.export.load(path).module()  # from here on, no svpg
+    >>> actor(torch.zeros(3, 4)).shape  # a batch of observations -> its actions
+    torch.Size([3])
+
+From the shell (a run folder or a ``.safetensors`` checkpoint; default particle: the best one at
+save time)::
+
+    python -m svpg.rl.export runs/<run-name> actor.pt2 [--particle N] [--stochastic] [--raw]
+    python -m svpg.rl.export runs/<run-name> actor.pt            # TorchScript, for LibTorch (C++)
+
+ONNX is not offered: ``torch.onnx.export`` needs the ``onnx`` (and ``onnxscript``) packages, which
+svpg does not depend on; where they are installed, ``torch.onnx.export(to_module(policy), ...)``
+works on the plain module.
+"""
+from __future__ import annotations
+
+import json
+import operator
+import sys
+import warnings
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from svpg.rl.policies import ParticlePolicy
+
+__all__ = ["to_module", "export", "FORMATS"]
+
+#: Deployment formats and the file suffix each is written with.
+FORMATS = {"exported_program": ".pt2", "torchscript": ".pt"}
+#: Name of the JSON description stored inside an exported file (``extra_files``).
+INFO_FILE = "svpg.json"
+
+_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
+
+
+class Argmax(nn.Module):
+    """Logits (..., n) -> the action of highest logit (..., ), int64."""
+
+    def forward(self, logits: torch.Tensor) -> torch.Tensor:
+        return logits.argmax(-1)
+
+
+class AddGumbelNoise(nn.Module):
+    """Logits plus Gumbel(0, 1) noise: their argmax is a categorical sample (Gumbel-max trick), drawn
+    as :meth:`svpg.rl.policies.ParticlePolicy.draw_noise` draws it."""
+
+    def forward(self, logits: torch.Tensor) -> torch.Tensor:
+        u = torch.rand_like(logits).clamp(1e-20, 1.0)
+        return logits - torch.log(-torch.log(u))
+
+
+class AddGaussianNoise(nn.Module):
+    """Gaussian mean -> a sample ``mean + std * N(0, 1)``, with the particle's learned std."""
+
+    def __init__(self, std: torch.Tensor):
+        super().__init__()
+        self.register_buffer("std", std)
+
+    def forward(self, mean: torch.Tensor) -> torch.Tensor:
+        return torch.addcmul(mean, self.std, torch.randn_like(mean))
+
+
+class Clip(nn.Module):
+    """Actions clipped to the action space's box, as :meth:`ParticlePolicy.predict` and
+    Stable-Baselines3 clip them."""
+
+    def __init__(self, low: torch.Tensor, high: torch.Tensor):
+        super().__init__()
+        self.register_buffer("low", low)
+        self.register_buffer("high", high)
+
+    def forward(self, action: torch.Tensor) -> torch.Tensor:
+        return torch.clamp(action, self.low, self.high)
+
+
+def _particle_index(policy: ParticlePolicy, particle) -> int:
+    if particle is None:
+        return policy.particle
+    try:
+        i = operator.index(particle)
+    except TypeError:
+        i = None
+    if i is None or isinstance(particle, bool) or not 0 <= i < policy.num_particles:
+        raise ValueError(f"particle must be an index in [0, {policy.num_particles - 1}], got {particle!r}")
+    return i
+
+
+@torch.no_grad()
+def to_module(
+    policy: ParticlePolicy, particle: int | None = None, deterministic: bool = True, raw: bool = False
+) -> nn.Sequential:
+    """One particle as an ``nn.Sequential`` mapping observations (B, obs_dim) float32 to actions.
+
+    The layers hold the particle's effective weights (``policy.weights``: for structural layers
+    W = P Λ1 C Λ2 Qᵀ, eqs. 10-13 of the S²VGD paper, with the observation scale folded into the first),
+    so the module computes the same function as the ensemble's particle, on CPU in float32.
+
+    :param policy: the ensemble (e.g. from ``svpg.load``).
+    :param particle: which particle (default: ``policy.particle``, the best one at save time).
+    :param deterministic: the argmax action (categorical head) or the mean clipped to the action box
+        (Gaussian head), as ``policy.predict(obs, deterministic=True)``; False samples like
+        ``predict(obs, deterministic=False)`` (Gumbel-max / mean + σ ε, then clipped).
+    :param raw: the network's output instead of an action: logits (B, n) or Gaussian means (B, A),
+        not clipped; ``deterministic`` does not apply.
+    :raises ValueError: for a particle index outside the ensemble.
+    """
+    i = _particle_index(policy, particle)
+    spec = policy.spec
+    theta = policy.theta.detach()[i : i + 1]
+    layer_weights, log_std = policy.weights(theta)
+    layers: list[nn.Module] = []
+    for k, (w, b) in enumerate(layer_weights):
+        if k:
+            layers.append(_ACTIVATIONS[spec.network.activation]())
+        linear = nn.Linear(w.shape[1], w.shape[2])
+        linear.weight.copy_(w[0].T)  # ours is (in, out) for x W + b, nn.Linear's (out, in)
+        linear.bias.copy_(b[0, 0])
+        layers.append(linear)
+    if raw:
+        return nn.Sequential(*layers).requires_grad_(False)
+    if spec.discrete:
+        head = [Argmax()] if deterministic else [AddGumbelNoise(), Argmax()]
+    else:
+        low, high = (torch.tensor(bound, dtype=torch.float32) for bound in (spec.action_low, spec.action_high))
+        noise = [] if deterministic else [AddGaussianNoise(log_std[0].exp().to("cpu", torch.float32))]
+        head = [*noise, Clip(low, high)]
+    return nn.Sequential(*layers, *head).requires_grad_(False)  # for inference: outputs need no graph
+
+
+def export(
+    policy: ParticlePolicy,
+    path: str | Path,
+    particle: int | None = None,
+    format: str | None = None,
+    *,
+    deterministic: bool = True,
+    raw: bool = False,
+) -> Path:
+    """Write one particle (:func:`to_module`) to ``path`` for deployment without svpg, atomically.
+
+    ``"exported_program"`` (``.pt2``; load with ``torch.export.load(path).module()``) is the default
+    because it is torch's current serialisation format, also the input of AOTInductor and ExecuTorch;
+    ``"torchscript"`` (``.pt``; ``torch.jit.load(path)``) is there for LibTorch (C++) runtimes, though
+    torch 2.13 deprecates it. Both take a batch of observations of any size. The file also holds a
+    JSON description (``svpg.json`` in ``extra_files``): particle, spaces, output and environment id.
+
+    :param format: one of :data:`FORMATS`; default: the one whose suffix ``path`` has.
+    :param deterministic: see :func:`to_module`.
+    :param raw: see :func:`to_module`.
+    :returns: the path written.
+    :raises ValueError: for an unknown format, a suffix that does not match it, or a bad particle.
+    :raises svpg.io.WriteError: if the file cannot be written (the previous version stays intact).
+    """
+    from svpg.io import atomic_write
+
+    path = Path(path)
+    format = format or next((f for f, suffix in FORMATS.items() if path.suffix == suffix), None)
+    if format not in FORMATS:
+        onnx = "onnx" in (format, path.suffix.lstrip("."))
+        raise ValueError(
+            f"format must be one of {FORMATS} (format: file suffix), got {format or path.name!r}"
+            + ("; ONNX needs the onnx package: torch.onnx.export(to_module(policy), ...)" if onnx else "")
+        )
+    if path.suffix != FORMATS[format]:
+        raise ValueError(f"a {format} file must end in {FORMATS[format]}, got {path}")
+    i = _particle_index(policy, particle)
+    module = to_module(policy, i, deterministic=deterministic, raw=raw)
+    extra = {INFO_FILE: json.dumps(_describe(policy, i, deterministic, raw))}
+    example = torch.zeros(2, policy.spec.obs_dim)
+    if format == "exported_program":
+        program = torch.export.export(module, (example,), dynamic_shapes=({0: torch.export.Dim("batch")},))
+
+        def write(tmp):
+            with open(tmp, "wb") as f:  # a file object: torch.export.save warns about a non-.pt2 temp name
+                torch.export.save(program, f, extra_files=extra)
+    else:
+        scripted = torch.jit.script(module)
+
+        def write(tmp):
+            with warnings.catch_warnings():  # the docstring says it: no warning at every export
+                warnings.filterwarnings("ignore", "`torch.jit.save` is deprecated", DeprecationWarning)
+                torch.jit.save(scripted, tmp, _extra_files=extra)
+
+    atomic_write(path, write)
+    return path
+
+
+def _describe(policy: ParticlePolicy, particle: int, deterministic: bool, raw: bool) -> dict:
+    """What a deployer needs to know about an exported file's module."""
+    spec = policy.spec
+    if spec.discrete:
+        action = {"discrete": spec.action_dim}
+    else:
+        action = {"low": list(spec.action_low), "high": list(spec.action_high)}
+    if raw:
+        output = "logits" if spec.discrete else "mean"
+    else:
+        output = "action" if deterministic else "sampled action"
+    return {
+        "particle": particle,
+        "obs_dim": spec.obs_dim,
+        "action_space": action,
+        "output": output,
+        "env_id": getattr(policy, "metadata", {}).get("env_id"),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    from svpg.cli import Parser
+
+    prog = "python -m svpg.rl.export"
+    p = Parser(prog=prog, usage=f"{prog} RUN OUT [options]",
+               description="Write one particle of a saved ensemble to a file that runs with torch alone.")
+    p.add_argument("path", metavar="RUN", help="run folder (runs/<run-name>) or a .safetensors checkpoint")
+    p.add_argument("out", metavar="OUT", help="output file: .pt2 (torch.export) or .pt (TorchScript)")
+    p.add_argument("--particle", type=int, default=None, help="particle index (default: the best at save time)")
+    p.add_argument("--format", choices=sorted(FORMATS), default=None, help="default: from OUT's suffix")
+    p.add_argument("--stochastic", action="store_true", help="sample actions instead of argmax / clipped mean")
+    p.add_argument("--raw", action="store_true", help="output logits / Gaussian means instead of actions")
+    args = p.parse_args(argv)
+
+    import svpg
+    from svpg.io import CheckpointError
+
+    try:
+        policy = svpg.load(args.path)
+        out = export(policy, args.out, args.particle, args.format, deterministic=not args.stochastic, raw=args.raw)
+    except (CheckpointError, FileNotFoundError, ValueError) as e:  # WriteError is a ValueError
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+    i = policy.particle if args.particle is None else args.particle
+    print(f"{out}: particle {i} of {args.path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
