@@ -1,11 +1,9 @@
-"""Eq. 14 priors against torch.distributions.
+"""Eq. 14 priors against torch.distributions (the densities themselves: tests/test_probability.py).
 
 The log-variances s = log v are particle coordinates, so the density of s is the Inv-Gamma density of
 v = e^s times the Jacobian |dv/ds| = e^s:  log p(s) = InverseGamma(a, b).log_prob(e^s) + s.
 """
 from __future__ import annotations
-
-import math
 
 import pytest
 import torch
@@ -14,13 +12,7 @@ from torch.distributions import InverseGamma, Normal
 from svpg.core.layers import StructuralLinear
 from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
-from svpg.core.priors import (
-    FlatPrior,
-    HierarchicalGaussianPrior,
-    gaussian_log_prob,
-    inv_gamma_log_prob_of_log,
-    make_prior,
-)
+from svpg.core.priors import FlatPrior, HierarchicalGaussianPrior, make_prior
 
 F64 = torch.float64
 
@@ -41,34 +33,7 @@ def ref_inv_gamma_of_log(s: torch.Tensor, a: float, b: float) -> torch.Tensor:
     return InverseGamma(a_t, b_t).log_prob(torch.exp(s)) + s  # + log|dv/ds|
 
 
-# ----------------------------------------------------------------------------- building blocks
-@pytest.mark.parametrize("shape", [(4,), (3, 5), (2, 3, 2)])
-def test_gaussian_log_prob_matches_normal(shape):
-    x = _randn(4, *shape, seed=len(shape))
-    log_var = torch.tensor([-2.0, 0.0, 0.7, 3.0], dtype=F64)
-    torch.testing.assert_close(gaussian_log_prob(x, log_var), ref_normal(x, log_var), rtol=1e-12, atol=1e-12)
-
-
-def test_gaussian_log_prob_by_hand():
-    # x = (1, 2), σ² = e⁰ = 1: −½(1 + 4) − log 2π.
-    val = gaussian_log_prob(torch.tensor([[1.0, 2.0]], dtype=F64), torch.zeros(1, dtype=F64))
-    assert val.item() == pytest.approx(-2.5 - math.log(2 * math.pi), rel=1e-14)
-
-
-@pytest.mark.parametrize("a,b", [(1.0, 0.1), (2.5, 1.0), (0.5, 3.0)])
-def test_inv_gamma_of_log_matches_torch_with_jacobian(a, b):
-    s = torch.linspace(-6.0, 4.0, 21, dtype=F64)
-    torch.testing.assert_close(inv_gamma_log_prob_of_log(s, a, b), ref_inv_gamma_of_log(s, a, b), rtol=1e-12, atol=1e-12)
-
-
-def test_inv_gamma_of_log_is_normalised_in_s():
-    # With the Jacobian, p(s) integrates to 1 over s (trapezoid rule on a wide grid, a = 1, b = 0.1);
-    # without it the integral would be ∫ p_IG(e^s) ds ≠ 1.
-    s = torch.linspace(-15.0, 25.0, 40001, dtype=F64)
-    total = torch.trapezoid(torch.exp(inv_gamma_log_prob_of_log(s, 1.0, 0.1)), s)
-    assert total.item() == pytest.approx(1.0, abs=1e-6)
-
-
+# ----------------------------------------------------------------------------- eq. 14 groups
 def test_hierarchical_group_log_prob():
     prior = HierarchicalGaussianPrior(a=1.0, b=0.1)
     x1, x2 = _randn(3, 4, 2, seed=1), _randn(3, 5, seed=2)

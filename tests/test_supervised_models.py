@@ -10,7 +10,6 @@ import torch
 from svpg.io import CheckpointError
 from svpg.runtime import DEFAULT_THREADS
 from svpg.supervised import BayesianClassifier, BayesianRegressor, load_dataset
-from svpg.supervised.models import gamma_log_prob_of_log
 
 
 @pytest.fixture(autouse=True)
@@ -35,12 +34,6 @@ def toy_model():
     model = BayesianRegressor(method="s2vgd", n_particles=10, hidden=(50,), lr=1e-2, epochs=100, batch_size=50,
                               validation_fraction=0.0, seed=0)
     return model.fit(x, y), x, y
-
-
-def test_gamma_prior_on_log_precision_matches_torch():
-    s = torch.linspace(-3, 3, 7, dtype=torch.float64)
-    expected = torch.distributions.Gamma(2.0, 0.5).log_prob(torch.exp(s)) + s  # + log |dγ/ds|
-    torch.testing.assert_close(gamma_log_prob_of_log(s, 2.0, 0.5), expected)
 
 
 def test_test_log_likelihood_matches_direct_computation_in_original_units(toy_model):

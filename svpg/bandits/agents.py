@@ -26,7 +26,7 @@ import torch
 
 from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
-from svpg.core.priors import LOG_2PI, inv_gamma_log_prob_of_log
+from svpg.core.probability import gaussian_log_prob, inverse_gamma_log_prob_of_log
 from svpg.core.svgd import SVGD
 from svpg.seeding import numpy_rng, torch_generator
 
@@ -282,8 +282,8 @@ class ParticleRewardModel(Agent):
         pred = self.net.forward(self.net.weights(theta), x.unsqueeze(0).expand(m, -1, -1))  # (M, B, K)
         pred_a = pred.gather(2, a.view(1, b, 1).expand(m, b, 1)).squeeze(2)  # played arm only
         lv = self.layout.get(theta, "noise.log_var")  # (M, 1), one noise variance shared by the arms
-        loglik = -0.5 * ((y - pred_a).square() * torch.exp(-lv) + lv + LOG_2PI)
-        noise_prior = inv_gamma_log_prob_of_log(lv[:, 0], self.noise_a, self.noise_b)
+        loglik = gaussian_log_prob(y, pred_a, log_var=lv)
+        noise_prior = inverse_gamma_log_prob_of_log(lv[:, 0], self.noise_a, self.noise_b)
         return (n / b) * loglik.sum(1) + self.net.log_prior(theta) + noise_prior
 
     def train(self) -> dict:

@@ -6,29 +6,9 @@ Wang's SVGD Bayesian neural network. Densities of s include the Jacobian of v = 
 """
 from __future__ import annotations
 
-import math
-
 import torch
 
-LOG_2PI = math.log(2 * math.pi)
-
-
-def gaussian_log_prob(x: torch.Tensor, log_var: torch.Tensor) -> torch.Tensor:
-    """Σ log N(x | 0, e^{log_var}) over all but the leading particle axis.
-
-    :param x: (M, ...) values; :param log_var: (M,) one log-variance per particle.
-    """
-    flat = x.reshape(x.shape[0], -1)
-    n = flat.shape[1]
-    return -0.5 * (flat.square().sum(1) * torch.exp(-log_var) + n * (log_var + LOG_2PI))
-
-
-def inv_gamma_log_prob_of_log(log_var: torch.Tensor, a: float, b: float) -> torch.Tensor:
-    """log p(s) for s = log v, v ~ Inv-Gamma(a, b): a log b − log Γ(a) − a s − b e^{−s}.
-
-    (The Inv-Gamma density b^a/Γ(a) v^{−a−1} e^{−b/v} times the Jacobian dv/ds = v.)
-    """
-    return a * math.log(b) - math.lgamma(a) - a * log_var - b * torch.exp(-log_var)
+from svpg.core.probability import inverse_gamma_log_prob_of_log, isotropic_gaussian_log_prob
 
 
 class HierarchicalGaussianPrior:
@@ -44,9 +24,9 @@ class HierarchicalGaussianPrior:
 
     def group_log_prob(self, values: list[torch.Tensor], log_var: torch.Tensor) -> torch.Tensor:
         """Log density of the tensors sharing one variance, plus the hyperprior on it: (M,)."""
-        lp = inv_gamma_log_prob_of_log(log_var, self.a, self.b)
+        lp = inverse_gamma_log_prob_of_log(log_var, self.a, self.b)
         for v in values:
-            lp = lp + gaussian_log_prob(v, log_var)
+            lp = lp + isotropic_gaussian_log_prob(v, log_var)
         return lp
 
     def __repr__(self) -> str:

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import torch
 
-LOG_2PI = math.log(2 * math.pi)
+from svpg.core.probability import gaussian_log_prob, log_mean_exp
 
 
 def _t(a) -> torch.Tensor:
@@ -32,8 +32,7 @@ def mixture_log_likelihood(y, means, stds) -> np.ndarray:
     y, mu, sd = _t(y), _t(means), _t(stds)
     if sd.ndim == 1:
         sd = sd[:, None]
-    logp = -0.5 * ((y - mu) / sd) ** 2 - torch.log(sd) - 0.5 * LOG_2PI  # (M, n)
-    return (torch.logsumexp(logp, 0) - math.log(mu.shape[0])).numpy()
+    return log_mean_exp(gaussian_log_prob(y, mu, var=sd.square()), 0).numpy()
 
 
 def test_log_likelihood(y, means, stds) -> float:

@@ -44,6 +44,7 @@ import torch
 
 from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
+from svpg.core.probability import gamma_log_prob_of_log, gaussian_log_prob, log_mean_exp
 from svpg.core.svgd import SVGD
 
 from svpg.io import CheckpointError, load_tensors, save_tensors
@@ -56,17 +57,6 @@ METHODS = {
     "svgd": "plain dense layers (K = 0, Λ = I), RBF kernel (Liu & Wang 2016)",
     "map": "one plain particle (M = 1): gradient ascent on the log posterior",
 }
-
-LOG_2PI = math.log(2 * math.pi)
-
-
-def gamma_log_prob_of_log(log_prec: torch.Tensor, a: float, b: float) -> torch.Tensor:
-    """log p(s) for s = log γ, γ ~ Gamma(shape a, rate b): a log b − log Γ(a) + a s − b e^s.
-
-    (The Gamma density b^a/Γ(a) γ^{a−1} e^{−bγ} times the Jacobian dγ/ds = γ.)
-    """
-    return a * math.log(b) - math.lgamma(a) + a * log_prec - b * torch.exp(log_prec)
-
 
 class Objective:
     """The log posterior of a particle BNN, log p(θ | batch) per particle (M,), and its pieces.
@@ -95,8 +85,7 @@ class Objective:
         m = theta.shape[0]
         out = self.net.forward(weights, x.expand(m, -1, -1))
         if self.task == "regression":
-            s = self.log_prec(theta)[:, None]
-            return (0.5 * (s - LOG_2PI) - 0.5 * torch.exp(s) * (y - out[..., 0]) ** 2).sum(1)
+            return gaussian_log_prob(y, out[..., 0], log_var=-self.log_prec(theta)[:, None]).sum(1)  # variance 1/γ
         logp = torch.log_softmax(out, -1)
         return logp.gather(2, y.expand(m, -1).unsqueeze(2))[..., 0].sum(1)
 
@@ -455,9 +444,8 @@ class BayesianRegressor(_ParticleBNN):
 
     def _validation_score(self, theta, x_val, y_val):
         f = self._outputs(x_val, theta)[..., 0]
-        s = self._log_prec(theta)[:, None]
-        logp = 0.5 * (s - LOG_2PI) - 0.5 * torch.exp(s) * (y_val - f) ** 2
-        return float((torch.logsumexp(logp, 0) - math.log(theta.shape[0])).mean())
+        logp = gaussian_log_prob(y_val, f, log_var=-self._log_prec(theta)[:, None])
+        return float(log_mean_exp(logp, 0).mean())
 
     @torch.no_grad()
     def _refit_noise(self, x_val, y_val) -> None:
@@ -467,7 +455,7 @@ class BayesianRegressor(_ParticleBNN):
         s = self._log_prec(self.theta_)
         mse = ((y_val - f) ** 2).mean(1).clamp_min(1e-8)
         s_hat = -torch.log(mse)
-        ll = lambda s_: (0.5 * (s_[:, None] - LOG_2PI) - 0.5 * torch.exp(s_[:, None]) * (y_val - f) ** 2).sum(1)  # noqa: E731
+        ll = lambda s_: gaussian_log_prob(y_val, f, log_var=-s_[:, None]).sum(1)  # noqa: E731
         self._log_prec(self.theta_).copy_(torch.where(ll(s_hat) > ll(s), s_hat, s))
 
     @_in_threads
@@ -571,8 +559,7 @@ class BayesianClassifier(_ParticleBNN):
 
     def _log_predictive(self, x, theta=None) -> torch.Tensor:
         """log of the mean of the particles' softmax: (n, C)."""
-        logp = torch.log_softmax(self._outputs(x, theta).double(), -1)
-        return torch.logsumexp(logp, 0) - math.log(logp.shape[0])
+        return log_mean_exp(torch.log_softmax(self._outputs(x, theta).double(), -1), 0)
 
     def _validation_score(self, theta, x_val, y_val):
         logp = self._log_predictive(x_val, theta)
