@@ -6,6 +6,9 @@ page-faults its memory in again. On CPU that fault cost rivals the arithmetic: t
 sigmoid backward ran at ~6 ns per element instead of ~0.5. PyTorch's CPU tuning guide suggests
 swapping in jemalloc/tcmalloc for the same reason; raising the two thresholds gets most of the gain
 without a new dependency. The working set of a run is a few hundred MB, so keeping it costs nothing.
+
+A process-wide setting: only command-line entry points (``train.py``, the bandit and supervised CLIs)
+call it, never library code.
 """
 from __future__ import annotations
 

@@ -1,16 +1,14 @@
-"""The allocator tweak is a pure performance knob: it must be idempotent and leave results unchanged."""
+"""keep_freed_memory: a process-wide performance knob that is safe to call more than once."""
+import platform
 import sys
 
-import pytest
-import torch
-
-from svpg.core.allocator import keep_freed_memory
+from svpg.allocator import keep_freed_memory
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc only")
-def test_keep_freed_memory_is_accepted_and_idempotent():
-    assert keep_freed_memory() is True
-    assert keep_freed_memory() is True
-    # large tensors still allocate, compute and free normally afterwards
-    x = torch.randn(4096, 1024)
-    torch.testing.assert_close((x @ x.T).diagonal(), x.square().sum(1), rtol=1e-4, atol=1e-3)
+def test_keep_freed_memory_reports_the_same_outcome_on_every_call():
+    first = keep_freed_memory()
+    assert isinstance(first, bool)
+    assert keep_freed_memory() is first  # idempotent: the thresholds are set once per process
+    # glibc's mallopt accepts both thresholds; other C libraries (musl) or systems have nothing to tune
+    glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+    assert first is glibc

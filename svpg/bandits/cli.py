@@ -34,7 +34,7 @@ from svpg.bandits.report import log_rounds, markdown_table, save_results
 from svpg.bandits.runfolder import clear_live_curves, finished_seeds, load_results, save_seed
 from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, dataclass_from_dict, explicit_options
 from svpg.cli import option as _f
-from svpg.core.allocator import keep_freed_memory
+from svpg.allocator import keep_freed_memory
 from svpg.core.svgd import OPTIMIZERS
 from svpg.io import WriteError
 from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_json_object, remove_stray_temporaries,

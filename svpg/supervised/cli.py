@@ -41,7 +41,7 @@ from tqdm.auto import tqdm
 
 from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, dataclass_from_dict, explicit_options
 from svpg.cli import option as _f
-from svpg.core.allocator import keep_freed_memory
+from svpg.allocator import keep_freed_memory
 from svpg.core.svgd import OPTIMIZERS
 from svpg.io import atomic_write
 from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_json_object, remove_stray_temporaries,
