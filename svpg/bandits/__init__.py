@@ -41,8 +41,9 @@ from svpg.bandits.problems import (
     WheelBandit,
     make_problem,
 )
-from svpg.bandits.protocol import AgentRun, BanditResults, play, run
+from svpg.bandits.protocol import play, run
 from svpg.bandits.report import save_results
+from svpg.bandits.results import AgentRun, BanditResults
 
 __all__ = [
     "AGENTS", "DEFAULT_AGENTS", "Agent", "SteinThompson", "NeuralGreedy", "EpsilonGreedy", "LinUCB", "Uniform",

@@ -30,7 +30,8 @@ from pathlib import Path
 from svpg.bandits.agents import AGENTS, S2VGD_STRUCTURE, STEIN_LR
 from svpg.bandits.problems import PROBLEMS, BanditProblem, make_problem
 from svpg.bandits.protocol import agent_factories, run_seed
-from svpg.bandits.report import log_rounds, markdown_table, save_results
+from svpg.bandits.report import log_rounds, save_results
+from svpg.bandits.results import markdown_table
 from svpg.bandits.runfolder import clear_live_curves, finished_seeds, load_results, save_seed
 from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, dataclass_from_dict, explicit_options
 from svpg.cli import option as _f

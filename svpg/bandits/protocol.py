@@ -1,24 +1,21 @@
-"""The evaluation protocol of the Deep Bayesian Bandits Showdown (Riquelme et al. 2018; DESIGN §5).
+"""The evaluation protocol of the Deep Bayesian Bandits Showdown (Riquelme et al. 2018).
+
+Paper: https://arxiv.org/abs/1802.09127
 
 For every seed one :class:`~svpg.bandits.problems.BanditTable` is drawn up front (contexts and the
 reward of every arm in every round) and every agent plays on that same table, so agents differ only
-through their own choices. Reported per agent and seed:
-
-* cumulative regret Σ_t [max_a E r(x_t, a) − r_t(a_t)] (realised rewards, DESIGN §5);
-* cumulative pseudo-regret Σ_t [max_a E r(x_t, a) − E r(x_t, a_t)];
-* normalised regret: 100 × the agent's cumulative regret / the uniform policy's on the same table;
-* reward ratio Σ_t r_t(a_t) / Σ_t r_t(a*_t) (the normalisation of BADAM's Tables 1–2).
+through their own choices. What is reported per agent and seed: :mod:`svpg.bandits.results`.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
-from svpg.bandits.agents import Agent, make_agent
+from svpg.bandits.agents import Agent, canonical_name, make_agent
 from svpg.bandits.problems import BanditProblem, BanditTable
+from svpg.bandits.results import AgentRun, BanditResults
 from svpg.runtime import DEFAULT_THREADS, torch_threads
 
 # callback(agent_name, seed, rounds_done, cumulative_regret, info) after every window
@@ -70,73 +67,8 @@ def _play(agent: Agent, table: BanditTable, callback) -> np.ndarray:
     return actions
 
 
-@dataclass
-class AgentRun:
-    """One agent on one seed's table."""
-
-    agent: str
-    seed: int
-    actions: np.ndarray
-    regret: np.ndarray  # (T,) per-round regret
-    expected_regret: np.ndarray  # (T,) per-round pseudo-regret
-    rewards: np.ndarray  # (T,) realised rewards
-    optimal_reward_total: float  # Σ_t r_t(a*_t)
-    seconds: float
-    hyperparameters: dict = field(default_factory=dict)
-
-    @property
-    def cumulative_regret(self) -> np.ndarray:
-        return np.cumsum(self.regret)
-
-    @property
-    def final_regret(self) -> float:
-        return float(self.regret.sum())
-
-    @property
-    def reward_ratio(self) -> float:
-        return float(self.rewards.sum() / self.optimal_reward_total) if self.optimal_reward_total else float("nan")
-
-
-@dataclass
-class BanditResults:
-    """Every agent's runs on every seed, with the problem description; see :mod:`svpg.bandits.report`."""
-
-    problem: dict
-    rounds: int
-    seeds: list[int]
-    agents: list[str]
-    runs: list[AgentRun]
-
-    def get(self, agent: str, seed: int) -> AgentRun:
-        for run in self.runs:
-            if run.agent == agent and run.seed == seed:
-                return run
-        raise KeyError(f"no run of agent {agent!r} on seed {seed}")
-
-    def normalised_regret(self, agent: str, seed: int) -> float:
-        """100 × cumulative regret / the uniform policy's on the same table (nan without a uniform run)."""
-        try:
-            ref = self.get("uniform", seed).final_regret
-        except KeyError:
-            return float("nan")
-        return 100.0 * self.get(agent, seed).final_regret / ref if ref else float("nan")
-
-    def summary(self):
-        """One row per agent: final cumulative regret, normalised regret, reward ratio (mean, std, sem over seeds)."""
-        from svpg.bandits.report import summary_frame
-
-        return summary_frame(self)
-
-    def to_markdown(self) -> str:
-        from svpg.bandits.report import markdown_table
-
-        return markdown_table(self)
-
-
 def _as_factory(agent: str | AgentFactory, options: dict) -> tuple[str, AgentFactory]:
     if isinstance(agent, str):
-        from svpg.bandits.agents import canonical_name
-
         name = canonical_name(agent)
         return name, lambda problem, seed: make_agent(name, problem.num_actions, problem.context_dim, seed=seed, **options)
     if callable(agent):

@@ -1,8 +1,7 @@
-"""Tables, curves and figures of a bandit comparison (CSV, Markdown, PNG, TensorBoard).
+"""Files and figures of a bandit comparison: CSV, Markdown, PNG, TensorBoard.
 
-Normalised regret follows Riquelme et al. (2018) and the Kronecker-flow paper's Table 4: per seed,
-100 × the agent's final cumulative regret / the uniform policy's on the same pre-drawn table, then
-mean ± standard deviation over seeds (the standard error is in the CSV too).
+The metrics and tables themselves are in :mod:`svpg.bandits.results` (normalised regret as Riquelme
+et al. 2018, https://arxiv.org/abs/1802.09127: uniform = 100 on the same pre-drawn table).
 """
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from svpg.bandits.protocol import BanditResults
+from svpg.bandits.results import BanditResults, markdown_table, per_seed_frame, summary_frame
 from svpg.io import atomic_write
 
 CHART_LAYOUT = {
@@ -28,51 +27,6 @@ def log_rounds(rounds: int, points: int = 500) -> np.ndarray:
     return np.unique(np.linspace(rounds / points, rounds, points).round().astype(np.int64).clip(1, rounds))
 
 
-def per_seed_frame(results: BanditResults):
-    """One row per (agent, seed)."""
-    import pandas as pd
-
-    rows = []
-    for r in results.runs:
-        rows.append({
-            "agent": r.agent, "seed": r.seed, "rounds": len(r.actions),
-            "cumulative_regret": r.final_regret,
-            "normalised_regret": results.normalised_regret(r.agent, r.seed),
-            "cumulative_pseudo_regret": float(r.expected_regret.sum()),
-            "cumulative_reward": float(r.rewards.sum()),
-            "reward_ratio": r.reward_ratio,
-            "seconds": r.seconds,
-        })
-    return pd.DataFrame(rows)
-
-
-def summary_frame(results: BanditResults):
-    """One row per agent: mean, std and standard error over seeds."""
-    import pandas as pd
-
-    df = per_seed_frame(results)
-    rows = []
-    for agent in results.agents:
-        d = df[df.agent == agent]
-        n = len(d)
-
-        def stats(col):
-            v = d[col].to_numpy(dtype=np.float64)
-            sd = float(v.std(ddof=1)) if n > 1 else 0.0
-            return float(v.mean()), sd, sd / np.sqrt(n)
-
-        reg, norm, pseudo, ratio = stats("cumulative_regret"), stats("normalised_regret"), stats("cumulative_pseudo_regret"), stats("reward_ratio")
-        rows.append({
-            "agent": agent, "seeds": n,
-            "cumulative_regret_mean": reg[0], "cumulative_regret_std": reg[1],
-            "normalised_regret_mean": norm[0], "normalised_regret_std": norm[1], "normalised_regret_sem": norm[2],
-            "pseudo_regret_mean": pseudo[0], "pseudo_regret_std": pseudo[1],
-            "reward_ratio_mean": ratio[0], "reward_ratio_std": ratio[1],
-            "seconds_mean": float(d.seconds.mean()),
-        })
-    return pd.DataFrame(rows)
-
-
 def curves_frame(results: BanditResults, points: int = 500):
     """Cumulative regret (and pseudo-regret, reward) of every run at :func:`log_rounds` (long format)."""
     import pandas as pd
@@ -87,35 +41,6 @@ def curves_frame(results: BanditResults, points: int = 500):
             "cumulative_reward": np.cumsum(r.rewards)[idx - 1],
         }))
     return pd.concat(frames, ignore_index=True)
-
-
-def _pm(mean: float, std: float, digits: int) -> str:
-    if not np.isfinite(mean):
-        return "–"
-    return f"{mean:.{digits}f} ± {std:.{digits}f}"
-
-
-def markdown_table(results: BanditResults) -> str:
-    """Final cumulative regret and normalised regret (uniform = 100) per agent, mean ± std over seeds."""
-    s = summary_frame(results)
-    p = results.problem
-    lines = [
-        f"**{p.get('name', 'bandit')}** — {results.rounds} rounds, {len(results.seeds)} seed(s) "
-        f"({', '.join(map(str, results.seeds))}); mean ± std over seeds; normalised regret = 100 × regret / uniform's regret on the same table.",
-        "",
-        "| agent | cumulative regret | normalised regret (uniform = 100) | cumulative pseudo-regret | reward / optimal reward | seconds per run |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    best = s.loc[s.agent != "uniform", "cumulative_regret_mean"].min() if (s.agent != "uniform").any() else None
-    for _, row in s.iterrows():
-        name = f"**{row.agent}**" if best is not None and row.cumulative_regret_mean == best else row.agent
-        lines.append(
-            f"| {name} | {_pm(row.cumulative_regret_mean, row.cumulative_regret_std, 1)} | "
-            f"{_pm(row.normalised_regret_mean, row.normalised_regret_std, 2)} | "
-            f"{_pm(row.pseudo_regret_mean, row.pseudo_regret_std, 1)} | "
-            f"{_pm(row.reward_ratio_mean, row.reward_ratio_std, 3)} | {row.seconds_mean:.1f} |"
-        )
-    return "\n".join(lines) + "\n"
 
 
 def plot_regret(results: BanditResults, path: str | Path, points: int = 500) -> Path:

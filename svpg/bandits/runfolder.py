@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from svpg.bandits.protocol import AgentRun, BanditResults
+from svpg.bandits.results import AgentRun, BanditResults
 from svpg.io import atomic_write
 
 SEEDS_DIR = "seeds"
