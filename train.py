@@ -4,8 +4,10 @@
     python train.py                                   # S²VGD (K = 1), M = 16, REINFORCE, CartPole-v1
     python train.py --method svgd --seed 3 --run-name svgd-s3
     python train.py --preset swingup --estimator a2c  # a task's settings (svpg/rl/presets/*.json)
+    python train.py --preset swingup --num-seeds 5    # seeds 0-4 as one batched run, one folder per seed
     python train.py --resume runs/<run-name>          # continue from the newest consistent checkpoint
     python train.py --resume runs/<run-name> --iterations 400 --from iter_000100
+    python train.py --resume runs/x__seed0 runs/x__seed1   # continue several seeds as one batch
 
 Every run writes runs/<run-name>/: TensorBoard events, config.json, progress.csv, model.safetensors and
 checkpoints/. Watch it with `tensorboard --logdir runs`. An existing run folder is never overwritten.
@@ -44,8 +46,9 @@ def build_parser() -> Parser:
         help=f"start from a preset ({', '.join(available_presets())}, or a JSON file of config fields); "
         "options given on the command line override it",
     )
-    parser.add_argument("--resume", default=None, metavar="RUN_DIR",
-                        help="continue the run in this folder (its own config; see above for the options it takes)")
+    parser.add_argument("--resume", default=None, nargs="+", metavar="RUN_DIR",
+                        help="continue the run in this folder (its own config; see above for the options it takes); "
+                        "several folders of one configuration and different seeds continue as one seed batch")
     parser.add_argument("--from", dest="from_checkpoint", default=None, metavar="CHECKPOINT",
                         help="with --resume: the checkpoint to continue from, e.g. iter_000040 or 40 (later ones are "
                         "moved to checkpoints/discarded_after_…; default: the newest consistent one)")
@@ -79,9 +82,9 @@ def main(argv: list[str] | None = None) -> int:
         return importlib.import_module(SUBCOMMANDS[argv[0]][0]).main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
-    from svpg.core.allocator import keep_freed_memory
+    from svpg.allocator import keep_freed_memory
 
-    keep_freed_memory()  # the A2C critic fit's large activations: see svpg/core/allocator.py
+    keep_freed_memory()  # the A2C critic fit's large activations: see svpg/allocator.py
     try:
         trainer = make_trainer(parser, args, argv)
     except (ValueError, FileNotFoundError) as e:  # CheckpointError and WriteError are ValueErrors
@@ -94,22 +97,24 @@ def main(argv: list[str] | None = None) -> int:
     from svpg.rl.trainer import NonFiniteError, TrainingInterrupted
 
     cfg = trainer.config
+    folders = " ".join(map(str, trainer.run_dirs))
     for note in trainer.notes:
         print(f"note: {note}")
     if args.resume:
-        start = trainer.resumed_from.name if trainer.resumed_from else "the start"
-        print(f"resuming {trainer.run_dir} from {start} (iteration {trainer.iteration} of {trainer.iterations})")
+        start = trainer.resumed_from[0].name if trainer.resumed_from else "the start"
+        print(f"resuming {folders} from {start} (iteration {trainer.iteration} of {trainer.iterations})")
         if trainer.finished:
-            print(f"nothing to do: {trainer.run_dir} has finished its {trainer.iterations} iterations; "
+            print(f"nothing to do: {folders} finished {trainer.iterations} iterations; "
                   f"give --iterations N (> {trainer.iterations}) or --total-steps to train further")
             return 0
     else:
-        print(f"run folder: {trainer.run_dir}")
-    print(f"{trainer.policy}\n{trainer.iterations} iterations × {trainer.policy.num_particles} particles × "
+        print(f"run folder{'s' if len(trainer.run_dirs) > 1 else ''}: {folders}")
+    seeds = f"{len(trainer.seeds)} seeds × " if len(trainer.seeds) > 1 else ""
+    print(f"{trainer.seed_policy(0)}\n{trainer.iterations} iterations × {seeds}{cfg.num_particles} particles × "
           f"{trainer.envs_per_particle} envs × {trainer.steps_per_iteration} steps on {cfg.env_id}")
-    resume_hint = f"python train.py --resume {trainer.run_dir}"
+    resume_hint = f"python train.py --resume {folders}"
     try:
-        policy = trainer.train()
+        trainer.train()
     except TrainingInterrupted as e:
         print(f"\n{e.signal_name}: stopped after iteration {e.iteration} and saved a checkpoint; continue with: {resume_hint}",
               file=sys.stderr)
@@ -129,15 +134,16 @@ def main(argv: list[str] | None = None) -> int:
         from svpg.rl.evaluation import evaluate_particles, format_table
 
         try:
-            returns = evaluate_particles(policy, cfg.env_id, cfg.eval_episodes, seed=int_seed(cfg.seed, "evaluation"),
-                                         max_episode_steps=trainer.horizon)
+            for k, (seed, run_dir) in enumerate(zip(trainer.seeds, trainer.run_dirs)):
+                returns = evaluate_particles(trainer.seed_policy(k), cfg.env_id, cfg.eval_episodes,
+                                             seed=int_seed(seed, "evaluation"), max_episode_steps=trainer.horizon)
+                print(f"\nevaluation of {run_dir}: {cfg.eval_episodes} deterministic episodes per particle on {cfg.env_id}\n")
+                print(format_table(returns))
         except KeyboardInterrupt:
-            print(f"\nevaluation interrupted; training finished and is saved: python evaluate.py {trainer.run_dir}",
+            print(f"\nevaluation interrupted; training finished and is saved: python evaluate.py {trainer.run_dirs[0]}",
                   file=sys.stderr)
             return 130
-        print(f"\nevaluation: {cfg.eval_episodes} deterministic episodes per particle on {cfg.env_id}\n")
-        print(format_table(returns))
-    print(f"\nsaved to {trainer.run_dir} — evaluate with: python evaluate.py {trainer.run_dir}")
+    print(f"\nsaved to {folders} — evaluate with: python evaluate.py {trainer.run_dirs[0]}")
     return 0
 
 

@@ -89,10 +89,12 @@ class BatchedEnv:
         self.max_episode_steps = max_episode_steps  # type: ignore[assignment]
 
     # -- the interface ------------------------------------------------------------------------------
-    def reset(self, seed: int | None = None) -> torch.Tensor:
+    def reset(self, seed: int | list[int] | None = None) -> torch.Tensor:
         """Reset every environment; returns the observations ``(num_envs, obs_dim)``.
 
-        :param seed: if given, reseeds the env's random generator first.
+        :param seed: if given, reseeds the env's random generator first. A list of G seeds splits the
+            batch into G equal consecutive groups, each drawing its start states exactly as a batch of
+            num_envs / G environments seeded with its seed would (seed-batched training).
         """
         raise NotImplementedError
 
@@ -203,7 +205,7 @@ class BatchedKernelEnv(BatchedEnv):
         else:
             raise ValueError(f"backend must be 'numpy', 'torch' or None, got {backend!r}")
         self.generator = torch.Generator(device=self.device)
-        self._seed(seed)
+        self._seed(seed)  # sets the block size and the seed groups
         xp = self._xp
         kw = dict(device=self.device, dtype=self.dtype)
         self._reset_loc = torch.tensor(self.reset_loc, **kw)
@@ -214,7 +216,6 @@ class BatchedKernelEnv(BatchedEnv):
         self._false_t = torch.zeros(n, dtype=torch.bool, device=self.device)
         self._true_t = torch.ones(n, dtype=torch.bool, device=self.device)
         self._false = xp.from_torch(self._false_t)
-        self._block_steps = max(1, min(128, self.reset_block_numbers // (n * self.state_dim)))
         self._resets: tuple = ()
         self._next_reset = 0
         self._state = None  # (num_envs, state_dim) array of the backend
@@ -240,15 +241,19 @@ class BatchedKernelEnv(BatchedEnv):
         return self._xp.from_torch(actions, self._action_dtype).reshape(-1)
 
     def _draw_reset(self, steps: int) -> torch.Tensor:
-        """``(steps, num_envs, state_dim)`` fresh start states from ``self.generator``."""
-        shape = (steps, self.num_envs, self.state_dim)
-        u = torch.empty(shape, device=self.device, dtype=self.dtype)
-        if self.reset_distribution == "uniform":
-            u.uniform_(-1.0, 1.0, generator=self.generator)
-        elif self.reset_distribution == "normal":
-            u.normal_(generator=self.generator)
-        else:
-            raise ValueError(f"unknown reset_distribution {self.reset_distribution!r}")
+        """``(steps, num_envs, state_dim)`` fresh start states from ``self.generator`` (or from each
+        group's generator for its rows)."""
+        generators = self._group_generators or [self.generator]
+        u = torch.empty((steps, self.num_envs, self.state_dim), device=self.device, dtype=self.dtype)
+        for block, generator in zip(u.chunk(len(generators), dim=1), generators):
+            part = torch.empty(block.shape, device=self.device, dtype=self.dtype)  # contiguous: the draw order of a lone batch
+            if self.reset_distribution == "uniform":
+                part.uniform_(-1.0, 1.0, generator=generator)
+            elif self.reset_distribution == "normal":
+                part.normal_(generator=generator)
+            else:
+                raise ValueError(f"unknown reset_distribution {self.reset_distribution!r}")
+            block.copy_(part)
         return torch.addcmul(self._reset_loc, u, self._reset_scale)
 
     def _observe_x(self, state):
@@ -275,13 +280,24 @@ class BatchedKernelEnv(BatchedEnv):
         return self._resets[i]
 
     # -- BatchedEnv ---------------------------------------------------------------------------------
-    def _seed(self, seed: int | None) -> None:
+    def _seed(self, seed: int | list[int] | None) -> None:
+        self._group_generators = None
+        self._block_steps = self._steps_per_block(self.num_envs)
         if seed is None:
             self.generator.seed()
+        elif isinstance(seed, (list, tuple)):
+            groups = len(seed)
+            if groups < 1 or self.num_envs % groups:
+                raise ValueError(f"{self.num_envs} environments cannot form {groups} equal seed groups")
+            self._group_generators = [torch.Generator(device=self.device).manual_seed(int(s)) for s in seed]
+            self._block_steps = self._steps_per_block(self.num_envs // groups)
         else:
             self.generator.manual_seed(int(seed))
 
-    def reset(self, seed: int | None = None) -> torch.Tensor:
+    def _steps_per_block(self, num_envs: int) -> int:
+        return max(1, min(128, self.reset_block_numbers // (num_envs * self.state_dim)))
+
+    def reset(self, seed: int | list[int] | None = None) -> torch.Tensor:
         if seed is not None:
             self._seed(seed)
         self._resets, self._next_reset = (), 0

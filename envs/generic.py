@@ -81,9 +81,14 @@ class GymVectorEnv(BatchedEnv):
         obs = np.asarray(obs).reshape(self.num_envs, -1)
         return torch.as_tensor(obs, device=self.device).to(self.dtype)
 
-    def reset(self, seed: int | None = None) -> torch.Tensor:
+    def reset(self, seed: int | list[int] | None = None) -> torch.Tensor:
         if seed is None and not self._started:
             seed = self._seed
+        if isinstance(seed, (list, tuple)):  # G groups, each seeded as a lone batch: env i of a group gets s + i
+            if not seed or self.num_envs % len(seed):
+                raise ValueError(f"{self.num_envs} environments cannot form {len(seed)} equal seed groups")
+            per_group = self.num_envs // len(seed)
+            seed = [int(s) + i for s in seed for i in range(per_group)]
         self._started = True
         obs, _ = self.vec_env.reset(seed=seed)
         return self._to_torch(obs)

@@ -121,9 +121,13 @@ class TensorBoardLogger:
         keys = list(scalars)
         tensors = [torch.as_tensor(scalars[k], dtype=torch.float64).detach().cpu().reshape(()) for k in keys]
         values = dict(zip(keys, torch.stack(tensors).tolist()))
+        self.write(values, step)
+        return values
+
+    def write(self, values: dict[str, float], step: int) -> None:
+        """Scalars already on the host."""
         for k, v in values.items():
             self.writer.add_scalar(k, v, step)
-        return values
 
     def text(self, tag: str, text: str) -> None:
         self.writer.add_text(tag, text)

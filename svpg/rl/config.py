@@ -71,6 +71,8 @@ class SVPGConfig:
     iterations: int = _f(200, "number of SVGD updates (iterations)")
     total_steps: int = _f(0, "if > 0, train for this many environment steps instead of --iterations")
     seed: int = _f(0, "run seed: every random stream (initial particles, environment resets, action noise, critics) is spawned from it")
+    num_seeds: int = _f(1, "train seeds --seed … --seed + S − 1 as one batched computation (one run folder each, "
+                        "<run-name>__seed<s>); each seed's run equals its single-seed run up to float summation order")
     device: str = _f("cpu", "torch device, e.g. cpu or cuda")
     threads: int = _f(DEFAULT_THREADS, "torch CPU threads for the update (0: all cores; rollouts always use one); "
                       "on shared cores more threads can run several times slower")
@@ -86,7 +88,7 @@ class SVPGConfig:
             problems.append(f"--method {self.method!r}: choose from {', '.join(METHODS)}")
         if self.estimator not in ESTIMATORS:
             problems.append(f"--estimator {self.estimator!r}: choose from {', '.join(ESTIMATORS)}")
-        for name in ("num_particles", "samples_per_particle"):
+        for name in ("num_particles", "samples_per_particle", "num_seeds"):
             if getattr(self, name) < 1:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 1, got {getattr(self, name)}")
         for name in ("iterations", "total_steps", "horizon", "householder", "checkpoint_every", "eval_episodes", "threads"):
@@ -94,6 +96,8 @@ class SVPGConfig:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 0, got {getattr(self, name)}")
         if self.iterations == 0 and self.total_steps == 0:
             problems.append("give --iterations > 0 or --total-steps > 0")
+        if self.seed < 0:
+            problems.append(f"--seed must be ≥ 0, got {self.seed}")
         if not self.alpha > 0:
             problems.append(f"--alpha (temperature) must be > 0, got {self.alpha}")
         if not self.prior_weight >= 0:

@@ -6,7 +6,9 @@
 
 Both have the same two steps, called in this order every iteration: ``advantages(batch)`` →
 (Â, value targets, diagnostics) with the critics as they were during the rollout, then
-``fit(batch, targets, generator)``, which trains the critics (a no-op for REINFORCE).
+``fit(batch, targets, generators)``, which trains the critics (a no-op for REINFORCE). Every
+computation is per particle; with ``groups`` G (seed batching: G runs of M/G particles each) the
+diagnostics are per group, shape (G,).
 """
 from __future__ import annotations
 
@@ -21,6 +23,14 @@ from svpg.rl.rollout import Rollout, per_particle
 from svpg.seeding import torch_generator
 
 
+def explained_variance(residual: torch.Tensor, target: torch.Tensor, groups: int) -> torch.Tensor:
+    """1 − Var(residual) / Var(target) over each group's samples (T, M, N): (G,)."""
+    t, m, n = target.shape
+    r, y = residual.reshape(t, groups, m // groups, n), target.reshape(t, groups, m // groups, n)
+    dims = (0, 2, 3)
+    return 1 - r.var(dim=dims) / y.var(dim=dims).clamp_min(1e-8)
+
+
 class Reinforce:
     """Reward-to-go minus a baseline, standardised per particle (rllab's VPG with ``center_adv``).
 
@@ -32,10 +42,10 @@ class Reinforce:
     needs_final_obs = False
     BASELINES = ("linear", "none")
 
-    def __init__(self, gamma: float, baseline: str = "linear", obs_scale: tuple[float, ...] = ()):
+    def __init__(self, gamma: float, baseline: str = "linear", obs_scale: tuple[float, ...] = (), groups: int = 1):
         if baseline not in self.BASELINES:
             raise ValueError(f"unknown REINFORCE baseline {baseline!r}: choose from {', '.join(self.BASELINES)}")
-        self.gamma, self.baseline, self.obs_scale = gamma, baseline, tuple(obs_scale)
+        self.gamma, self.baseline, self.obs_scale, self.groups = gamma, baseline, tuple(obs_scale), groups
 
     def advantages(self, batch: Rollout) -> tuple[torch.Tensor, None, dict[str, torch.Tensor]]:
         """Standardised (per particle) advantages (T, M, N), no value targets, diagnostics.
@@ -45,10 +55,10 @@ class Reinforce:
             return standardize(returns, dims=(0, 2)), None, {}
         obs = batch.obs * batch.obs.new_tensor(self.obs_scale) if self.obs_scale else batch.obs  # what the policy sees
         adv = returns - linear_feature_baseline(obs, batch.dones, returns)
-        explained = 1 - adv.var() / returns.var().clamp_min(1e-8)
+        explained = explained_variance(adv, returns, self.groups)
         return standardize(adv, dims=(0, 2)), None, {"baseline/explained_variance": explained}
 
-    def fit(self, batch: Rollout, targets: None, generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
+    def fit(self, batch: Rollout, targets: None, generators: list[torch.Generator] | None = None) -> dict[str, torch.Tensor]:
         """Nothing to train: the linear baseline is refitted inside :meth:`advantages`."""
         return {}
 
@@ -69,7 +79,9 @@ class A2C:
     :param hidden: critic hidden widths; :param lr: critic Adam learning rate.
     :param gae_lambda: λ of GAE; :param value_steps: minibatches per pass over the batch;
     :param value_epochs: passes over the batch per iteration (PPO-style critic fitting).
-    :param seed: the run seed; the critics' initial weights come from its ``critic_init`` stream.
+    :param seed: the run seed; the critics' initial weights come from its ``critic_init`` stream. A
+        list of G seeds (seed batching) initialises G equal consecutive groups of critics, each from
+        its own seed's stream, as G separate runs would.
     :param obs_scale: the policy's fixed observation scale, which the critics read too.
     """
 
@@ -80,15 +92,18 @@ class A2C:
         self, obs_dim: int, num_particles: int, gamma: float, *, gae_lambda: float = _DEFAULTS.gae_lambda,
         hidden: tuple[int, ...] = _DEFAULTS.critic_hidden, lr: float = _DEFAULTS.critic_lr,
         value_steps: int = _DEFAULTS.value_steps, value_epochs: int = _DEFAULTS.value_epochs,
-        device="cpu", seed: int = 0, obs_scale: tuple[float, ...] = (),
+        device="cpu", seed: int | list[int] = 0, obs_scale: tuple[float, ...] = (),
     ):
         self.gamma, self.gae_lambda = gamma, gae_lambda
         self.value_steps, self.value_epochs = value_steps, value_epochs
         self.obs_scale = tuple(obs_scale)
         self.layout = ParticleLayout()
         self.net = ParticleMLP(self.layout, NetworkSpec((obs_dim, *hidden, 1), prior="flat"), name="v")
+        seeds = [seed] if isinstance(seed, int) else list(seed)
+        self.groups = len(seeds)
         theta = torch.empty(num_particles, self.layout.size, device=device)
-        self.net.init_(theta, torch_generator(seed, "critic_init", device=theta.device))
+        for block, s in zip(theta.chunk(self.groups), seeds):
+            self.net.init_(block, torch_generator(s, "critic_init", device=theta.device))
         self.theta = torch.nn.Parameter(theta)
         self.optimizer = torch.optim.Adam([self.theta], lr=lr)
 
@@ -108,30 +123,30 @@ class A2C:
         next_values = self.values(batch.final_obs)
         adv = gae_advantages(batch.rewards, values, next_values, batch.terminated, batch.dones, self.gamma, self.gae_lambda)
         returns = adv + values
-        explained = 1 - adv.var() / returns.var().clamp_min(1e-8)
+        explained = explained_variance(adv, returns, self.groups)
         return standardize(adv, dims=(0, 2)), returns, {"critic/explained_variance": explained}
 
-    def fit(self, batch: Rollout, targets: torch.Tensor, generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
+    def fit(self, batch: Rollout, targets: torch.Tensor, generators: list[torch.Generator] | None = None) -> dict[str, torch.Tensor]:
         """Regress every particle's critic on its own (obs, target) pairs with minibatch Adam.
 
-        :param generator: the minibatch-order stream.
+        :param generators: the minibatch-order stream of each group (one per seed).
         """
         obs = batch.obs
         t, m, n, _ = obs.shape
         x, y = per_particle(obs, m), per_particle(targets, m)
-        loss = torch.zeros((), device=obs.device)
+        generators = generators or [None] * self.groups
+        squared = x.new_zeros(m, 1)
         for _ in range(self.value_epochs):
             # one index_select per pass, then contiguous chunks: 5× cheaper than indexing per minibatch
-            perm = torch.randperm(t * n, generator=generator, device=obs.device)
-            x_chunks = x.index_select(1, perm).chunk(self.value_steps, 1)
-            y_chunks = y.index_select(1, perm).chunk(self.value_steps, 1)
-            for xb, yb in zip(x_chunks, y_chunks):
-                pred = self.values(xb)
-                loss = (pred - yb).square().mean()
+            perms = [torch.randperm(t * n, generator=g, device=obs.device) for g in generators]
+            x_shuffled = torch.cat([xg.index_select(1, p) for xg, p in zip(x.chunk(self.groups), perms)])
+            y_shuffled = torch.cat([yg.index_select(1, p) for yg, p in zip(y.chunk(self.groups), perms)])
+            for xb, yb in zip(x_shuffled.chunk(self.value_steps, 1), y_shuffled.chunk(self.value_steps, 1)):
+                squared = (self.values(xb) - yb).square()
                 self.optimizer.zero_grad(set_to_none=True)
-                (loss * m).backward()  # each particle's critic sees its own mean-squared error
+                (squared.mean() * m).backward()  # each particle's critic sees its own mean-squared error
                 self.optimizer.step()
-        return {"critic/value_loss": loss.detach()}
+        return {"critic/value_loss": squared.detach().view(self.groups, -1).mean(-1)}
 
     def state_dict(self) -> dict:
         return {"theta": self.theta.detach().cpu(), "optimizer": self.optimizer.state_dict()}

@@ -5,6 +5,7 @@ recomputes log-probabilities in one batched pass afterwards. No host syncs in th
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -44,20 +45,25 @@ def collect_rollout(
     policy: ParticlePolicy,
     obs: torch.Tensor,
     steps: int,
-    generator: torch.Generator | None = None,
+    generator: torch.Generator | Sequence[torch.Generator] | None = None,
     *,
     keep_final_obs: bool = False,
 ) -> Rollout:
     """Run every particle's policy on its own N = env.num_envs / M environments for ``steps`` steps.
 
     :param obs: the environments' current observations (num_envs, obs_dim), e.g. from ``env.reset()``.
-    :param generator: the action-noise stream.
+    :param generator: the action-noise stream, or one stream per group of particles (seed batching:
+        G generators for G equal consecutive groups of the M particles).
     :param keep_final_obs: also store the pre-reset next observations (A2C bootstraps from them).
     """
     m = policy.num_particles
     n = env.num_envs // m
     weights = policy.fast_weights(policy.theta.detach())
-    noise = policy.draw_noise((steps, m, n), generator)
+    if isinstance(generator, Sequence):
+        per_group = m // len(generator)
+        noise = torch.cat([policy.draw_noise((steps, per_group, n), g) for g in generator], dim=1)
+    else:
+        noise = policy.draw_noise((steps, m, n), generator)
     obs_l, act_l, rew_l, term_l, trunc_l, final_l = [], [], [], [], [], []
     for t in range(steps):
         o = obs.view(m, n, -1)
