@@ -107,6 +107,21 @@ def test_training_schedule_and_round_robin_warmup():
     assert agent.trainings == 3 and agent.size == 35  # trained at 10, 20, 30 rounds
 
 
+def test_stein_agents_keep_unit_householder_vectors_and_log_their_smallest_norm():
+    x = np.random.default_rng(0).normal(size=(20, 3)).astype(np.float32)
+    a, r = np.arange(20) % 2, np.random.default_rng(1).normal(size=20)
+    for name in ("s2vgd", "svgd"):
+        agent = make_agent(name, 2, 3, num_particles=4, train_every=20, train_steps=3, initial_pulls=0, lr=0.05)
+        info = agent.update(x, a, r, 0)  # 20 rounds: one training point
+        blocks = [b for b in agent.layout if b.endswith((".v_in", ".v_out"))]
+        assert bool(blocks) == (name == "s2vgd") == ("structure/min_householder_norm" in info)
+        for block in blocks:
+            norms = torch.linalg.vector_norm(agent.layout.get(agent.theta.detach(), block), dim=-1)
+            torch.testing.assert_close(norms, torch.ones_like(norms))
+        if blocks:
+            assert 0.5 < info["structure/min_householder_norm"].item() < 1.5  # one small step off the unit sphere
+
+
 class WheelLike(BanditProblem):
     name, context_dim, num_actions = "tiny", 3, 2
 

@@ -385,10 +385,10 @@ def test_fast_weights_compute_the_same_tanh_network_and_gradients(sizes):
 def test_vanishing_householder_vectors_keep_finite_gradients(k, scale):
     # a prior can shrink v towards 0 (the likelihood only sees its direction); in float32 the
     # gradient must stay finite all the way (it overflowed to inf/NaN after ~750 SVPG iterations)
-    v = (torch.randn(2, k, 25) * scale).requires_grad_(True)
-    a = torch.randn(2, 25, 10)
-    y = apply_householder_right_t(torch.randn(2, k, 10), apply_householder_left(v, a))
-    (g,) = torch.autograd.grad((y * torch.randn_like(y)).sum(), v)
+    v = (_randn(2, k, 25, seed=20, dtype=torch.float32) * scale).requires_grad_(True)
+    a = _randn(2, 25, 10, seed=21, dtype=torch.float32)
+    y = apply_householder_right_t(_randn(2, k, 10, seed=22, dtype=torch.float32), apply_householder_left(v, a))
+    (g,) = torch.autograd.grad((y * _randn(*y.shape, seed=23, dtype=torch.float32)).sum(), v)
     assert torch.isfinite(y).all() and torch.isfinite(g).all()
 
 
@@ -399,7 +399,7 @@ def test_plain_output_layer_keeps_hidden_layers_structural():
     assert net.structural_blocks() == ["net.0.lam_in", "net.0.lam_out", "net.0.v_in", "net.0.v_out"]
     assert not any(name.startswith("net.1.") and name.split(".")[-1] in ("lam_in", "lam_out", "v_in", "v_out", "log_var_v")
                    for name in layout)
-    theta = torch.randn(3, layout.size, dtype=torch.float64)
+    theta = _randn(3, layout.size, seed=24)
     (w0, _), (w1, _) = net.weights(theta)
     torch.testing.assert_close(w1, layout.get(theta, "net.1.C"))  # plain: W = C
     assert not torch.allclose(w0, layout.get(theta, "net.0.C"))  # structural: W = P Λ1 C Λ2 Qᵀ
@@ -408,3 +408,63 @@ def test_plain_output_layer_keeps_hidden_layers_structural():
     for name in layout:
         block = layout.get(scale.unsqueeze(0), name)
         assert torch.all(block == (0.1 if name in net.structural_blocks() else 1.0)), name
+
+
+# ----------------------------------------------------------------------------- Householder scale
+@pytest.mark.parametrize("k", [1, 2, 5])  # 5 > SEQUENTIAL_MAX_K: the WY path
+def test_normalising_householder_vectors_keeps_the_weights_and_gives_unit_rows(k):
+    layout = ParticleLayout()
+    net = ParticleMLP(layout, NetworkSpec((6, 7, 5), householder=k, learn_scales=True, structural_output=True))
+    theta = _randn(3, layout.size, seed=30 + k)
+    for name in layout:  # Householder vectors of very different lengths, as drift or shrinkage leave them
+        if name.endswith((".v_in", ".v_out")):
+            layout.get(theta, name).mul_(_randn(3, k, 1, seed=40 + k).exp() * 10)
+    before = [w for w, _ in net.weights(theta)]
+    net.normalise_householder_(theta)
+    for w_before, (w_after, _) in zip(before, net.weights(theta)):
+        torch.testing.assert_close(w_after, w_before, rtol=0, atol=1e-6)  # H depends on v's direction only
+    for name in layout:
+        if name.endswith((".v_in", ".v_out")):
+            norms = torch.linalg.vector_norm(layout.get(theta, name), dim=-1)
+            torch.testing.assert_close(norms, torch.ones_like(norms), rtol=0, atol=1e-12)
+
+
+def test_normalise_householder_returns_the_smallest_norm_before_rescaling():
+    layout = ParticleLayout()
+    net = ParticleMLP(layout, NetworkSpec((3, 3, 2), householder=1))  # one reflection per side, both layers
+    theta = torch.zeros(2, layout.size, dtype=F64)
+    lengths = {"net.0.v_in": (3.0, 2.0), "net.0.v_out": (4.0, 0.5), "net.1.v_in": (1.5, 7.0), "net.1.v_out": (2.5, 1.0)}
+    for name, per_particle in lengths.items():
+        v = layout.get(theta, name)  # (2, 1, ℓ)
+        v[:, 0, 0] = torch.tensor(per_particle, dtype=F64)  # ‖v‖ = the first coordinate
+    smallest = net.normalise_householder_(theta)
+    assert smallest.shape == () and smallest.item() == 0.5  # particle 1's net.0.v_out
+    assert net.layers[1].normalise_householder_(theta).item() == 1.0  # now unit everywhere
+    assert net.has_householder
+    # a zero vector (which reflects nothing) stays zero; its norm 0 is reported
+    layout.get(theta, "net.1.v_out")[0].zero_()
+    assert net.normalise_householder_(theta).item() == 0.0
+    assert torch.count_nonzero(layout.get(theta, "net.1.v_out")[0]) == 0
+    # no reflections: nothing to do, 1.0 reported
+    plain_layout = ParticleLayout()
+    plain = ParticleMLP(plain_layout, NetworkSpec((3, 4, 2), learn_scales=True))
+    plain_theta = _randn(2, plain_layout.size, seed=0)
+    copy = plain_theta.clone()
+    assert not plain.has_householder and plain.normalise_householder_(plain_theta).item() == 1.0
+    assert torch.equal(plain_theta, copy)
+
+
+def test_normalise_householder_works_on_a_leaf_that_requires_grad_and_init_gives_unit_rows():
+    layout = ParticleLayout()
+    net = ParticleMLP(layout, NetworkSpec((4, 6, 2), householder=2, learn_scales=True))
+    theta = torch.zeros(3, layout.size)
+    net.init_(theta, torch.Generator().manual_seed(0))
+    for name in ("net.0.v_in", "net.0.v_out", "net.1.v_in", "net.1.v_out"):
+        norms = torch.linalg.vector_norm(layout.get(theta, name), dim=-1)
+        torch.testing.assert_close(norms, torch.ones_like(norms))
+    theta.requires_grad_(True)  # as the front ends hold it; the optimizer moves v off the sphere
+    with torch.no_grad():
+        layout.get(theta, "net.0.v_in").mul_(3.0)
+    assert net.normalise_householder_(theta).item() == pytest.approx(1.0)  # net.0.v_out and net.1 are unit
+    assert theta.requires_grad and theta.grad is None
+    torch.testing.assert_close(torch.linalg.vector_norm(layout.get(theta, "net.0.v_in"), dim=-1), torch.ones(3, 2))

@@ -130,6 +130,23 @@ def test_estimator_runs_on_default_threads_and_restores_the_callers():
         BayesianRegressor(threads=0).fit(x, y)
 
 
+@pytest.mark.parametrize("method", ["s2vgd", "svgd"])
+def test_householder_vectors_are_unit_after_every_step_and_their_smallest_norm_is_logged(method):
+    x, y = _toy_1d(60)
+    logged = []
+    model = BayesianRegressor(method=method, n_particles=3, hidden=(8,), epochs=2, batch_size=20, lr=0.05)
+    model.fit(x, y, callback=lambda _, scalars: logged.append(scalars))
+    blocks = [b for b in model.layout_ if b.endswith((".v_in", ".v_out"))]
+    assert bool(blocks) == (method == "s2vgd")
+    for name in blocks:
+        norms = torch.linalg.vector_norm(model.layout_.get(model.theta_, name), dim=-1)
+        torch.testing.assert_close(norms, torch.ones_like(norms))
+    if method == "s2vgd":  # one Adam step of lr 0.05 moves a unit v by at most ~0.05 per coordinate
+        assert all(0.5 < s["structure/min_householder_norm"] < 1.5 for s in logged), logged
+    else:
+        assert all("structure/min_householder_norm" not in s for s in logged)
+
+
 @pytest.fixture(scope="module")
 def digits():
     d = load_dataset("mnist")

@@ -172,7 +172,9 @@ class ParticleRewardModel(Agent):
     size B); p(θ) is eq. 14 (or flat), σ² ~ Inv-Gamma(``noise_a``, ``noise_b``). Rewards are
     standardised with the mean and standard deviation of all rewards observed so far (which leaves
     every argmax unchanged). Every ``train_every`` rounds the particles take ``train_steps`` SVGD
-    steps (eq. 9), all particles in one batched computation.
+    steps (eq. 9), all particles in one batched computation, each followed by
+    :meth:`~svpg.core.networks.ParticleMLP.normalise_householder_` (unit Householder vectors, the same
+    weights; the smallest norm before it is logged as ``structure/min_householder_norm``).
     """
 
     def __init__(self, num_actions: int, context_dim: int, *, num_particles: int, spec: NetworkSpec,
@@ -294,16 +296,19 @@ class ParticleRewardModel(Agent):
         std = torch.where(std > 0, std, torch.ones_like(std))
         x_all, a_all = self._x[:n], self._a[:n]
         y_all = ((r - mean) / std).float()
-        terms = None
+        terms, householder_norms = None, []
         for _ in range(self.train_steps):
             idx = torch.randint(0, n, (self.batch_size,), generator=self.minibatch_generator, device=self.device)
             logp = self.log_posterior(self.theta, x_all[idx], a_all[idx], y_all[idx], n)
             (grad,) = torch.autograd.grad(logp.sum(), self.theta)
             terms = self.svgd.step(grad)
+            householder_norms.append(self.net.normalise_householder_(self.theta))  # unit v: the same W
         self._weights = None
         self.trainings += 1
         diag = terms.diagnostics(self.theta.detach())
         diag["train/log_posterior"] = logp.detach().mean()
+        if self.net.has_householder:
+            diag["structure/min_householder_norm"] = torch.stack(householder_norms).amin()
         return diag
 
     def hyperparameters(self) -> dict:

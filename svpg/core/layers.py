@@ -164,8 +164,33 @@ class StructuralLinear:
         return lp
 
     @torch.no_grad()
+    def normalise_householder_(self, theta: torch.Tensor) -> torch.Tensor:
+        """Rescale every Householder vector v of every particle to unit length, in place.
+
+        H = I − 2 v vᵀ/‖v‖² (eq. 12) depends only on v's direction, so the effective weights W and the
+        likelihood are unchanged; only the radial part of v, which the likelihood cannot see, is
+        reset. Without it the eq. 14 prior shrinks ‖v‖ towards 0 (where the ε guard of ‖v‖² stops H
+        being orthogonal) and under the flat prior ‖v‖ drifts and inflates the median bandwidth. The
+        isotropic Gaussian prior on v induces the uniform distribution on directions, so the
+        retraction onto the sphere keeps what the posterior says about directions. A zero v stays zero.
+
+        :return: the smallest ‖v‖ before rescaling over all particles and both sides, a 0-d tensor
+            on θ's device (no host sync); 1.0 for a layer without reflections (K = 0).
+        """
+        if not self.k:
+            return theta.new_ones(())
+        smallest = []
+        for block in ("v_in", "v_out"):
+            v = self._get(theta, block)  # (M, K, ℓ) view of θ
+            norm = torch.linalg.vector_norm(v, dim=-1, keepdim=True)
+            v.div_(torch.where(norm > 0, norm, torch.ones_like(norm)))
+            smallest.append(norm.amin())
+        return torch.minimum(*smallest)
+
+    @torch.no_grad()
     def init_(self, theta: torch.Tensor, generator: torch.Generator | None = None, scale: float = 1.0) -> None:
-        """Xavier-uniform C (times ``scale``), zero bias, Λ = 1, v ~ N(0, I); log-variances to match."""
+        """Xavier-uniform C (times ``scale``), zero bias, Λ = 1, v uniform on the unit sphere (a
+        normalised N(0, I) draw); log-variances to match."""
         bound = scale * math.sqrt(6.0 / (self.l1 + self.l2))
         c = self._get(theta, "C")
         c.copy_(torch.rand(c.shape, generator=generator, dtype=c.dtype, device=c.device) * 2 * bound - bound)
@@ -177,6 +202,7 @@ class StructuralLinear:
             for block in ("v_in", "v_out"):
                 v = self._get(theta, block)
                 v.copy_(torch.randn(v.shape, generator=generator, dtype=v.dtype, device=v.device))
+            self.normalise_householder_(theta)
         if self.prior.learns_variances:
             self._get(theta, "log_var_C").fill_(0.0)
             if self.learn_scales:

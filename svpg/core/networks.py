@@ -1,9 +1,8 @@
 """MLPs whose every layer is a :class:`StructuralLinear`, evaluated for all particles at once.
 
-A forward pass is one ``torch.baddbmm`` per layer on weights (M, in, out) and inputs (M, B, in)
-(DESIGN §2). Effective weights are computed once per parameter update by :meth:`ParticleMLP.weights`
-and reused for any number of forward passes (a whole rollout), so the structure costs nothing per
-environment step.
+A forward pass is one ``torch.baddbmm`` per layer on weights (M, in, out) and inputs (M, B, in).
+Effective weights are computed once per parameter update by :meth:`ParticleMLP.weights` and reused
+for any number of forward passes (a whole rollout), so the structure costs nothing per environment step.
 """
 from __future__ import annotations
 
@@ -19,21 +18,6 @@ from svpg.core.priors import make_prior
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {"tanh": torch.tanh, "relu": torch.relu}
 
 LayerWeights = list[tuple[torch.Tensor, torch.Tensor]]
-
-
-class _TanhOfHalf(torch.autograd.Function):
-    """y = tanh(u / 2) = 2σ(u) − 1 through the fast sigmoid kernel; dy/du = (1 − y²) / 2."""
-
-    @staticmethod
-    def forward(ctx, u):
-        y = torch.sigmoid(u).mul_(2.0).sub_(1.0)
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, grad):
-        (y,) = ctx.saved_tensors
-        return torch.ops.aten.tanh_backward(grad, y).mul_(0.5)
 
 
 @dataclass(frozen=True)
@@ -140,6 +124,23 @@ class ParticleMLP:
     def structural_blocks(self) -> list[str]:
         """Layout names of every Λ and Householder-vector block (for per-block step sizes)."""
         return [b for layer in self.layers for b in layer.structural_blocks()]
+
+    @property
+    def has_householder(self) -> bool:
+        """True if some layer has Householder reflections (K ≥ 1)."""
+        return any(layer.k for layer in self.layers)
+
+    @torch.no_grad()
+    def normalise_householder_(self, theta: torch.Tensor) -> torch.Tensor:
+        """:meth:`StructuralLinear.normalise_householder_` on every layer: unit Householder vectors, the
+        same effective weights. Call it after every SVGD step.
+
+        :return: the smallest ‖v‖ before rescaling over all particles and layers, a 0-d tensor on θ's
+            device (no host sync), logged as ``structure/min_householder_norm``; 1.0 for a network
+            without reflections.
+        """
+        norms = [layer.normalise_householder_(theta) for layer in self.layers if layer.k]
+        return torch.stack(norms).amin() if norms else theta.new_ones(())
 
     def log_prior(self, theta: torch.Tensor) -> torch.Tensor:
         """Σ over layers of eq. 14: (M,)."""

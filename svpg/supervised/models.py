@@ -7,6 +7,8 @@
     log p(θ | D) = (N / B) Σ_{i ∈ batch} log p(y_i | x_i, θ) + log p(θ)   (likelihood scaled by N/B),
 
 where log p(θ) is eq. 14 (C, b ~ N(0, λ); v ~ N(0, φ); Λ ~ N(0, ψ); λ, φ, ψ ~ Inv-Gamma(1, 0.1)).
+After every SVGD step the Householder vectors v are rescaled to unit length
+(:meth:`~svpg.core.networks.ParticleMLP.normalise_householder_`): the weights depend on v's direction only.
 
 Methods (the ``method`` argument):
 
@@ -331,11 +333,13 @@ class _ParticleBNN:
         for epoch in bar:
             t0 = time.perf_counter()
             perm = torch.randperm(n, generator=order).to(x.device)
+            householder_norms = []
             for start in range(0, n - bs + 1, bs):  # drop the last partial batch: every step sees B rows
                 idx = perm[start : start + bs]
                 log_post = self._log_posterior(theta, x[idx], y[idx], scale)
                 (grad,) = torch.autograd.grad(log_post.sum(), theta)
                 terms = svgd.step(grad)
+                householder_norms.append(self.net_.normalise_householder_(theta))  # unit v: the same W
                 if schedule is not None:
                     schedule.step()
             record = {"epoch": epoch, "epoch_seconds": time.perf_counter() - t0}
@@ -346,7 +350,10 @@ class _ParticleBNN:
                     best, best_theta, best_epoch = score, theta.detach().clone(), epoch
                 bar.set_postfix(val_ll=f"{score:.3f}", best=best_epoch)
             if callback is not None:
-                diag = {k: float(v) for k, v in terms.diagnostics(theta.detach()).items()}
+                diag = terms.diagnostics(theta.detach())
+                if self.net_.has_householder:
+                    diag["structure/min_householder_norm"] = torch.stack(householder_norms).amin()
+                diag = {k: float(v) for k, v in diag.items()}
                 callback(epoch, {**record, **diag, "train/log_posterior": float(log_post.detach().mean())})
             self.history_.append(record)
         bar.close()

@@ -1,1 +1,0 @@
-"""Reproduction harnesses: ``python -m svpg.experiments.rl`` and ``python -m svpg.experiments.sb3``."""
