@@ -1,7 +1,7 @@
 """The RL reproduction harness: overrides reach every run, outputs are written, re-runs resume."""
 import json
 
-from svpg.experiments import rl as harness
+from svpg.rl import experiments as harness
 
 TINY = ["--iterations", "2", "--samples-per-particle", "500", "--num-particles", "2", "--alpha", "3",
         "--methods", "s2vgd,independent", "--estimators", "reinforce", "--seeds", "1", "--jobs", "1"]

@@ -1,13 +1,17 @@
 """Reproduce the S²VGD paper's RL comparison (§5.4, Figure 4) on one task, resumably.
 
-    python -m svpg.experiments.rl --task swingup --seeds 5
-    python -m svpg.experiments.rl --task pendulum --seeds 5 --jobs 2 --out runs/repro-pendulum
-    python -m svpg.experiments.rl --task swingup --alpha 1 --anneal-lr true   # any train.py option overrides the preset
+    python -m svpg.rl.experiments --task swingup --seeds 5
+    python -m svpg.rl.experiments --task pendulum --seeds 5 --jobs 2 --out runs/repro-pendulum
+    python -m svpg.rl.experiments --task swingup --alpha 1 --anneal-lr true   # any train.py option overrides the preset
+    python -m svpg.rl.experiments --task pendulum --seeds 5 --backend ray      # Ray Tune trials (RAY_ADDRESS: a cluster)
 
 Runs {s2vgd, svgd, svgd-star, independent} × {reinforce, a2c} × seeds with the task's paper preset,
-one run folder each under ``--out``. Every training option of ``train.py`` (``--alpha``, ``--lr``,
-``--iterations``, ...) may be given to override the preset for all runs. Finished runs are skipped and interrupted ones resume from
-their last checkpoint, so re-running the command continues where it stopped. Writes to ``--out``:
+one run folder each under ``--out`` (``<method>__<estimator>__seed<s>``). The seeds of each (method,
+estimator) train as one seed-batched computation (``train.py --num-seeds``), one job per batch, on
+``--jobs`` local processes or as Ray Tune trials (:mod:`svpg.grid`). Every training option of
+``train.py`` (``--alpha``, ``--lr``, ``--iterations``, ...) may be given to override the preset for all
+runs. Finished runs are skipped and interrupted ones resume from their last checkpoint, so re-running
+the command continues where it stopped. Writes to ``--out``:
 
 * ``curves.csv``  per-iteration mean / max / min over particles of every run,
 * ``curves.png``  learning curves: mean over seeds (dark) ± std (light), as the paper's Figure 4,
@@ -17,20 +21,20 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
-import multiprocessing as mp
-import shutil
 import signal
 import sys
 import time
 from pathlib import Path
 
-METHODS = ("s2vgd", "svgd", "svgd-star", "independent")
-ESTIMATORS = ("reinforce", "a2c")
-TASKS = {"swingup": "swingup", "pendulum": "pendulum", "balance": "balance"}
+from svpg.grid import BACKENDS, run_jobs
+from svpg.rl.config import ESTIMATORS, METHODS
+
+TASKS = ("swingup", "pendulum", "balance")
 #: config fields the harness sets per run (not overridable)
-HARNESS_FIELDS = ("method", "estimator", "seed", "log_dir", "run_name", "progress", "eval_episodes", "threads")
-OWN_OPTIONS = {"task", "seeds", "methods", "estimators", "jobs", "out", "report_only"}
+HARNESS_FIELDS = ("method", "estimator", "seed", "num_seeds", "log_dir", "run_name", "progress", "eval_episodes", "threads")
+OWN_OPTIONS = {"task", "seeds", "methods", "estimators", "jobs", "out", "report_only", "backend"}
 
 
 def run_folder(out: Path, method: str, estimator: str, seed: int) -> Path:
@@ -45,31 +49,63 @@ def finished_iterations(path: Path) -> int:
     return found[0][0] if found else 0
 
 
-def train_one(job: tuple) -> tuple[str, float]:
-    """One (method, estimator, seed) run; resumes from its folder if it has a checkpoint."""
-    out, task, method, estimator, seed, overrides = job
+def plan(out: Path, task: str, methods, estimators, seeds: int, overrides: dict) -> list[dict]:
+    """One job per (method, estimator): its seeds as one seed batch. The list depends only on the
+    command line, so a restarted grid is the same grid (Ray restores its experiment by this identity)."""
+    jobs = [{"out": str(out), "task": task, "method": m, "estimator": e, "seeds": list(range(seeds)), "overrides": overrides}
+            for e in estimators for m in methods]
+    # A2C runs take ~2× a REINFORCE run (critic fitting): start them first so no worker idles at the end
+    return sorted(jobs, key=lambda j: j["estimator"] != "a2c")
+
+
+def target_iterations(job: dict) -> int:
+    from svpg.rl.config import load_preset
+
+    return job["overrides"].get("iterations") or load_preset(job["task"])["iterations"]
+
+
+def unfinished(job: dict) -> dict[tuple[bool, int], list[int]]:
+    """The job's unfinished seeds, grouped so that each group continues together: new runs, or
+    existing ones at the same checkpoint."""
+    groups: dict = {}
+    for seed in job["seeds"]:
+        path = run_folder(Path(job["out"]), job["method"], job["estimator"], seed)
+        at = finished_iterations(path)
+        if at < target_iterations(job):
+            groups.setdefault((path.exists(), at), []).append(seed)
+    return dict(sorted(groups.items()))
+
+
+def train_batch(job: dict, report=None) -> dict:
+    """One job of :func:`plan`: its unfinished seeds, each group as one seed-batched run, new or resumed."""
     from svpg.rl.config import SVPGConfig, load_preset
     from svpg.rl.trainer import SVPGTrainer
 
-    path = run_folder(Path(out), method, estimator, seed)
+    out, method, estimator, overrides = Path(job["out"]), job["method"], job["estimator"], job["overrides"]
     t0 = time.perf_counter()
-    if any((path / "checkpoints").glob("iter_*.safetensors")):
-        length = {k: overrides[k] for k in ("iterations", "total_steps") if k in overrides}
-        trainer = SVPGTrainer.resume(path, progress=False, **length)
-    else:
-        if path.exists():  # interrupted before its first checkpoint: nothing to keep
-            shutil.rmtree(path)
-        fields = load_preset(task) | overrides
-        trainer = SVPGTrainer(SVPGConfig(**fields, method=method, estimator=estimator, seed=seed, log_dir=str(out),
-                                         run_name=path.name, progress=False, eval_episodes=0, threads=1))
-    if not trainer.finished:
-        trainer.train()
-    return path.name, time.perf_counter() - t0
+
+    def forward(iteration: int, per_seed: list[dict]) -> None:
+        report({"iteration": iteration, "ep_rew_mean": sum(v["rollout/ep_rew_mean"] for v in per_seed) / len(per_seed)})
+
+    for (exists, _), seeds in unfinished(job).items():
+        if exists:
+            length = {k: overrides[k] for k in ("iterations", "total_steps") if k in overrides}
+            trainer = SVPGTrainer.resume([run_folder(out, method, estimator, s) for s in seeds], progress=False, **length)
+        else:
+            name = f"{method}__{estimator}" if len(seeds) > 1 else run_folder(out, method, estimator, seeds[0]).name
+            config = SVPGConfig(**(load_preset(job["task"]) | overrides), method=method, estimator=estimator,
+                                seed=seeds[0], num_seeds=len(seeds), log_dir=str(out), run_name=name, progress=False,
+                                eval_episodes=0, threads=1)
+            trainer = SVPGTrainer(config, seeds=seeds)
+        if not trainer.finished:
+            trainer.train(callback=forward if report else None)
+    return {"seconds": time.perf_counter() - t0}
 
 
-def collect(out: Path, jobs: list[tuple]) -> list[dict]:
+def collect(out: Path, keys: list[tuple]) -> list[dict]:
+    """Every finished iteration of every (method, estimator, seed) run, from its progress.csv."""
     rows = []
-    for _, _, method, estimator, seed, _ in jobs:
+    for method, estimator, seed in keys:
         path = run_folder(out, method, estimator, seed)
         if not (path / "progress.csv").exists():
             continue
@@ -108,7 +144,7 @@ def write_table(summary: dict, path: Path, task: str, wall: float | None) -> str
         "| method | estimator | seeds | iterations | final mean | final max | peak mean | peak max |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for (method, estimator), s in sorted(summary.items(), key=lambda kv: (kv[0][1], METHODS.index(kv[0][0]))):
+    for (method, estimator), s in sorted(summary.items(), key=lambda kv: (kv[0][1], list(METHODS).index(kv[0][0]))):
         mean, mx = s["mean"], s["max"]
         lines.append(
             f"| {method} | {estimator} | {mean.shape[1]} | {mean.shape[0]} | "
@@ -151,17 +187,19 @@ def plot(summary: dict, path: Path, task: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--task", choices=sorted(TASKS), required=True)
-    p.add_argument("--seeds", type=int, default=5)
+    from svpg.cli import Parser, add_dataclass_arguments, explicit_options
+    from svpg.rl.config import SVPGConfig, load_preset
+
+    p = Parser(prog="python -m svpg.rl.experiments", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--task", choices=TASKS, required=True)
+    p.add_argument("--seeds", type=int, default=5, help="seeds 0 … N−1 of every (method, estimator) (default: 5)")
     p.add_argument("--methods", default=",".join(METHODS))
     p.add_argument("--estimators", default=",".join(ESTIMATORS))
-    p.add_argument("--jobs", type=int, default=2, help="runs in parallel, one torch thread each (default: 2)")
+    p.add_argument("--jobs", type=int, default=2, help="seed batches trained at once, one torch thread each (default: 2)")
+    p.add_argument("--backend", choices=BACKENDS, default="local",
+                   help="local processes, or Ray Tune trials (local Ray, or the cluster in RAY_ADDRESS) (default: local)")
     p.add_argument("--out", default=None, help="output folder (default: runs/repro-<task>)")
     p.add_argument("--report-only", action="store_true", help="only rebuild the CSV, PNG and table")
-    from svpg.cli import add_dataclass_arguments, explicit_options
-    from svpg.rl.config import SVPGConfig
-
     overridable = p.add_argument_group("training options overriding the preset (as in train.py)")
     add_dataclass_arguments(overridable, SVPGConfig, skip=HARNESS_FIELDS)
     argv = sys.argv[1:] if argv is None else argv
@@ -169,33 +207,48 @@ def main(argv: list[str] | None = None) -> int:
     methods = [m for m in args.methods.split(",") if m]
     estimators = [e for e in args.estimators.split(",") if e]
     bad = [m for m in methods if m not in METHODS] + [e for e in estimators if e not in ESTIMATORS]
-    if bad:
-        print(f"unknown method/estimator {bad}: choose from {METHODS} and {ESTIMATORS}", file=sys.stderr)
+    if bad or args.seeds < 1 or args.jobs < 1:
+        print(f"{p.prog}: error: unknown method/estimator {bad} (choose from {', '.join(METHODS)} and "
+              f"{', '.join(ESTIMATORS)}), or --seeds / --jobs below 1", file=sys.stderr)
         return 2
     out = Path(args.out or f"runs/repro-{args.task}")
-    out.mkdir(parents=True, exist_ok=True)
     overrides = {name: getattr(args, name) for name in explicit_options(p, argv) if name not in OWN_OPTIONS}
-    jobs = [(str(out), args.task, m, e, s, overrides) for e in estimators for m in methods for s in range(args.seeds)]
+    overrides = {k: list(v) if isinstance(v, tuple) else v for k, v in overrides.items()}  # JSON-like for Ray
     t0 = time.perf_counter()
     if not args.report_only:
-        from svpg.rl.config import load_preset
-
-        target = overrides.get("iterations") or load_preset(args.task)["iterations"]
-        todo = [j for j in jobs if finished_iterations(run_folder(out, j[2], j[3], j[4])) < target]
-        # A2C runs take ~2× a REINFORCE run (critic fitting): start them first so no job idles at the end
-        todo.sort(key=lambda j: j[3] != "a2c")
-        print(f"{len(jobs)} runs, {len(jobs) - len(todo)} already finished; running {len(todo)} with {args.jobs} jobs")
+        try:
+            SVPGConfig(**(load_preset(args.task) | overrides)).validate()
+            out.mkdir(parents=True, exist_ok=True)
+        except (ValueError, OSError) as e:
+            print(f"{p.prog}: error: {e}", file=sys.stderr)
+            return 2
+        jobs = plan(out, args.task, methods, estimators, args.seeds, overrides)
+        pending = {id(j): sum(map(len, unfinished(j).values())) for j in jobs}
+        runs, todo = len(methods) * len(estimators) * args.seeds, sum(pending.values())
+        if args.backend == "local":  # Ray restores its experiment from the full grid and skips finished trials itself
+            jobs = [j for j in jobs if pending[id(j)]]
+        print(f"{runs} runs, {runs - todo} already finished; running {todo} in seed batches on {args.jobs} "
+              f"{args.backend} workers")
         from tqdm import tqdm
 
-        # `kill` (SIGTERM) must not orphan the workers: exiting through the `with` terminates the pool, and every
-        # run resumes from its last checkpoint next time
+        # `kill` (SIGTERM) must not orphan the workers: exiting through the `with` stops them, and every run
+        # resumes from its last checkpoint next time
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-        with mp.get_context("spawn").Pool(args.jobs) as pool, tqdm(total=len(todo), unit="run") as bar:
-            for name, secs in pool.imap_unordered(train_one, todo):
-                bar.write(f"{name}: {secs:.0f} s")
+        with tqdm(total=len(jobs), unit="batch") as bar:
+            def done(job: dict, result: dict) -> None:
+                bar.write(f"{job['method']} {job['estimator']} seeds {job['seeds']}: {result.get('seconds', 0):.0f} s")
                 bar.update(1)
+
+            try:
+                grid = hashlib.sha1(json.dumps(jobs, sort_keys=True).encode()).hexdigest()[:12]
+                run_jobs("svpg.rl.experiments:train_batch", jobs, backend=args.backend, workers=args.jobs,
+                         storage=out / ".ray", name=f"grid-{grid}", on_done=done)
+            except ValueError as e:
+                print(f"{p.prog}: error: {e}", file=sys.stderr)
+                return 2
     wall = time.perf_counter() - t0
-    rows = collect(out, jobs)
+    keys = [(m, e, s) for e in estimators for m in methods for s in range(args.seeds)]
+    rows = collect(out, keys)
     if not rows:
         print("no finished iterations to report yet", file=sys.stderr)
         return 1

@@ -15,6 +15,7 @@ import io
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -223,8 +224,11 @@ class SVPGTrainer:
         return (1.0 - self.iteration / max(self.iterations, 1)) * self.config.lr
 
     # -- the loop ----------------------------------------------------------------------------
-    def train(self) -> ParticlePolicy:
+    def train(self, callback: Callable[[int, list[dict[str, float]]], None] | None = None) -> ParticlePolicy:
         """Train until ``self.iterations``; checkpoints every ``checkpoint_every`` iterations and at the end.
+
+        :param callback: ``callback(iteration, scalars)`` after every iteration, with one dict of the
+            logged scalars per seed (e.g. to report to Ray Tune).
 
         SIGINT / SIGTERM finish the current iteration, save a checkpoint and raise
         :class:`TrainingInterrupted`; a second signal stops at once without saving (the last
@@ -260,6 +264,8 @@ class SVPGTrainer:
                         values = dict(zip(scalars, row))
                         logger.write({**values, "time/fps": fps}, steps_done)
                         rows.append({"iteration": self.iteration, "total_steps": steps_done, **values, "time/fps": fps})
+                    if callback is not None:
+                        callback(self.iteration, [dict(zip(scalars, row)) for row in table])
                     bar.update(1)
                     means = [row[0] for row in table]
                     bar.set_postfix(mean=f"{sum(means) / len(means):.1f}", max=f"{max(row[1] for row in table):.1f}", sps=f"{fps:,.0f}")

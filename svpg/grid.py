@@ -1,0 +1,100 @@
+"""Run a grid of independent jobs on local worker processes or as Ray Tune trials, resumably.
+
+A job is a JSON-like dict; ``fn`` (given as ``"module:function"`` so that any worker can import it)
+runs one job to the end and returns a dict, resuming from whatever the job's own run folders already
+hold. So a grid restarted after any crash redoes no finished work on either backend:
+
+* ``local`` (default, no extra dependency): ``workers`` spawned processes.
+* ``ray``: one Ray Tune trial per job with the declared CPU / GPU resources, on a local Ray instance
+  or on the cluster named by ``RAY_ADDRESS`` (start one with ``ray start --head`` and join machines
+  with ``ray start --address=<head>:6379``; the run folders must be on a file system every machine
+  shares). The Tune experiment lives in ``<storage>/<name>`` and is restored with
+  ``Tuner.restore`` when the driver is started again. ``pip install "svpg[ray]"``.
+
+``fn(job, report)`` may call ``report(metrics)`` during the job (e.g. once per iteration): the Ray
+backend forwards it to ``ray.tune.report``; the local backend ignores it.
+"""
+from __future__ import annotations
+
+import importlib
+import multiprocessing as mp
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+BACKENDS = ("local", "ray")
+
+
+def _resolve(fn: str) -> Callable:
+    module, _, name = fn.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _ignore(metrics: dict) -> None:
+    pass
+
+
+def _run_local(args: tuple) -> tuple[dict, dict]:
+    fn, job = args
+    return job, _resolve(fn)(job, _ignore)
+
+
+def _ray_trainable(config: dict) -> dict:
+    import ray.tune
+
+    return _resolve(config["fn"])(config["job"], ray.tune.report)
+
+
+def run_jobs(fn: str, jobs: list[dict], *, backend: str = "local", workers: int = 2, storage: Path | None = None,
+             name: str = "grid", cpus_per_job: float = 1, gpus_per_job: float = 0,
+             on_done: Callable[[dict, dict], None] | None = None) -> None:
+    """Run every job once; ``on_done(job, result)`` after each (in the driver).
+
+    :param fn: ``"module:function"`` with ``function(job, report) -> dict``.
+    :param workers: concurrent jobs (local processes; for Ray, at most this many trials at a time on a
+        local instance, which also gets this many CPUs).
+    :param storage: where the Ray backend keeps its experiment state (required for ``ray``).
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"--backend {backend!r}: choose from {', '.join(BACKENDS)}")
+    if not jobs:
+        return
+    if backend == "local":
+        with mp.get_context("spawn").Pool(max(1, workers)) as pool:
+            for job, result in pool.imap_unordered(_run_local, [(fn, job) for job in jobs]):
+                if on_done:
+                    on_done(job, result)
+        return
+    _run_ray(fn, jobs, workers, Path(storage), name, cpus_per_job, gpus_per_job, on_done)
+
+
+def _run_ray(fn, jobs, workers, storage, name, cpus_per_job, gpus_per_job, on_done) -> None:
+    try:
+        import ray
+        from ray import tune
+    except ImportError:
+        raise ValueError('--backend ray needs Ray: pip install "svpg[ray]" (or use --backend local)') from None
+    address = os.environ.get("RAY_ADDRESS")
+    if not ray.is_initialized():
+        # a local instance gets `workers` CPUs; an existing cluster brings its own
+        ray.init(address=address, num_cpus=None if address else workers, include_dashboard=False,
+                 log_to_driver=False, configure_logging=False)
+    storage = storage.resolve()
+    trainable = tune.with_resources(_ray_trainable, {"cpu": cpus_per_job, "gpu": gpus_per_job})
+    path = storage / name
+    if tune.Tuner.can_restore(str(path)):  # the driver crashed or was stopped: finished trials stay finished
+        tuner = tune.Tuner.restore(str(path), trainable=trainable, resume_unfinished=True, resume_errored=True)
+    else:
+        tuner = tune.Tuner(
+            trainable,
+            param_space={"fn": fn, "job": tune.grid_search(jobs)},
+            tune_config=tune.TuneConfig(max_concurrent_trials=None if address else workers, reuse_actors=False),
+            run_config=tune.RunConfig(name=name, storage_path=str(storage), verbose=0),
+        )
+    results = tuner.fit()
+    failed = [r for r in results if r.error]
+    for result in results:
+        if not result.error and on_done:
+            on_done(result.config["job"], result.metrics or {})
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {len(results)} Ray trials failed; the first: {failed[0].error}")
