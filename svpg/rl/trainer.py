@@ -180,7 +180,10 @@ class SVPGTrainer:
         self._check_finite(grad, "the gradient of log q(θ)")  # before the step: the optimizer state stays good
         terms = self.svgd.step(grad)
         self._check_finite(theta.detach(), "θ after the SVGD step")
-        return {**terms.diagnostics(theta.detach()), "policy/entropy": self._per_seed(entropy).mean(-1)}
+        # the likelihood sees only the directions of the Householder vectors: keep them on the unit sphere
+        min_norm = torch.stack([self.policy.net.normalise_householder_(block) for block in self._per_seed(theta.detach())])
+        return {**terms.diagnostics(theta.detach()), "policy/entropy": self._per_seed(entropy).mean(-1),
+                "structure/min_householder_norm": min_norm}
 
     def _check_finite(self, x: torch.Tensor, what: str) -> None:
         finite = torch.isfinite(x).view(len(self.seeds), -1).all(-1)
