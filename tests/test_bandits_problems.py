@@ -1,4 +1,4 @@
-"""Bandit problems against their definitions (DESIGN §5; Riquelme et al. 2018; S²VGD §5.3).
+"""Bandit problems against their definitions (Riquelme et al. 2018; S²VGD §5.3).
 
 References are written from the definitions in the tests themselves, not from the implementation:
 the wheel's regions/quadrants by explicit per-context rules, the mushroom's reward table by the
@@ -25,7 +25,7 @@ from svpg.bandits.problems import (
 
 # ----------------------------------------------------------------------------- wheel
 def wheel_reference(x: np.ndarray, delta: float) -> tuple[np.ndarray, int]:
-    """Expected rewards and optimal arm of one context, by the rules of DESIGN §5."""
+    """Expected rewards and optimal arm of one context, by the rules of Riquelme et al. 2018, §4."""
     mean = np.array([1.0, 1.0, 1.0, 1.0, 1.2])
     if math.hypot(x[0], x[1]) > delta:
         if x[0] > 0:

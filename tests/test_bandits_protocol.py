@@ -1,4 +1,4 @@
-"""The regret protocol (Riquelme et al. 2018; DESIGN §5), the report files and the CLI."""
+"""The regret protocol (Riquelme et al. 2018), the report files and the CLI."""
 from __future__ import annotations
 
 import json

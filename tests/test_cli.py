@@ -1,9 +1,14 @@
 """train.py and evaluate.py as a user runs them, and what lands in TensorBoard."""
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from PIL import Image
+
+import svpg
+from svpg.rl.config import load_preset
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,8 +94,6 @@ def test_preset_fills_in_and_command_line_overrides(tmp_path):
         "train.py", "--preset", "swingup", "--iterations", "1", "--num-particles", "2", "--samples-per-particle", "500",
         "--eval-episodes", "1", "--log-dir", str(tmp_path), "--run-name", "p", "--progress", "false", "--threads", "1",
     )
-    import json
-
     cfg = json.loads((tmp_path / "p" / "config.json").read_text())
     assert cfg["env_id"] == "svpg/CartPoleSwingUp-v0" and cfg["alpha"] == 1000.0 and cfg["prior"] == "flat" and cfg["anneal_lr"] is True and cfg["horizon"] == 500
     assert cfg["iterations"] == 1 and cfg["num_particles"] == 2, "typed options win over the preset"
@@ -101,8 +104,6 @@ def test_gif_of_the_best_particle(trained, tmp_path):
     path, _ = trained
     gif = tmp_path / "best.gif"
     out = run("evaluate.py", str(path), "--episodes", "2", "--particle", "best", "--gif", str(gif))
-    from PIL import Image
-
     with Image.open(gif) as im:
         assert im.n_frames >= 2 and im.size[0] > 100
     assert "rendered to" in out.stdout
@@ -114,15 +115,9 @@ def test_obs_scale_from_the_command_line_and_the_pendulum_preset(tmp_path):
         "--samples-per-particle", "500", "--eval-episodes", "0", "--log-dir", str(tmp_path), "--run-name", "o",
         "--progress", "false",
     )
-    import json
-
-    import svpg
-
     cfg = json.loads((tmp_path / "o" / "config.json").read_text())
     assert cfg["obs_scale"] == [1.0, 1.0, 0.2, 1.0, 1.0, 0.2]
     assert svpg.load(tmp_path / "o").spec.obs_scale == (1.0, 1.0, 0.2, 1.0, 1.0, 0.2)
-    from svpg.rl.config import load_preset
-
     assert load_preset("pendulum")["obs_scale"] == (1.0, 1.0, 0.1, 1.0, 1.0, 0.1)
     bad = run("train.py", "--preset", "pendulum", "--obs-scale", "1,0.1", "--iterations", "1", "--log-dir", str(tmp_path), check=False)
     assert bad.returncode == 2 and "--obs-scale needs 6" in bad.stderr and "Traceback" not in bad.stderr

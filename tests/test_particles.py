@@ -16,7 +16,9 @@ def test_split_views_equal_slices_in_value_and_gradient():
 
     (plain,) = torch.autograd.grad(objective(), theta)
     with layout.split(theta):
-        assert layout.get(theta, "net.0.C").data_ptr() == layout.get(theta, "net.0.C").data_ptr()
+        bias = layout.get(theta, "net.0.bias")  # the block after net.0.C (4 × 6 coordinates)
+        assert bias is layout.get(theta, "net.0.bias")  # the split's view, made once (a slice is new each time)
+        assert bias.data_ptr() == theta.data_ptr() + 4 * 6 * theta.element_size()  # a view into θ, no copy
         (split,) = torch.autograd.grad(objective(), theta)
     torch.testing.assert_close(split, plain, rtol=0, atol=1e-12)
     # outside the block (or for another tensor) get() slices again

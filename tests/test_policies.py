@@ -1,9 +1,12 @@
 """Policy heads against torch.distributions (the direct formulas must match the reference)."""
 import gymnasium as gym
 import numpy as np
+import pytest
 import torch
 
+from svpg.rl.estimators import A2C, Reinforce
 from svpg.rl.policies import ParticlePolicy, PolicySpec
+from svpg.rl.rollout import Rollout
 
 NET = dict(hidden=(8, 5), activation="tanh", householder=1, learn_scales=True, prior="mvg", prior_a=1.0, prior_b=0.1)
 
@@ -79,16 +82,12 @@ def test_obs_scale_is_the_same_policy_as_scaling_every_observation():
 
 
 def test_obs_scale_of_the_wrong_length_or_sign_is_a_clear_error():
-    import pytest
-
     for bad in ((1.0, 0.1), (1.0, 1.0, 0.0, 1.0)):
         with pytest.raises(ValueError, match="4 positive numbers"):
             PolicySpec.for_spaces(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2), NET, 2, obs_scale=bad)
 
 
 def test_a_critic_reads_the_scaled_observation():
-    from svpg.rl.estimators import A2C
-
     scale = (1.0, 1.0, 0.1, 3.0)
     plain = A2C(4, 2, 0.99, hidden=(8,), seed=3)
     scaled = A2C(4, 2, 0.99, hidden=(8,), seed=3, obs_scale=scale)
@@ -99,9 +98,6 @@ def test_a_critic_reads_the_scaled_observation():
 def test_the_reinforce_baseline_reads_the_scaled_observation():
     """rllab's linear baseline is fitted on what the policy sees: with obs_scale s on raw obs the advantages equal
     those of an unscaled estimator on obs ⊙ s (and differ from the raw fit: the baseline clips its features at ±10)."""
-    from svpg.rl.estimators import Reinforce
-    from svpg.rl.rollout import Rollout
-
     g = torch.Generator().manual_seed(0)
     t, m, n = 40, 2, 3
     obs = torch.randn(t, m, n, 2, generator=g) * torch.tensor([1.0, 60.0])

@@ -5,11 +5,13 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
 
 import svpg
 from svpg.io import CheckpointError
 from svpg.rl.config import SVPGConfig
-from svpg.rl.policies import save_policy
+from svpg.rl.policies import ParticlePolicy, PolicySpec, load_policy, save_policy
 from svpg.rl.trainer import SVPGTrainer
 
 
@@ -69,8 +71,6 @@ def test_corrupt_truncated_and_foreign_checkpoints_are_refused(run_dir, tmp_path
     garbage.write_bytes(b"\x00" * 100)
     with pytest.raises(CheckpointError, match="corrupt or truncated"):
         svpg.load(garbage)
-    from safetensors.torch import save_file
-
     foreign = tmp_path / "foreign.safetensors"
     save_file({"w": torch.zeros(3)}, str(foreign))
     with pytest.raises(CheckpointError, match="not an svpg checkpoint"):
@@ -83,9 +83,6 @@ def test_mismatched_theta_is_refused(run_dir, tmp_path):
     policy = svpg.load(run_dir[0])
     path = save_policy(policy, tmp_path / "m.safetensors")
     # rewrite the file with θ of the wrong width but the original metadata
-    from safetensors import safe_open
-    from safetensors.torch import save_file
-
     with safe_open(str(path), framework="pt") as f:
         header = f.metadata()
     save_file({"theta": torch.zeros(3, 7)}, str(path), metadata=header)
@@ -101,8 +98,6 @@ def test_checkpoint_writes_are_atomic(run_dir):
 
 
 def test_obs_scale_survives_save_and_load_and_old_checkpoints_load_without_it(tmp_path):
-    from svpg.rl.policies import ParticlePolicy, PolicySpec, load_policy
-
     spec = PolicySpec.for_spaces(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2), dict(hidden=(5,)), 2,
                                  obs_scale=(1, 1, 0.1, 0.1))
     policy = ParticlePolicy(spec, seed=0)

@@ -15,6 +15,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import svpg.core.layers as layers
 from svpg.core.layers import (
     StructuralLinear,
     apply_householder_left,
@@ -349,8 +350,6 @@ def test_layout_gradient_through_views():
 @pytest.mark.parametrize("k", [1, 4, 5, 9])
 def test_sequential_and_wy_householder_paths_agree(k, monkeypatch):
     # small K applies reflections one by one, large K uses the WY form: both must give the same P A Qᵀ
-    import svpg.core.layers as layers
-
     v_in, v_out = _randn(3, k, 10, seed=k), _randn(3, k, 12, seed=k + 1)
     a = _randn(3, 10, 12, seed=k + 2)
     both = []

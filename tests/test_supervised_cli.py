@@ -8,7 +8,7 @@ import pytest
 
 import train
 from svpg.supervised import BayesianRegressor
-from svpg.supervised.cli import SupervisedConfig, main, resolve
+from svpg.supervised.cli import SupervisedConfig, build_parser, main, resolve
 from svpg.supervised.data import Dataset
 
 
@@ -68,8 +68,6 @@ def test_csv_path_as_dataset_and_fashion_missing(tmp_path, csv_file, capsys):
 
 
 def test_config_help_documents_every_field():
-    from svpg.supervised.cli import build_parser
-
     text = build_parser().format_help()
     for name in SupervisedConfig.__dataclass_fields__:
         assert "--" + name.replace("_", "-") in text

@@ -1,4 +1,7 @@
-"""Contextual bandits: Stein Thompson sampling (Algorithm 1 of S²VGD, §4.1) and baselines (DESIGN §5).
+"""Contextual bandits: Stein Thompson sampling (Algorithm 1 of S²VGD, §4.1) and baselines, evaluated by
+the protocol of the Deep Bayesian Bandits Showdown (Riquelme et al. 2018).
+
+Papers: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD), https://arxiv.org/abs/1802.09127 (Showdown)
 
 A problem draws one table of contexts and rewards per seed; every agent plays the same tables::
 

@@ -1,4 +1,5 @@
-"""Bandit agents: Stein Thompson sampling (Algorithm 1 of S²VGD) and the baselines (DESIGN §5).
+"""Bandit agents: Stein Thompson sampling (Algorithm 1 of S²VGD) and the baselines of its §5.3
+(neural greedy, ε-greedy) and of Riquelme et al. 2018 (LinUCB, uniform).
 
 Every agent follows one small interface, driven by :func:`svpg.bandits.protocol.play`:
 
@@ -77,7 +78,10 @@ class Agent:
 
 
 class Uniform(Agent):
-    """Plays an arm uniformly at random every round (the normalisation reference: regret = 100)."""
+    """Plays an arm uniformly at random every round (the normalisation reference: regret = 100).
+
+    Paper: https://arxiv.org/abs/1802.09127 (Riquelme et al. 2018, the normalisation of regret)
+    """
 
     name = "uniform"
 
@@ -95,6 +99,8 @@ class Uniform(Agent):
 
 class LinUCB(Agent):
     """LinUCB with disjoint linear models (Li et al. 2010, Algorithm 1).
+
+    Paper: https://arxiv.org/abs/1003.0146
 
     Each arm a keeps A_a = λI + Σ x xᵀ and b_a = Σ r x over the rounds it was played (x is the
     context with a constant 1 appended) and plays argmax_a θ_aᵀx + α σ̂ √(xᵀ A_a⁻¹ x), θ_a = A_a⁻¹ b_a.
@@ -161,6 +167,8 @@ class LinUCB(Agent):
 
 class ParticleRewardModel(Agent):
     """Shared machinery of the neural agents: M reward networks as one particle tensor θ (M, D).
+
+    Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD, Algorithm 1)
 
     Each particle is an MLP from the context to the expected reward of every arm, plus the log of
     a noise variance σ² shared by the arms (a per-arm variance shrinks without bound on a
@@ -340,6 +348,8 @@ S2VGD_STRUCTURE = {"householder": 2, "structural_output": False, "structural_lr_
 class SteinThompson(ParticleRewardModel):
     """Stein Thompson sampling (Algorithm 1 of S²VGD, §4.1).
 
+    Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD, §4.1 and eqs. 9–14), https://arxiv.org/abs/1608.04471 (SVGD)
+
     Each round one particle is drawn uniformly and its argmax arm is played; every ``train_every``
     rounds the particles take ``train_steps`` SVGD steps on minibatches of all data so far.
 
@@ -384,7 +394,10 @@ class SteinThompson(ParticleRewardModel):
 
 class NeuralGreedy(ParticleRewardModel):
     """A single reward network (M = 1, plain dense layers), trained to the MAP of the same posterior
-    as the particles (SVGD with one particle is gradient ascent on log p), playing greedily.
+    as the particles (SVGD with one particle is gradient ascent on log p), playing greedily: the
+    neural baselines of the S²VGD paper's §5.3 and of Riquelme et al. 2018.
+
+    Paper: https://proceedings.mlr.press/v84/zhang18a.html (§5.3), https://arxiv.org/abs/1802.09127
 
     :param epsilon: probability of playing a uniformly random arm instead (ε-greedy).
     """
@@ -415,7 +428,10 @@ class NeuralGreedy(ParticleRewardModel):
 
 
 class EpsilonGreedy(NeuralGreedy):
-    """ε-greedy on a neural reward model (Sutton & Barto; the S²VGD paper's baseline at ε = 0, 1, 3 %)."""
+    """ε-greedy on a neural reward model (Sutton & Barto; the S²VGD paper's baseline at ε = 0, 1, 3 %).
+
+    Paper: https://proceedings.mlr.press/v84/zhang18a.html (§5.3)
+    """
 
     def __init__(self, num_actions: int, context_dim: int, epsilon: float = 0.01, **kwargs):
         super().__init__(num_actions, context_dim, epsilon=epsilon, **kwargs)

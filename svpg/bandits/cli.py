@@ -27,6 +27,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
 from svpg.bandits.agents import AGENTS, S2VGD_STRUCTURE, STEIN_LR
 from svpg.bandits.problems import PROBLEMS, BanditProblem, make_problem
 from svpg.bandits.protocol import agent_factories, run_seed
@@ -241,8 +243,6 @@ class _Monitor:
     """
 
     def __init__(self, run_dir, rounds: int, total: int, points: int, progress: bool, stop: StopRequest):
-        from tqdm.auto import tqdm
-
         self.run_dir, self.stop = run_dir, stop
         self.marks = log_rounds(rounds, points)
         self.bar = tqdm(total=total, unit="round", disable=not progress, dynamic_ncols=True, smoothing=0.05)

@@ -1,4 +1,6 @@
-"""Contextual bandit problems and their pre-drawn reward tables (DESIGN §5; Riquelme et al. 2018).
+"""Contextual bandit problems and their pre-drawn reward tables (Riquelme et al. 2018).
+
+Paper: https://arxiv.org/abs/1802.09127 (Deep Bayesian Bandits Showdown)
 
 Every problem draws a whole :class:`BanditTable` up front for a given number of rounds and seed:
 the contexts, the reward *every* arm would pay in every round, and every arm's expected reward.
@@ -77,7 +79,7 @@ class BanditTable:
         return self.rewards[rows, actions]
 
     def regret(self, actions: np.ndarray) -> np.ndarray:
-        """Per-round regret (DESIGN §5): max_a E[r | x_t, a] − r_t(a_t), with r_t the realised reward."""
+        """Per-round regret: max_a E[r | x_t, a] − r_t(a_t), with r_t the realised reward (Riquelme et al. 2018)."""
         return self.optimal_expected - self.play(actions)
 
     def expected_regret(self, actions: np.ndarray) -> np.ndarray:
@@ -115,7 +117,9 @@ class BanditProblem:
 
 # ----------------------------------------------------------------------------- wheel
 class WheelBandit(BanditProblem):
-    """The wheel bandit (Riquelme et al. 2018, §4; DESIGN §5).
+    """The wheel bandit (Riquelme et al. 2018, §4).
+
+    Paper: https://arxiv.org/abs/1802.09127
 
     Contexts are uniform in the unit disc; 5 arms. Arm 4 pays N(``mean_best``, σ²) = N(1.2, σ²)
     always. Arms 0–3 pay N(``mean_small``, σ²) = N(1.0, σ²), except that when ‖x‖ > δ the arm of
@@ -333,6 +337,8 @@ def keel_datasets() -> list[str]:
 class MushroomBandit(DatasetBandit):
     """The mushroom bandit (S²VGD §5.3; Blundell et al. 2015; Riquelme et al. 2018).
 
+    Paper: https://arxiv.org/abs/1505.05424 (Blundell et al. 2015, §5.3), https://arxiv.org/abs/1802.09127
+
     Context: the one-hot encoded 22 attributes of a mushroom drawn (with replacement) from the data.
     Arm 0 = don't eat: ``r_noeat``. Arm 1 = eat: ``r_eat_safe`` if edible; if poisonous,
     ``r_eat_poison_bad`` with probability ``prob_poison_bad`` and ``r_eat_poison_good`` otherwise.
@@ -416,6 +422,8 @@ def encode_table(frame) -> tuple[np.ndarray, list[str]]:
 class ClassificationBandit(DatasetBandit):
     """Any labelled data set as a bandit (Riquelme et al. 2018): arm = class, reward 1 if the played
     arm is the row's class, else 0. Rows are visited as consecutive random permutations.
+
+    Paper: https://arxiv.org/abs/1802.09127
 
     :param features: (n, d) array; :param labels: (n,) class labels of any hashable type (mapped to
         arms 0…K−1 in sorted order, kept in ``classes``).

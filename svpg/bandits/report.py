@@ -12,6 +12,7 @@ import numpy as np
 
 from svpg.bandits.results import BanditResults, markdown_table, per_seed_frame, summary_frame
 from svpg.io import atomic_write
+from svpg.runs import TensorBoardLogger
 
 CHART_LAYOUT = {
     "bandit": {
@@ -36,7 +37,7 @@ def curves_frame(results: BanditResults, points: int = 500):
         idx = log_rounds(len(r.actions), points)
         frames.append(pd.DataFrame({
             "agent": r.agent, "seed": r.seed, "round": idx,
-            "cumulative_regret": np.cumsum(r.regret)[idx - 1],
+            "cumulative_regret": r.cumulative_regret[idx - 1],
             "cumulative_pseudo_regret": np.cumsum(r.expected_regret)[idx - 1],
             "cumulative_reward": np.cumsum(r.rewards)[idx - 1],
         }))
@@ -94,14 +95,12 @@ def write_tensorboard_summary(results: BanditResults, run_dir: str | Path, point
 
     Earlier summaries in ``run_dir`` are replaced, not appended to (a resumed run writes it again).
     """
-    from svpg.runs import TensorBoardLogger
-
     run_dir = Path(run_dir)
     idx = log_rounds(results.rounds, points)
     for old in run_dir.glob("events.out.tfevents.*"):  # the custom-chart layout of an earlier summary
         old.unlink()
     for agent in results.agents:
-        curves = np.stack([np.cumsum(r.regret)[idx - 1] for r in results.runs if r.agent == agent])
+        curves = np.stack([r.cumulative_regret[idx - 1] for r in results.runs if r.agent == agent])
         mean = curves.mean(0)
         std = curves.std(0, ddof=1) if curves.shape[0] > 1 else np.zeros_like(mean)
         shutil.rmtree(run_dir / agent / "mean", ignore_errors=True)

@@ -9,6 +9,12 @@ K = 0 is the diagonal MVG of Louizos & Welling; K = 0 with Λ = I (``learn_scale
 dense layer (plain SVGD). Small K applies the reflections one by one; larger K uses the compact WY
 form (Joffrain et al. 2006): H_1 ⋯ H_K = I − U S⁻¹ Uᵀ with U = [v_1 … v_K],
 S = striu(UᵀU) + ½ diag(UᵀU), i.e. two batched matrix products and one triangular solve for any K.
+
+H is unchanged by v → c v, so only each v's direction matters; the front ends keep every v at unit
+length after each SVGD step (:meth:`StructuralLinear.normalise_householder_`).
+
+Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD, eqs. 10–14),
+https://arxiv.org/abs/1603.04733 (Louizos & Welling 2016, the matrix-variate Gaussian)
 """
 from __future__ import annotations
 
@@ -22,8 +28,9 @@ from svpg.core.priors import FlatPrior, HierarchicalGaussianPrior
 
 
 # ‖v‖² + ε² keeps H's value and gradient finite as v → 0: the likelihood sees only v's direction,
-# so a prior can shrink v towards 0 (seen after ~750 SVPG iterations), and 1/‖v‖⁴ overflows float32
-# once ‖v‖ < 1e-10. ε = 1e-10 is far below any ‖v‖ that matters; a zero vector reflects nothing.
+# so without normalise_householder_ a prior shrinks v towards 0 (seen after ~750 SVPG iterations),
+# and 1/‖v‖⁴ overflows float32 once ‖v‖ < 1e-10. ε = 1e-10 is far below any ‖v‖ that matters (unit
+# vectors, renormalised after every step); a zero vector reflects nothing.
 _EPS_SQ = 1e-20
 
 
@@ -80,6 +87,8 @@ def householder_matrix(v: torch.Tensor) -> torch.Tensor:
 
 class StructuralLinear:
     """One layer's parameter blocks in a :class:`ParticleLayout` and the maps on them.
+
+    Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD, eqs. 10–14), https://arxiv.org/abs/1603.04733 (the matrix-variate Gaussian, K = 0)
 
     :param layout: where the blocks are declared.
     :param name: prefix of the blocks (``"<name>.C"``, …).

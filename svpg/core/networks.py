@@ -63,7 +63,10 @@ class NetworkSpec:
 
 
 class ParticleMLP:
-    """An MLP declared into a layout; all maps take the (M, D) particle tensor θ."""
+    """An MLP declared into a layout; all maps take the (M, D) particle tensor θ.
+
+    Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD, §3.3: every layer, the output layer included, can be structural)
+    """
 
     def __init__(self, layout: ParticleLayout, spec: NetworkSpec, name: str = "net"):
         self.spec = spec

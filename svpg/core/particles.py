@@ -1,4 +1,4 @@
-"""M particles stored as one (M, D) tensor θ; named blocks are views into it (DESIGN §2).
+"""M particles stored as one (M, D) tensor θ; named blocks are views into it.
 
 Keeping every particle's coordinates in one flat row lets one backward pass give the (M, D)
 gradient and the SVGD direction be two small matrix products, with no loop over particles.

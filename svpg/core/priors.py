@@ -12,7 +12,10 @@ from svpg.core.probability import inverse_gamma_log_prob_of_log, isotropic_gauss
 
 
 class HierarchicalGaussianPrior:
-    """Eq. 14: groups ~ N(0, v_g), v_g ~ Inv-Gamma(a, b), with log v_g a particle coordinate."""
+    """Eq. 14: groups ~ N(0, v_g), v_g ~ Inv-Gamma(a, b), with log v_g a particle coordinate.
+
+    Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD, eq. 14)
+    """
 
     name = "mvg"
     learns_variances = True
@@ -34,7 +37,10 @@ class HierarchicalGaussianPrior:
 
 
 class FlatPrior:
-    """log p(θ) = 0 (the original SVPG code): the target is exp(J/α) alone."""
+    """log p(θ) = 0 (the original SVPG code): the target is exp(J/α) alone.
+
+    Paper: https://arxiv.org/abs/1704.02399 (SVPG, Liu et al. 2017)
+    """
 
     name = "flat"
     learns_variances = False

@@ -1,4 +1,6 @@
-"""Supervised Bayesian neural networks on the shared particle core (DESIGN §6; §5.1–5.2 of S²VGD).
+"""Supervised Bayesian neural networks on the shared particle core (§5.1–5.2 of S²VGD).
+
+Paper: https://proceedings.mlr.press/v84/zhang18a.html
 
     from svpg.supervised import BayesianRegressor, load_dataset
     data = load_dataset("boston")

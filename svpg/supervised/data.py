@@ -1,4 +1,4 @@
-"""Data sets for the supervised BNNs (DESIGN §6–7): loaders, seeded splits, standardisation, checks.
+"""Data sets for the supervised BNNs (§5.1–5.2 of S²VGD): loaders, seeded splits, standardisation, checks.
 
 Everything here works offline:
 

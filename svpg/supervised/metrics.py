@@ -1,4 +1,4 @@
-"""Test metrics for particle BNNs (DESIGN §6; §5.1–5.2 of S²VGD).
+"""Test metrics for particle BNNs (§5.1–5.2 of S²VGD: test RMSE and log-likelihood, test error).
 
 Regression: the particle mixture p(y | x) = (1/M) Σ_m N(y | f_m(x), σ_m²), everything in the
 target's original units. Classification: the mean of the particles' softmax.
@@ -36,7 +36,7 @@ def mixture_log_likelihood(y, means, stds) -> np.ndarray:
 
 
 def test_log_likelihood(y, means, stds) -> float:
-    """mean_i log (1/M Σ_m N(y_i | f_m(x_i), σ_m²)) (§5.1 of S²VGD, DESIGN §6)."""
+    """mean_i log (1/M Σ_m N(y_i | f_m(x_i), σ_m²)) (§5.1 of S²VGD, as Liu & Wang 2016's SVGD BNN)."""
     return float(mixture_log_likelihood(y, means, stds).mean())
 
 

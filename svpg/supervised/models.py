@@ -38,11 +38,13 @@ from __future__ import annotations
 import functools
 import math
 import time
+import warnings
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
@@ -53,6 +55,7 @@ from svpg.io import CheckpointError, load_tensors, save_tensors
 from svpg.runtime import DEFAULT_THREADS, torch_threads
 from svpg.seeding import torch_generator
 from svpg.supervised.data import Standardizer, check_features, check_xy, holdout_split
+from svpg.supervised.metrics import classification_metrics, regression_metrics
 
 METHODS = {
     "s2vgd": "structural MVG layers W = P Λ1 C Λ2 Qᵀ with K Householder reflections per side (§3), RBF kernel",
@@ -92,7 +95,7 @@ class Objective:
         return logp.gather(2, y.expand(m, -1).unsqueeze(2))[..., 0].sum(1)
 
     def log_prior(self, theta) -> torch.Tensor:
-        """Eq. 14 for the network, plus the Gamma(a, b) prior of the noise precision (DESIGN §6): (M,)."""
+        """Eq. 14 for the network, plus the Gamma(a, b) prior of the noise precision γ (as Liu & Wang 2016): (M,)."""
         lp = self.net.log_prior(theta)
         if self.task == "regression":
             lp = lp + gamma_log_prob_of_log(self.log_prec(theta), self.spec.prior_a, self.spec.prior_b)
@@ -121,8 +124,6 @@ def shared_objective(task: str, spec: NetworkSpec, compiled: bool = False):
     if objective is None:
         objective = Objective(task, spec)
     if compiled and fn is None:
-        import warnings
-
         warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\._inductor")  # torch-internal deprecations
         fn = torch.compile(objective.__call__, dynamic=False)
     _SHARED[key] = (objective, fn)
@@ -143,6 +144,8 @@ def _in_threads(method):
 
 class _ParticleBNN:
     """What regressor and classifier share: parameters, the particle network, the SVGD loop, save/load.
+
+    Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD, §5.1–5.2), https://arxiv.org/abs/1608.04471 (SVGD and its Bayesian neural network)
 
     :param method: ``"s2vgd"``, ``"svgd"`` or ``"map"`` (see :data:`METHODS`).
     :param n_particles: M (ignored by ``"map"``, which uses one particle).
@@ -326,8 +329,6 @@ class _ParticleBNN:
                 svgd.optimizer, lambda step: 0.5 * (1 + math.cos(math.pi * min(step, total_steps) / total_steps)))
         self.history_: list[dict] = []
         best, best_theta, best_epoch = -math.inf, None, self.epochs
-        from tqdm.auto import tqdm
-
         order = torch_generator(self.seed, "minibatch")  # on the CPU: the same order on every device
         bar = tqdm(range(1, self.epochs + 1), disable=not self.progress, unit="epoch", leave=False, dynamic_ncols=True)
         for epoch in bar:
@@ -415,6 +416,8 @@ class _ParticleBNN:
 
 class BayesianRegressor(_ParticleBNN):
     """Particle BNN regression: one hidden layer of 50 ReLU units (§5.1 of S²VGD) by default.
+
+    Paper: https://proceedings.mlr.press/v84/zhang18a.html (§5.1), https://arxiv.org/abs/1608.04471 (§5, the same model with SVGD)
 
     Example::
 
@@ -516,8 +519,6 @@ class BayesianRegressor(_ParticleBNN):
     @_in_threads
     def evaluate(self, X, y) -> dict[str, float]:
         """Test RMSE of the mean prediction and test log-likelihood of the mixture (original units)."""
-        from svpg.supervised.metrics import regression_metrics
-
         x, y = check_xy(X, y, "regression")
         means, noise = self.predict_particles(x)
         return regression_metrics(y, means, noise)
@@ -544,6 +545,8 @@ class BayesianRegressor(_ParticleBNN):
 
 class BayesianClassifier(_ParticleBNN):
     """Particle BNN classification: 784-400-400-10 ReLU with softmax (§5.2 of S²VGD) by default.
+
+    Paper: https://proceedings.mlr.press/v84/zhang18a.html (§5.2)
 
     ``predict_proba`` is the mean of the particles' softmax; ``predict`` its argmax (scikit-learn
     convention). Inputs are used as given (scale pixels to [0, 1] first).
@@ -603,8 +606,6 @@ class BayesianClassifier(_ParticleBNN):
     @_in_threads
     def evaluate(self, X, y) -> dict[str, float]:
         """Test error, NLL and expected calibration error of the predictive distribution."""
-        from svpg.supervised.metrics import classification_metrics
-
         x, y = check_xy(X, y, "classification")
         return classification_metrics(y, self.predict_proba(x))
 
