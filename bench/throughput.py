@@ -5,6 +5,11 @@ beside Stable-Baselines3 A2C's steps per second measured in the same run.
     python bench/throughput.py                      # CartPole-v1, M = 16, 5000 samples/particle
     python bench/throughput.py --task swingup       # svpg/CartPoleSwingUp-v0
     python bench/throughput.py --task pendulum --device cuda
+    python bench/throughput.py --num-seeds 5        # S²VGD: 5 seeds as one batched run beside 1 seed
+
+With ``--num-seeds S`` the S²VGD rows compare S seeds trained as one batched computation
+(``train.py --num-seeds S``; steps of all seeds count) with a single seed, instead of S²VGD with
+plain SVGD.
 """
 from __future__ import annotations
 
@@ -33,32 +38,32 @@ def iteration(trainer):
         return batch, trainer.learn(batch)
 
 
-def svpg_steps_per_second(env_id: str, methods: list[str], args) -> dict[str, float]:
-    """Best-of-repeats steps/s of whole iterations for each method, timed in alternating blocks so
-    that background load affects every method alike (the structural-overhead ratio stays fair)."""
+def svpg_steps_per_second(env_id: str, variants: dict[str, dict], args) -> dict[str, float]:
+    """Best-of-repeats steps/s of whole iterations for each variant (config fields), timed in
+    alternating blocks so that background load affects every variant alike (the ratios stay fair)."""
     from svpg.rl.config import SVPGConfig
     from svpg.rl.trainer import SVPGTrainer
 
     trainers = {}
-    for method in methods:
+    for label, fields in variants.items():
         cfg = SVPGConfig(
-            env_id=env_id, method=method, householder=args.householder, num_particles=args.particles,
+            env_id=env_id, householder=args.householder, num_particles=args.particles,
             samples_per_particle=args.samples, iterations=1, device=args.device, threads=args.threads,
-            log_dir=tempfile.mkdtemp(), progress=False, estimator=args.estimator,
+            log_dir=tempfile.mkdtemp(), progress=False, estimator=args.estimator, **fields,
         )
-        trainers[method] = SVPGTrainer(cfg)
+        trainers[label] = SVPGTrainer(cfg)
         for _ in range(args.warmup):
-            iteration(trainers[method])
-    best = dict.fromkeys(methods, 0.0)
+            iteration(trainers[label])
+    best = dict.fromkeys(variants, 0.0)
     for _ in range(args.repeats):
-        for method, trainer in trainers.items():
+        for label, trainer in trainers.items():
             steps = 0
             t0 = time.perf_counter()
             for _ in range(args.iterations):
                 batch, scalars = iteration(trainer)
                 steps += batch.num_steps
-            float(scalars["rollout/ep_rew_mean"])  # wait for the device
-            best[method] = max(best[method], steps / (time.perf_counter() - t0))
+            scalars["rollout/ep_rew_mean"].tolist()  # wait for the device
+            best[label] = max(best[label], steps / (time.perf_counter() - t0))
     return best
 
 
@@ -88,21 +93,29 @@ def main() -> None:
     p.add_argument("--sb3-steps", type=int, default=20_000)
     p.add_argument("--threads", type=int, default=1, help="torch threads for both SVPG's update and SB3 (default: 1)")
     p.add_argument("--device", default="cpu")
+    p.add_argument("--num-seeds", type=int, default=1, help="compare S seeds batched with 1 seed (S²VGD) instead of "
+                   "S²VGD with plain SVGD (default: 1)")
     args = p.parse_args()
     env_id = TASKS[args.task]
     torch.set_num_threads(args.threads)
     print(f"task {env_id}: M = {args.particles}, {args.samples} samples/particle/iteration, "
           f"{args.estimator}, device {args.device}, {args.threads} torch thread(s), {os.cpu_count()} cores, "
           f"torch {torch.__version__}")
-    rates = svpg_steps_per_second(env_id, ["s2vgd", "svgd"], args)
-    s2, plain = rates["s2vgd"], rates["svgd"]
+    if args.num_seeds > 1:
+        variants = {f"svpg s2vgd (K = {args.householder}), 1 seed": {"method": "s2vgd"},
+                    f"svpg s2vgd (K = {args.householder}), {args.num_seeds} seeds batched": {"method": "s2vgd", "num_seeds": args.num_seeds}}
+    else:
+        variants = {f"svpg s2vgd (K = {args.householder})": {"method": "s2vgd"}, "svpg svgd (plain layers)": {"method": "svgd"}}
+    rates = svpg_steps_per_second(env_id, variants, args)
     torch.set_num_threads(args.threads)  # SB3 runs with the same thread budget
     sb3 = sb3_a2c_steps_per_second(env_id, args.sb3_steps)
     print("\n| agent | env steps/s (whole iterations) | × SB3 A2C |\n|---|---:|---:|")
-    print(f"| svpg s2vgd (K = {args.householder}) | {s2:,.0f} | {s2 / sb3:,.0f}× |")
-    print(f"| svpg svgd (plain layers) | {plain:,.0f} | {plain / sb3:,.0f}× |")
+    for label, rate in rates.items():
+        print(f"| {label} | {rate:,.0f} | {rate / sb3:,.0f}× |")
     print(f"| SB3 A2C (MlpPolicy, 8 envs) | {sb3:,.0f} | 1× |")
-    print(f"\nS²VGD throughput relative to plain SVGD: {100 * (s2 / plain - 1):+.1f} %")
+    first, second = rates.values()
+    what = "batched seeds relative to one seed" if args.num_seeds > 1 else "S²VGD throughput relative to plain SVGD"
+    print(f"\n{what}: {second / first:.2f}×" if args.num_seeds > 1 else f"\n{what}: {100 * (first / second - 1):+.1f} %")
 
 
 if __name__ == "__main__":
