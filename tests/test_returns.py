@@ -27,11 +27,11 @@ def test_reward_to_go_never_crosses_episode_boundaries():
     torch.testing.assert_close(out.view(-1), torch.tensor(expected))
 
 
-def test_bootstrap_only_reaches_the_unfinished_episode():
+def test_an_episode_cut_off_by_the_batch_end_gets_no_bootstrap():
     r = torch.tensor([1.0, 1.0, 1.0]).view(3, 1)
     d = torch.tensor([0, 1, 0], dtype=torch.bool).view(3, 1)
-    out = discounted_returns(r, d, 0.9, bootstrap=torch.tensor([10.0]))
-    torch.testing.assert_close(out.view(-1), torch.tensor([1 + 0.9, 1.0, 1 + 0.9 * 10]))
+    out = discounted_returns(r, d, 0.9)
+    torch.testing.assert_close(out.view(-1), torch.tensor([1 + 0.9, 1.0, 1.0]))
 
 
 def test_episode_statistics_hand_table():

@@ -5,7 +5,6 @@ rather than ``torch.distributions`` objects, which cost ~40× more per step.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 
 import gymnasium as gym
@@ -14,9 +13,9 @@ import torch
 
 from svpg.core.networks import LayerWeights, NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
+from svpg.core.probability import LOG_2PI, gaussian_log_prob
 from svpg.seeding import torch_generator
 
-LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
 @dataclass(frozen=True)
@@ -182,9 +181,8 @@ class ParticlePolicy:
             logp = logits.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
             entropy = -(logits.exp() * logits).sum(-1).mean(-1)
             return logp, entropy
-        z = (actions - out) * torch.exp(-log_std).unsqueeze(1)
-        logp = (-0.5 * z.square() - log_std.unsqueeze(1) - LOG_SQRT_2PI).sum(-1)
-        entropy = (log_std + 0.5 + LOG_SQRT_2PI).sum(-1)
+        logp = gaussian_log_prob(actions, out, log_var=2 * log_std.unsqueeze(1)).sum(-1)
+        entropy = (log_std + 0.5 * (1 + LOG_2PI)).sum(-1)
         return logp, entropy
 
     def log_prior(self, theta: torch.Tensor | None = None) -> torch.Tensor:

@@ -9,17 +9,15 @@ import torch
 
 
 def discounted_returns(
-    rewards: torch.Tensor, dones: torch.Tensor, gamma: float, bootstrap: torch.Tensor | None = None
+    rewards: torch.Tensor, dones: torch.Tensor, gamma: float
 ) -> torch.Tensor:
     """Reward-to-go G_t = r_t + γ (1 − done_t) G_{t+1} (REINFORCE).
 
     :param rewards: (T, ...) rewards.
     :param dones: (T, ...) bool, True where the episode ended at step t.
-    :param bootstrap: value after the last step for episodes the batch cuts off (default 0).
     """
     keep = gamma * (~dones).to(rewards.dtype)
-    g = torch.zeros_like(rewards[0]) if bootstrap is None else bootstrap
-    return _backward_recursion(rewards, keep, g)
+    return _backward_recursion(rewards, keep, torch.zeros_like(rewards[0]))  # cut-off episodes: no bootstrap
 
 
 def _backward_recursion(x: torch.Tensor, keep: torch.Tensor, init: torch.Tensor) -> torch.Tensor:
