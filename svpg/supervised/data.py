@@ -30,6 +30,7 @@ from svpg.seeding import numpy_rng
 #: where ``apt-get install dataset-fashion-mnist`` puts the IDX files (override with $SVPG_FASHION_MNIST)
 FASHION_MNIST_DIR = os.environ.get("SVPG_FASHION_MNIST", "/usr/share/datasets/fashion-mnist")
 
+TASKS = ("regression", "classification")
 REGRESSION_SETS = ("boston", "concrete", "csv")
 CLASSIFICATION_SETS = ("mnist", "fashion-mnist")
 DATASETS = REGRESSION_SETS + CLASSIFICATION_SETS
@@ -95,7 +96,9 @@ def check_features(x, n_features: int | None = None, what: str = "X") -> np.ndar
 
 
 def check_xy(x, y, task: str = "regression") -> tuple[np.ndarray, np.ndarray]:
-    """Validate a (features, targets) pair; targets are float (regression) or int labels."""
+    """Validate a (features, targets) pair; targets are float (regression) or int labels (classification)."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASKS)}")
     x = check_features(x)
     y_arr = np.asarray(y)
     if y_arr.ndim == 2 and y_arr.shape[1] == 1:

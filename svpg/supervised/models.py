@@ -54,9 +54,10 @@ from svpg.core.svgd import SVGD
 from svpg.io import CheckpointError, load_tensors, save_tensors
 from svpg.runtime import DEFAULT_THREADS, torch_threads
 from svpg.seeding import torch_generator
-from svpg.supervised.data import Standardizer, check_features, check_xy, holdout_split
+from svpg.supervised.data import TASKS, Standardizer, check_features, check_xy, holdout_split
 from svpg.supervised.metrics import classification_metrics, regression_metrics
 
+LR_SCHEDULES = ("constant", "cosine")
 METHODS = {
     "s2vgd": "structural MVG layers W = P Λ1 C Λ2 Qᵀ with K Householder reflections per side (§3), RBF kernel",
     "svgd": "plain dense layers (K = 0, Λ = I), RBF kernel (Liu & Wang 2016)",
@@ -75,6 +76,8 @@ class Objective:
     """
 
     def __init__(self, task: str, spec: NetworkSpec):
+        if task not in TASKS:
+            raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASKS)}")
         self.task, self.spec = task, spec
         self.layout = ParticleLayout()
         self.net = ParticleMLP(self.layout, spec, "net")
@@ -261,8 +264,8 @@ class _ParticleBNN:
             problems.append(f"epochs, batch_size and eval_every must be ≥ 1, got {self.epochs}, {self.batch_size}, {self.eval_every}")
         if not self.lr > 0:
             problems.append(f"lr must be > 0, got {self.lr}")
-        if self.lr_schedule not in ("constant", "cosine"):
-            problems.append(f"lr_schedule must be 'constant' or 'cosine', got {self.lr_schedule!r}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            problems.append(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}, got {self.lr_schedule!r}")
         if not 0 <= self.validation_fraction < 1:
             problems.append(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
         if problems:
@@ -475,7 +478,7 @@ class BayesianRegressor(_ParticleBNN):
         :param callback: called as ``callback(epoch, scalars)`` after every epoch (e.g. TensorBoard).
         """
         self._validate_params()
-        x, y = check_xy(X, y, "regression")
+        x, y = check_xy(X, y, self._task)
         x_fit, y_fit, x_val, y_val_ = self._split_validation(x, y, X_val, y_val)
         self.x_scaler_ = Standardizer.fit(x_fit)
         self.y_scaler_ = Standardizer.fit(y_fit[:, None])
@@ -519,14 +522,14 @@ class BayesianRegressor(_ParticleBNN):
     @_in_threads
     def evaluate(self, X, y) -> dict[str, float]:
         """Test RMSE of the mean prediction and test log-likelihood of the mixture (original units)."""
-        x, y = check_xy(X, y, "regression")
+        x, y = check_xy(X, y, self._task)
         means, noise = self.predict_particles(x)
         return regression_metrics(y, means, noise)
 
     @_in_threads
     def score(self, X, y) -> float:
         """Coefficient of determination R² of the mean prediction (scikit-learn convention)."""
-        x, y = check_xy(X, y, "regression")
+        x, y = check_xy(X, y, self._task)
         mean = self.predict(x, return_std=False)
         return float(1 - ((y - mean) ** 2).sum() / ((y - y.mean()) ** 2).sum())
 
@@ -579,7 +582,7 @@ class BayesianClassifier(_ParticleBNN):
     def fit(self, X, y, X_val=None, y_val=None, callback: Callable[[int, dict], None] | None = None) -> "BayesianClassifier":
         """Train on (X, y) with labels 0..C−1; validation as for :meth:`BayesianRegressor.fit`."""
         self._validate_params()
-        x, y = check_xy(X, y, "classification")
+        x, y = check_xy(X, y, self._task)
         x_fit, y_fit, x_val, y_val_ = self._split_validation(x, y, X_val, y_val)
         self.n_features_in_ = x.shape[1]
         self.n_classes_ = int(max(y.max(), y_val_.max() if y_val_ is not None else 0)) + 1
@@ -606,13 +609,13 @@ class BayesianClassifier(_ParticleBNN):
     @_in_threads
     def evaluate(self, X, y) -> dict[str, float]:
         """Test error, NLL and expected calibration error of the predictive distribution."""
-        x, y = check_xy(X, y, "classification")
+        x, y = check_xy(X, y, self._task)
         return classification_metrics(y, self.predict_proba(x))
 
     @_in_threads
     def score(self, X, y) -> float:
         """Accuracy (scikit-learn convention)."""
-        x, y = check_xy(X, y, "classification")
+        x, y = check_xy(X, y, self._task)
         return float((self.predict(x) == y).mean())
 
     def _state(self):
