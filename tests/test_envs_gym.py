@@ -185,11 +185,12 @@ def test_render_geometry():
     assert rows.mean() > hanging.shape[0] / 2  # second link below the pivot
 
 
-def test_sb3_ppo_learns_briefly():
+def test_sb3_ppo_trains_on_the_registered_env():
     from stable_baselines3 import PPO
 
     model = PPO("MlpPolicy", "svpg/CartPoleBalance-v0", n_steps=128, batch_size=64, n_epochs=1, seed=0, device="cpu")
-    model.learn(total_timesteps=256)
+    model.learn(total_timesteps=256)  # too short to assert learning: this checks the env works under SB3
+    assert model.num_timesteps >= 256
     obs = model.get_env().reset()
     action, _ = model.predict(obs, deterministic=True)
     assert action.shape == (1, 1)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from svpg.cli import dataclass_from_dict
 from svpg.cli import option as _f
+from svpg.core.priors import PRIORS
 from svpg.core.svgd import OPTIMIZERS
 from svpg.runtime import DEFAULT_THREADS
 
@@ -20,6 +21,7 @@ METHODS = {
     "independent": "plain dense layers, identity kernel: M independent policy-gradient learners",
 }
 ESTIMATORS = ("reinforce", "a2c")
+BASELINES = ("linear", "none")  # REINFORCE's
 #: Options that ``--resume`` may change: how long to train and how, not what is trained.
 RESUMABLE_OPTIONS = ("iterations", "total_steps", "eval_episodes", "progress", "threads", "device", "checkpoint_every")
 DEFAULT_HORIZON = 1000  # for Gymnasium ids registered without a time limit
@@ -49,7 +51,7 @@ class SVPGConfig:
     alpha: float = _f(1.0, "temperature α of the target q(θ) ∝ exp(J(θ)/α) p(θ) (eq. 18); larger α trusts the prior more")
     prior_weight: float = _f(1.0, "λ in q(θ) ∝ exp(J(θ)/α) p(θ)^λ; eq. 18 has λ = 1. With λ = 1/α the prior keeps its weight against J "
                              "as at α = 1 while α raises the kernel's repulsion (the presets' tempered posterior)")
-    prior: str = _f("mvg", "mvg (eq. 14 with Inv-Gamma(a, b) hyperpriors) | flat (original SVPG)", choices=("mvg", "flat"))
+    prior: str = _f("mvg", "mvg (eq. 14 with Inv-Gamma(a, b) hyperpriors) | flat (original SVPG)", choices=PRIORS)
     prior_a: float = _f(1.0, "Inv-Gamma shape a of the prior variances")
     prior_b: float = _f(0.1, "Inv-Gamma scale b of the prior variances")
     # validated against the observation size by PolicySpec, the one place that knows it
@@ -62,7 +64,7 @@ class SVPGConfig:
     samples_per_particle: int = _f(5000, "environment steps each particle collects per iteration")
     horizon: int = _f(0, "maximum episode length (0: the environment's own limit)")
     gamma: float = _f(0.99, "discount factor γ")
-    baseline: str = _f("linear", "reinforce baseline: linear (rllab's linear feature baseline, refitted every batch) | none", choices=("linear", "none"))
+    baseline: str = _f("linear", "reinforce baseline: linear (rllab's linear feature baseline, refitted every batch) | none", choices=BASELINES)
     gae_lambda: float = _f(0.95, "GAE λ (a2c)")
     critic_hidden: tuple[int, ...] = _f((32, 32), "hidden widths of each particle's critic (a2c)")
     critic_lr: float = _f(5e-3, "critic learning rate (a2c)")
@@ -177,6 +179,10 @@ PRESET_DIR = Path(__file__).with_name("presets")
 
 def available_presets() -> list[str]:
     return sorted(p.stem for p in PRESET_DIR.glob("*.json"))
+
+
+#: the paper's RL tasks, one preset each (the reproduction harnesses run these)
+TASKS = tuple(available_presets())
 
 
 def load_preset(name_or_path: str) -> dict:

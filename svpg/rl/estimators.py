@@ -16,7 +16,7 @@ import torch
 
 from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
-from svpg.rl.config import SVPGConfig
+from svpg.rl.config import BASELINES, SVPGConfig
 from svpg.rl.policies import fold_obs_scale
 from svpg.rl.returns import discounted_returns, gae_advantages, linear_feature_baseline, standardize
 from svpg.rl.rollout import Rollout, per_particle
@@ -40,7 +40,7 @@ class Reinforce:
 
     name = "reinforce"
     needs_final_obs = False
-    BASELINES = ("linear", "none")
+    BASELINES = BASELINES
 
     def __init__(self, gamma: float, baseline: str = "linear", obs_scale: tuple[float, ...] = (), groups: int = 1):
         if baseline not in self.BASELINES:

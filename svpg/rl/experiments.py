@@ -29,9 +29,8 @@ import time
 from pathlib import Path
 
 from svpg.grid import BACKENDS, run_jobs
-from svpg.rl.config import ESTIMATORS, METHODS
+from svpg.rl.config import ESTIMATORS, METHODS, TASKS
 
-TASKS = ("swingup", "pendulum", "balance")
 #: config fields the harness sets per run (not overridable)
 HARNESS_FIELDS = ("method", "estimator", "seed", "num_seeds", "log_dir", "run_name", "progress", "eval_episodes", "threads")
 OWN_OPTIONS = {"task", "seeds", "methods", "estimators", "jobs", "out", "report_only", "backend"}

@@ -1,7 +1,7 @@
 """Stable-Baselines3 A2C and PPO on the same registered tasks, added to the reproduction table.
 
-    python -m svpg.experiments.sb3 --task swingup --seeds 5
-    python -m svpg.experiments.sb3 --task pendulum --seeds 3 --steps 1000000
+    python -m svpg.rl.sb3 --task swingup --seeds 5
+    python -m svpg.rl.sb3 --task pendulum --seeds 3 --steps 1000000
 
 Each agent trains with ``--steps`` environment steps (default: the SVPG preset's budget *per particle*,
 iterations × samples per particle = 5 M for swing-up; the whole 16-particle ensemble uses 16× that),
@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from svpg.rl.config import TASKS
 
 
 def train_one(task_env: str, algo: str, seed: int, steps: int, eval_every: int, out: Path) -> list[dict]:
@@ -46,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     from svpg.rl.config import load_preset
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--task", choices=("swingup", "pendulum", "balance"), required=True)
+    p.add_argument("--task", choices=TASKS, required=True)
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--algos", default="a2c,ppo")
     p.add_argument("--steps", type=int, default=0, help="steps per agent (0: preset iterations × samples per particle)")
