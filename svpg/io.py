@@ -102,9 +102,9 @@ def load_tensors(path: str | Path, expected_kind: str | None = None) -> tuple[di
         with safe_open(str(path), framework="pt") as f:
             header = f.metadata() or {}
     except (SafetensorError, OSError, ValueError) as e:
-        earlier = path.parent / "checkpoints"  # a training run keeps its earlier checkpoints there
-        fix = (f"load an earlier checkpoint from {earlier}" if earlier.is_dir()
-               else "pass a .safetensors file written by svpg (a run's model.safetensors or model.save(...))")
+        earlier = sorted((path.parent / "checkpoints").glob("iter_*.safetensors"))  # an RL run's checkpoints
+        fix = (f"load a checkpoint instead, e.g. {earlier[-1]} (resuming the run also rewrites {path.name} from it)"
+               if earlier else "pass a .safetensors file written by svpg (a run's model.safetensors or model.save(...))")
         raise CheckpointError(f"{path} is corrupt or truncated ({e}); {fix}") from None
     if header.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not an svpg checkpoint (format {header.get('format')!r}, expected {FORMAT!r})")

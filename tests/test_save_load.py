@@ -65,7 +65,7 @@ def test_corrupt_truncated_and_foreign_checkpoints_are_refused(run_dir, tmp_path
     damaged_run = tmp_path / "damaged_run"
     shutil.copytree(run_dir[0], damaged_run)
     (damaged_run / "model.safetensors").write_bytes(good[:100])
-    with pytest.raises(CheckpointError, match=r"load an earlier checkpoint from .*damaged_run/checkpoints"):
+    with pytest.raises(CheckpointError, match=r"load a checkpoint instead, e.g. .*damaged_run/checkpoints/iter_000002"):
         svpg.load(damaged_run)
     garbage = tmp_path / "garbage.safetensors"
     garbage.write_bytes(b"\x00" * 100)
