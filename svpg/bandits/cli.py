@@ -15,13 +15,20 @@ cumulative regret and normalised regret, uniform = 100). Watch it with `tensorbo
 
 Ctrl-C or SIGTERM stops a run: finished seeds are kept, the seed in progress is dropped, and --resume
 plays the seeds without a file. With --resume only --seeds, --progress, --threads, --device and
---log-points may be given; the other options are those of config.json.
+--log-points may be given (and --backend, --jobs); the other options are those of config.json.
+
+--backend local|ray plays the seeds at once, one job per seed (svpg.grid), on --jobs local processes or
+as Ray Tune trials; every job builds the problem and agents from config.json and saves its seed file
+itself, so the results are those of the default in-process loop, bit for bit.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
+import os
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -34,13 +41,14 @@ from svpg.bandits.problems import PROBLEMS, BanditProblem, make_problem
 from svpg.bandits.protocol import agent_factories, run_seed
 from svpg.bandits.report import log_rounds, save_results
 from svpg.bandits.results import markdown_table
-from svpg.bandits.runfolder import clear_live_curves, finished_seeds, load_results, save_seed
+from svpg.bandits.runfolder import clear_live_curves, finished_seeds, load_results, save_seed, seed_file
 from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, dataclass_from_dict, explicit_options
 from svpg.cli import option as _f
 from svpg.allocator import keep_freed_memory
 from svpg.core.networks import ACTIVATIONS
 from svpg.core.priors import PRIORS
 from svpg.core.svgd import OPTIMIZERS
+from svpg.grid import BACKENDS, run_jobs
 from svpg.io import WriteError
 from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_json_object, remove_stray_temporaries,
                        run_name, write_json)
@@ -52,6 +60,9 @@ RESUME_HINT = "python train.py bandit --resume"
 RESUME_OPTIONS = ("seeds", "progress", "threads", "device", "log_points")
 # written to config.json beside the options, and checked on --resume: what the options build
 BUILT = ("problem_description", "agent_names", "agent_hyperparameters")
+# how this invocation plays the seeds, not what they are: never part of config.json
+DRIVER_OPTIONS = ("resume", "backend", "jobs")
+RAY_DIR = ".ray"  # Ray Tune's experiment state (for a restarted driver), inside the run folder
 
 
 @dataclass
@@ -175,6 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--resume", metavar="RUN_DIR", default=None,
                         help="continue the run in RUN_DIR: play its seeds that have no result yet (with --seeds: "
                              "extend it); only --seeds, --progress, --threads, --device and --log-points may be given")
+    parser.add_argument("--backend", choices=BACKENDS, default=None,
+                        help="play the seeds at once, one job per seed: on --jobs local processes, or as Ray Tune trials "
+                             "(a local Ray, or the cluster in RAY_ADDRESS: the run folder must then be on a file system "
+                             "every Ray node can reach) (default: one seed after another in this process)")
+    parser.add_argument("--jobs", type=int, default=2, help="with --backend: seeds played at once (default: 2)")
     add_dataclass_arguments(parser, BanditConfig)
     return parser
 
@@ -186,6 +202,17 @@ def _built(config: BanditConfig, problem, factories) -> dict:
         "agent_names": [n for n, _ in factories],
         "agent_hyperparameters": {n: f(problem, config.seed).hyperparameters() for n, f in factories},
     }))
+
+
+def load_config(run_dir: Path) -> tuple[BanditConfig, dict]:
+    """The options in a run folder's config.json, and what they built when it was written."""
+    path = Path(run_dir) / CONFIG_FILE
+    record = read_json_object(path, "bandit run config")
+    missing = [k for k in BUILT if k not in record]
+    if missing:
+        raise ValueError(f"{path} has no {missing[0]!r}: it was not written by train.py bandit")
+    recorded = {k: record.pop(k) for k in BUILT}
+    return dataclass_from_dict(BanditConfig, record, str(path)), recorded
 
 
 def _new_run(args) -> tuple[BanditConfig, BanditProblem, list, Path]:
@@ -201,7 +228,7 @@ def _new_run(args) -> tuple[BanditConfig, BanditProblem, list, Path]:
 def _resumed_run(parser, args, argv: list[str]) -> tuple[BanditConfig, BanditProblem, list, Path]:
     """The run in ``--resume``'s folder, with the options allowed on resume applied; checked before anything is written."""
     run_dir = Path(args.resume)
-    typed = explicit_options(parser, argv) - {"resume"}
+    typed = explicit_options(parser, argv) - set(DRIVER_OPTIONS)
     refused = [f"--{k.replace('_', '-')}" for k in sorted(typed - set(RESUME_OPTIONS))]
     if refused:
         raise ValueError(f"{', '.join(refused)} cannot be given with --resume: {run_dir} continues with the options in its "
@@ -210,12 +237,7 @@ def _resumed_run(parser, args, argv: list[str]) -> tuple[BanditConfig, BanditPro
     if not run_dir.is_dir():
         raise ValueError(f"--resume {run_dir}: no such run folder")
     path = run_dir / CONFIG_FILE
-    record = read_json_object(path, "bandit run config")
-    missing = [k for k in BUILT if k not in record]
-    if missing:
-        raise ValueError(f"{path} has no {missing[0]!r}: it was not written by train.py bandit")
-    recorded = {k: record.pop(k) for k in BUILT}
-    config = dataclass_from_dict(BanditConfig, record, str(path))
+    config, recorded = load_config(run_dir)
     config = dataclasses.replace(config, **{k: getattr(args, k) for k in typed})
     try:
         config.validate()
@@ -282,11 +304,80 @@ class _Monitor:
         self.bar.close()
 
 
+def play_seed(run_dir: Path, problem: BanditProblem, factories: list, config: BanditConfig, seed: int,
+              monitor: _Monitor) -> Path:
+    """Every agent on seed ``seed``'s table, saved atomically as the run folder's unit of work (its seed
+    file). The one way a seed is played: by the in-process loop and by the jobs of ``--backend``."""
+    clear_live_curves(run_dir, seed, [n for n, _ in factories])
+    runs = run_seed(problem, factories, config.rounds, seed, monitor, config.threads)
+    monitor.end_agent()
+    return save_seed(run_dir, runs)
+
+
+def _play(run_dir: Path, problem: BanditProblem, factories: list, config: BanditConfig, seeds: list[int],
+          stop: StopRequest) -> None:
+    """Play ``seeds`` one after another in this process, with a progress bar over every agent's rounds."""
+    monitor = _Monitor(run_dir, config.rounds, config.rounds * len(factories) * len(seeds), config.log_points,
+                       config.progress and bool(seeds), stop)
+    try:
+        for seed in seeds:
+            if stop.requested:
+                raise KeyboardInterrupt
+            play_seed(run_dir, problem, factories, config, seed, monitor)
+    finally:
+        monitor.close()  # before an interruption's message, so that it is not part of the progress bar's line
+
+
+def play_seed_job(job: dict, report=None) -> dict:
+    """One seed of a run folder as a job of :func:`svpg.grid.run_jobs` (``--backend``).
+
+    The problem and agents are built from the run's config.json (relative data paths are taken from the
+    driver's working folder ``job["cwd"]``: a Ray trial runs in a folder of its own); live curves go to
+    ``<agent>/seed_<s>/`` as in the in-process loop. A seed that has its file is not played again.
+    """
+    run_dir, seed = Path(job["run_dir"]), int(job["seed"])
+    start = time.perf_counter()
+    if not seed_file(run_dir, seed).exists():
+        config, _ = load_config(run_dir)
+        if config.data_path:
+            config = dataclasses.replace(config, data_path=str(Path(job["cwd"], config.data_path)))
+        problem, factories = config.build()
+        monitor = _Monitor(run_dir, config.rounds, 0, config.log_points, progress=False, stop=StopRequest())
+        try:
+            play_seed(run_dir, problem, factories, config, seed, monitor)
+        finally:
+            monitor.close()
+    return {"seconds": time.perf_counter() - start}
+
+
+def _play_on_workers(run_dir: Path, seeds: list[int], backend: str, workers: int, progress: bool) -> None:
+    """Play ``seeds`` as jobs of :func:`svpg.grid.run_jobs`, one per seed, with a progress bar over seeds."""
+    jobs = [{"run_dir": str(run_dir.resolve()), "seed": s, "cwd": str(Path.cwd())} for s in seeds]
+    # the same seeds of the same run give the same name: a driver restarted after a crash restores its Ray experiment
+    name = "grid-" + hashlib.sha1(json.dumps(jobs, sort_keys=True).encode()).hexdigest()[:12]
+    with tqdm(total=len(jobs), unit="seed", disable=not (progress and jobs), dynamic_ncols=True) as bar:
+        def done(job: dict, result: dict) -> None:
+            bar.write(f"seed {job['seed']}: {result.get('seconds', 0):.0f} s")
+            bar.update(1)
+
+        os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # a Ctrl-C reaches StopRequest, which ends the grid at once
+        run_jobs("svpg.bandits.cli:play_seed_job", jobs, backend=backend, workers=workers, storage=run_dir / RAY_DIR,
+                 name=name, on_done=done)
+    shutil.rmtree(run_dir / RAY_DIR, ignore_errors=True)  # the seed files are what a resumed run continues from
+    missing = [s for s in seeds if not seed_file(run_dir, s).exists()]
+    if missing:
+        raise ValueError(f"the jobs of seed(s) {missing} finished but left no seed file in {run_dir}: with Ray, the run "
+                         f"folder must be on a file system every node can reach")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
-    with StopRequest() as stop:
+    if args.jobs < 1:
+        parser.error(f"--jobs must be ≥ 1, got {args.jobs}")
+    # the in-process loop stops at its next window; workers are stopped at once (their seeds are dropped anyway)
+    with StopRequest(immediate=args.backend is not None) as stop:
         try:
             return _main(parser, args, argv, stop)
         except (ValueError, FileNotFoundError) as e:  # bad input, or a file that cannot be written (svpg.io.WriteError)
@@ -309,28 +400,20 @@ def _main(parser, args, argv: list[str], stop: StopRequest) -> int:
     if args.resume:
         print(f"resuming: {len(seeds) - len(todo)} of {len(seeds)} seeds finished"
               + (f", {len(todo)} to play" if todo else "; nothing to do (rewriting the reports)"))
-    monitor = _Monitor(run_dir, config.rounds, config.rounds * len(names) * len(todo), config.log_points,
-                       config.progress and bool(todo), stop)
     try:
-        for seed in todo:
-            if stop.requested:
-                raise KeyboardInterrupt
-            clear_live_curves(run_dir, seed, names)
-            runs = run_seed(problem, factories, config.rounds, seed, monitor, config.threads)
-            monitor.end_agent()
-            save_seed(run_dir, runs)
+        if args.backend:
+            _play_on_workers(run_dir, todo, args.backend, args.jobs, config.progress)
+        else:
+            _play(run_dir, problem, factories, config, todo, stop)
         results = load_results(run_dir, problem.describe(), config.rounds, seeds, names)
         paths = save_results(results, run_dir, config.log_points)
     except KeyboardInterrupt:
-        monitor.close()  # before the message, so that it is not part of the progress bar's line
         done = len(set(finished_seeds(run_dir)) & set(seeds))
         print(f"interrupted: {done} of {len(seeds)} seeds finished and saved; "
               f"continue with: {RESUME_HINT} {run_dir}", file=sys.stderr)
         return stop.exit_status or 130
     except WriteError as e:  # full disk: the finished seeds are safe
         raise ValueError(f"{e}; once there is room, continue with: {RESUME_HINT} {run_dir}") from None
-    finally:
-        monitor.close()
     print()
     print(markdown_table(results))
     print(f"wrote {', '.join(p.name for p in paths.values())} and TensorBoard events to {run_dir} "
