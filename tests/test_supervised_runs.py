@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -152,6 +153,15 @@ def test_garbage_config_is_a_one_line_error(reference, tmp_path, capsys, content
     assert str(run / "config.json") in err and message in err
 
 
+def test_a_damaged_split_file_is_a_one_line_error_naming_it(reference, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(reference, run)
+    damaged = run / "splits" / "s2vgd_split01.json"
+    damaged.write_text("{trunc")
+    assert main(["--resume", str(run)]) == 2
+    assert f"split result {damaged} is not readable JSON" in error_line(capsys)
+
+
 @pytest.mark.parametrize("device", ["banana", "tpu", "cuda"])
 def test_bad_device_is_refused_before_anything_is_written(csv_file, tmp_path, capsys, device):
     if device == "cuda" and torch.cuda.is_available():
@@ -198,15 +208,15 @@ def test_sigint_saves_finished_splits_and_resumes_bit_identical(csv_file, tmp_pa
 
 
 def test_sigkill_between_a_model_file_and_its_row_resumes_bit_identical(csv_file, tmp_path, reference):
-    """Killed while results.json gets split 1's row (5th atomic write: config, then model and row of
-    each split): split 1's model file has no row and a temporary is left; --resume redoes split 1."""
+    """Killed while split 1's row is saved (6th atomic write: config, then model, row and results.json
+    of each split): split 1's model file has no row and a temporary is left; --resume redoes split 1."""
     run = tmp_path / "run"
     driver = Path(__file__).with_name("kill_driver.py")
-    done = subprocess.run([sys.executable, str(driver), "replace:5:before", "--", "supervised",
+    done = subprocess.run([sys.executable, str(driver), "replace:6:before", "--", "supervised",
                            *options(csv_file, tmp_path, "run")], capture_output=True, text=True, timeout=120)
     assert done.returncode == -signal.SIGKILL, done.stderr
     assert len(rows(run)) == 1 and (run / "models" / "s2vgd_split01.safetensors").exists()
-    assert list(run.glob(".results.json.*.tmp"))
+    assert list((run / "splits").glob(".s2vgd_split01.json.*.tmp"))
     assert main(["--resume", str(run)]) == 0
     assert_same_as(run, reference)
     assert not list(run.rglob(".*.tmp"))

@@ -16,13 +16,19 @@ particle's noise precision). The test rows are only ever used for the final numb
 choice (the split, the --max-train subset, the initial particles, the minibatch order of split k) has
 its own stream derived from --seed, so a run is bit-identical when repeated or resumed on one machine.
 
-Every run writes runs/<run-name>/ and never overwrites an existing one: config.json, results.json
-(one row per finished method and split, saved as soon as it finishes, with its particles in
-models/<method>_split<k>.safetensors; load with BayesianRegressor.load), TensorBoard training curves
-(<method>/split_<k>/: split 0 of a regression set, every run on classification), the test metrics of
-every split (summary/) and, once every split has finished, results.md.
+Every run writes runs/<run-name>/ and never overwrites an existing one: config.json, the test metrics
+of every finished method and split in splits/<method>_split<k>.json (saved as soon as it finishes, with
+its particles in models/<method>_split<k>.safetensors; load with BayesianRegressor.load) and all of them
+in results.json, TensorBoard training curves (<method>/split_<k>/: split 0 of a regression set, every
+run on classification), the test metrics of every split (summary/) and, once every split has finished,
+results.md.
 Ctrl-C or SIGTERM discards the split in progress and keeps the finished ones; --resume runs the rest.
-With --resume only --splits, --progress, --threads, --device and --compile may be given.
+With --resume only --splits, --progress, --threads, --device and --compile may be given (and --backend,
+--jobs).
+
+--backend local|ray fits the (split, method) pairs at once, one job each (svpg.grid), on --jobs local
+processes or as Ray Tune trials; every job loads the data and builds its estimator from config.json and
+saves its split file itself, so the results are those of the default in-process loop, bit for bit.
 """
 from __future__ import annotations
 
@@ -30,6 +36,8 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import os
+import re
 import shutil
 import sys
 import time
@@ -43,6 +51,7 @@ from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, datac
 from svpg.cli import option as _f
 from svpg.allocator import keep_freed_memory
 from svpg.core.svgd import OPTIMIZERS
+from svpg.grid import BACKENDS, run_jobs
 from svpg.io import atomic_write
 from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_json_object, remove_stray_temporaries,
                        run_name, write_json)
@@ -57,8 +66,13 @@ RESUME_HINT = "python train.py supervised --resume"
 # --device and --compile change float rounding, so splits run after such a change are not bit-identical)
 RESUME_OPTIONS = ("splits", "progress", "threads", "device", "compile")
 CONFIG_FILE, RESULTS_FILE, TABLE_FILE, MODELS_DIR, SUMMARY_DIR = "config.json", "results.json", "results.md", "models", "summary"
+# the unit of work: one method on one split, its row of results.json saved as <method>_split<k>.json
+SPLITS_DIR, _SPLIT_FILE = "splits", re.compile(r"(?P<method>[a-z0-9]+)_split(?P<split>\d+)\.json")
 # written to config.json beside the options and checked on --resume: what the options resolve to on the data
 BUILT = ("resolved", "data")
+# how this invocation runs the splits, not what they are: never part of config.json
+DRIVER_OPTIONS = ("resume", "backend", "jobs")
+RAY_DIR = ".ray"  # Ray Tune's experiment state (for a restarted driver), inside the run folder
 
 # Defaults chosen on validation rows carved from the training part of Boston/Concrete splits 0–4
 # (never on test rows); see docs/supervised.md.
@@ -289,22 +303,23 @@ def _built(data: Dataset, settings: dict) -> dict:
     return json.loads(json.dumps({"resolved": resolved, "data": {"description": repr(data), "sha256": digest.hexdigest()}}))
 
 
+def split_file(run_dir: Path, method: str, k: int) -> Path:
+    return Path(run_dir) / SPLITS_DIR / f"{method}_split{k:02d}.json"
+
+
 def _read_finished(run_dir: Path, methods: list[str]) -> dict[str, dict[int, dict]]:
-    """The rows of results.json by method and split (none before the first split has finished)."""
+    """The saved row of every finished (method, split), by method and split."""
     finished: dict[str, dict[int, dict]] = {m: {} for m in methods}
-    path = run_dir / RESULTS_FILE
-    if not path.exists():
-        return finished
-    rows = read_json_object(path, "results file").get("results")
-    well_formed = isinstance(rows, dict) and set(rows) <= set(methods) and all(
-        isinstance(method_rows, list)
-        and all(isinstance(row, dict) and type(row.get("split")) is int and row["split"] >= 0 for row in method_rows)
-        for method_rows in rows.values())
-    if not well_formed:
-        raise ValueError(f"{path} does not hold rows of {', '.join(methods)} with a 'split' number each; "
-                         f"move it away and --resume to run every split again")
-    for method, method_rows in rows.items():
-        finished[method] = {row["split"]: row for row in method_rows}
+    folder = Path(run_dir) / SPLITS_DIR
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        match = _SPLIT_FILE.fullmatch(path.name)
+        if not match or match["method"] not in finished:
+            continue
+        row = read_json_object(path, "split result")
+        if row.get("split") != int(match["split"]):
+            raise ValueError(f"{path} does not hold the row of split {int(match['split'])}; "
+                             f"delete it and --resume to run that split again")
+        finished[match["method"]][row["split"]] = row
     return finished
 
 
@@ -349,10 +364,21 @@ def _new_run(args: argparse.Namespace) -> _Run:
     return _Run(cfg, data, settings, run_dir, {m: {} for m in cfg.methods()})
 
 
+def _load_config(run_dir: Path) -> tuple[SupervisedConfig, dict]:
+    """The options in a run folder's config.json, and what they resolved to when it was written."""
+    path = Path(run_dir) / CONFIG_FILE
+    record = read_json_object(path, "supervised run config")
+    missing = [k for k in BUILT if k not in record]
+    if missing:
+        raise ValueError(f"{path} has no {missing[0]!r} entry: it was not written by train.py supervised")
+    recorded = {k: record.pop(k) for k in BUILT}
+    return dataclass_from_dict(SupervisedConfig, record, str(path)), recorded
+
+
 def _resumed_run(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> _Run:
     """The run in ``--resume``'s folder with the options allowed on resume applied; checked before anything is written."""
     run_dir = Path(args.resume)
-    typed = explicit_options(parser, argv) - {"resume"}
+    typed = explicit_options(parser, argv) - set(DRIVER_OPTIONS)
     refused = [f"--{k.replace('_', '-')}" for k in sorted(typed - set(RESUME_OPTIONS))]
     if refused:
         allowed = ", ".join("--" + k for k in RESUME_OPTIONS)
@@ -361,12 +387,7 @@ def _resumed_run(parser: argparse.ArgumentParser, args: argparse.Namespace, argv
     if not run_dir.is_dir():
         raise ValueError(f"--resume {run_dir}: no such run folder")
     path = run_dir / CONFIG_FILE
-    record = read_json_object(path, "supervised run config")
-    missing = [k for k in BUILT if k not in record]
-    if missing:
-        raise ValueError(f"{path} has no {missing[0]!r} entry: it was not written by train.py supervised")
-    recorded = {k: record.pop(k) for k in BUILT}
-    cfg = dataclass_from_dict(SupervisedConfig, record, str(path))
+    cfg, recorded = _load_config(run_dir)
     cfg = dataclasses.replace(cfg, **{k: getattr(args, k) for k in typed})
     data, settings = _prepare(cfg)
     built = _built(data, settings)
@@ -389,13 +410,18 @@ def _resumed_run(parser: argparse.ArgumentParser, args: argparse.Namespace, argv
 # ------------------------------------------------------------------------------------------ training
 
 
-def _fit_split(run: _Run, method: str, k: int) -> dict:
-    """Fit ``method`` on split k, save its particles; its row for results.json."""
+def fit_split(run: _Run, method: str, k: int, progress: bool) -> dict:
+    """Fit ``method`` on split k and save its particles and then its row (atomically: the run folder's
+    unit of work); returns the row. The one way a split is fitted: by the in-process loop and by the
+    jobs of ``--backend``.
+
+    :param progress: a bar over epochs (classification in the in-process loop).
+    """
     cfg, data = run.cfg, run.data
     classification = data.task == "classification"
     x_tr, y_tr, x_te, y_te = split_data(cfg, data, k)
     seed = split_seed(cfg.seed, k)
-    model = make_estimator(cfg, data, run.settings, method, seed, progress=cfg.progress and classification)
+    model = make_estimator(cfg, data, run.settings, method, seed, progress=progress)
     curves = run.run_dir / method / f"split_{k:02d}"
     model_file = run.run_dir / MODELS_DIR / f"{method}_split{k:02d}.safetensors"
     # An interrupted attempt at this split left curves (and, if it was killed between saving its model
@@ -419,7 +445,8 @@ def _fit_split(run: _Run, method: str, k: int) -> dict:
            "best_epoch": model.best_epoch_, "seconds": seconds,
            "seconds_per_epoch": float(np.mean([h["epoch_seconds"] for h in model.history_]))}
     if cfg.save_models:
-        model.save(model_file)  # before the row: a row in results.json implies its model file
+        model.save(model_file)  # before the row: a saved row implies its model file
+    write_json(split_file(run.run_dir, method, k), row)
     return row
 
 
@@ -429,22 +456,82 @@ def _train(run: _Run) -> None:
     bar = tqdm(total=len(todo), disable=not (run.cfg.progress and todo), unit="fit", dynamic_ncols=True)
     try:
         for k, method in todo:
-            row = _fit_split(run, method, k)
+            row = fit_split(run, method, k, progress=run.cfg.progress and run.data.task == "classification")
             run.finished[method][k] = row
             run.save_results()
-            bar.update(1)
-            if run.data.task == "classification":
-                bar.set_postfix(method=method, error=f"{row['error']:.4f}", ece=f"{row['ece']:.4f}")
-            else:
-                done = run.finished[method].values()
-                bar.set_postfix(method=method, rmse=f"{np.mean([r['rmse'] for r in done]):.3f}",
-                                ll=f"{np.mean([r['test_ll'] for r in done]):.3f}")
+            _show(bar, run, method, row)
     finally:
         bar.close()
 
 
+def _show(bar: tqdm, run: _Run, method: str, row: dict | None) -> None:
+    """Count a finished fit on the bar, with its test error (classification) or the method's mean so far."""
+    bar.update(1)
+    if row is None:  # not (yet) visible to this process: a network file system's cached folder listing
+        return
+    if run.data.task == "classification":
+        bar.set_postfix(method=method, error=f"{row['error']:.4f}", ece=f"{row['ece']:.4f}")
+    else:
+        done = run.finished[method].values()
+        bar.set_postfix(method=method, rmse=f"{np.mean([r['rmse'] for r in done]):.3f}",
+                        ll=f"{np.mean([r['test_ll'] for r in done]):.3f}")
+
+
+def fit_split_job(job: dict, report=None) -> dict:
+    """One (split, method) of a run folder as a job of :func:`svpg.grid.run_jobs` (``--backend``).
+
+    The data and the estimator come from the run's config.json (relative data paths are taken from the
+    driver's working folder ``job["cwd"]``: a Ray trial runs in a folder of its own). A pair that has its
+    split file is not fitted again.
+    """
+    run_dir, method, k = Path(job["run_dir"]), job["method"], int(job["split"])
+    start = time.perf_counter()
+    if not split_file(run_dir, method, k).exists():
+        cfg, recorded = _load_config(run_dir)
+        cwd = Path(job["cwd"])
+        if cfg.data_path:
+            cfg = dataclasses.replace(cfg, data_path=str(cwd / cfg.data_path))
+        if cfg.dataset.lower().endswith(".csv"):
+            cfg = dataclasses.replace(cfg, dataset=str(cwd / cfg.dataset))
+        data, settings = _prepare(cfg)
+        if _built(data, settings)["data"] != recorded["data"]:
+            raise ValueError(f"the data set {data.name!r} this job loaded differs from the one {run_dir} was started "
+                             f"with (a Ray node needs the same data files)")
+        fit_split(_Run(cfg, data, settings, run_dir, {}), method, k, progress=False)
+    return {"seconds": time.perf_counter() - start}
+
+
+def _train_on_workers(run: _Run, backend: str, workers: int) -> None:
+    """Fit every (split, method) without a result as jobs of :func:`svpg.grid.run_jobs`, one per pair;
+    results.json follows the split files as they appear."""
+    todo = run.todo()
+    jobs = [{"run_dir": str(run.run_dir.resolve()), "method": m, "split": k, "cwd": str(Path.cwd())} for k, m in todo]
+    # the same pairs of the same run give the same name: a driver restarted after a crash restores its Ray experiment
+    name = "grid-" + hashlib.sha1(json.dumps(jobs, sort_keys=True).encode()).hexdigest()[:12]
+    bar = tqdm(total=len(todo), disable=not (run.cfg.progress and todo), unit="fit", dynamic_ncols=True)
+
+    def done(job: dict, result: dict) -> None:
+        run.finished = _read_finished(run.run_dir, run.methods)
+        run.save_results()
+        _show(bar, run, job["method"], run.finished[job["method"]].get(job["split"]))
+
+    try:
+        os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # a Ctrl-C reaches StopRequest, which ends the grid at once
+        run_jobs("svpg.supervised.cli:fit_split_job", jobs, backend=backend, workers=workers,
+                 storage=run.run_dir / RAY_DIR, name=name, on_done=done)
+    finally:
+        bar.close()
+    shutil.rmtree(run.run_dir / RAY_DIR, ignore_errors=True)  # the split files are what a resumed run continues from
+    run.finished = _read_finished(run.run_dir, run.methods)
+    missing = run.todo()
+    if missing:
+        raise ValueError(f"the jobs of {missing} (split, method) finished but left no split file in {run.run_dir}: with "
+                         f"Ray, the run folder must be on a file system every node can reach")
+
+
 def _report(run: _Run) -> str:
-    """results.md and the TensorBoard summary of test metrics, both rebuilt from results.json."""
+    """results.json, results.md and the TensorBoard summary of test metrics, rebuilt from the split files."""
+    run.save_results()  # also after a process killed between a split file and results.json
     data, settings = run.data, run.settings
     kind = "run(s) on the official test set" if data.y_test is not None else "random 90/10 splits"
     epochs = ", ".join(f"{n} ({m})" for m, n in settings["epochs"].items())
@@ -476,6 +563,11 @@ def build_parser() -> Parser:
     parser.add_argument("--resume", metavar="RUN_DIR", default=None,
                         help="continue the run in RUN_DIR: run its splits that have no result yet (with --splits: extend it); "
                              "only --splits, --progress, --threads, --device and --compile may be given")
+    parser.add_argument("--backend", choices=BACKENDS, default=None,
+                        help="fit the (split, method) pairs at once, one job each: on --jobs local processes, or as Ray "
+                             "Tune trials (a local Ray, or the cluster in RAY_ADDRESS: the run folder and the data must "
+                             "then be on a file system every Ray node can reach) (default: one after another in this process)")
+    parser.add_argument("--jobs", type=int, default=2, help="with --backend: fits run at once (default: 2)")
     add_dataclass_arguments(parser, SupervisedConfig)
     return parser
 
@@ -484,6 +576,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be ≥ 1, got {args.jobs}")
     keep_freed_memory()
     run = None
     # at once, not at a safe point: the split in progress is discarded anyway, and one epoch can take minutes
@@ -495,7 +589,10 @@ def main(argv: list[str] | None = None) -> int:
             if args.resume:
                 print(f"resuming: {run.count()} finished; "
                       + (f"running the other {len(todo)}" if todo else "nothing to do (rewriting results.md)"), flush=True)
-            _train(run)
+            if args.backend:
+                _train_on_workers(run, args.backend, args.jobs)
+            else:
+                _train(run)
             table = _report(run)
         except (ValueError, OSError) as e:  # bad input, or a file that cannot be written (svpg.io.WriteError)
             message, hint = str(e), ""
@@ -508,7 +605,7 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             if run is None:
                 print("interrupted before the run started", file=sys.stderr)
-            else:  # counted from results.json: exact even if the signal came while it was being written
+            else:  # counted from the split files: exact even if the signal came while one was being written
                 saved = _read_finished(run.run_dir, run.methods)
                 print(f"interrupted: {run.count(saved)} finished and saved; continue with: {RESUME_HINT} {run.run_dir}",
                       file=sys.stderr)
