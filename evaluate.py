@@ -17,7 +17,7 @@ from svpg.cli import Parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="evaluate.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(prog="evaluate.py", description=__doc__)
     p.add_argument("path", help="run folder (runs/<run-name>) or a .safetensors checkpoint")
     p.add_argument("--particle", default="all", help="'all', 'best' (highest mean return) or a particle index (default: all)")
     p.add_argument("--episodes", type=int, default=20, help="episodes per particle (default: 20)")

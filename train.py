@@ -32,15 +32,8 @@ SUBCOMMANDS = {
 
 
 def build_parser() -> Parser:
-    import argparse
-
-    parser = Parser(
-        prog="train.py",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="methods:\n" + "\n".join(f"  {k:12s} {v}" for k, v in METHODS.items())
-        + "\n\nother front ends:\n" + "\n".join(f"  train.py {k:11s} {v[1]}" for k, v in SUBCOMMANDS.items()),
-    )
+    front_ends = {f"train.py {name}": text for name, (_, text) in SUBCOMMANDS.items()}
+    parser = Parser(prog="train.py", description=__doc__, listed={"methods": METHODS, "other front ends": front_ends})
     parser.add_argument(
         "--preset", default=None,
         help=f"start from a preset ({', '.join(available_presets())}, or a JSON file of config fields); "

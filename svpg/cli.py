@@ -7,10 +7,18 @@ import typing
 
 
 class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line (plus a pointer to ``--help``), not a usage dump."""
+    """An ArgumentParser whose errors are one line (plus a pointer to ``--help``), not a usage dump,
+    whose description keeps its line breaks (module docstrings with examples), and whose epilog can
+    list named choices: ``Parser(prog=…, listed={"methods": {"s2vgd": "…", …}})``."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, listed: dict[str, dict[str, str]] | None = None, **kwargs):
         kwargs.setdefault("usage", "%(prog)s [options]")
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        if listed:
+            width = max(len(name) for items in listed.values() for name in items) + 2
+            kwargs.setdefault("epilog", "\n\n".join(
+                f"{title}:\n" + "\n".join(f"  {name:{width}s} {text}" for name, text in items.items())
+                for title, items in listed.items()))
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):

@@ -67,15 +67,6 @@ def test_linucb_sherman_morrison_matches_a_direct_solve():
     np.testing.assert_allclose(agent.scores(xq)[0], expect, rtol=1e-6)
 
 
-@pytest.fixture
-def one_thread():
-    """One torch thread for the test; the caller's count is restored afterwards."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.usefixtures("one_thread")
 def test_stein_thompson_beats_uniform_by_a_wide_margin_on_mushroom():
     results = run(make_problem("mushroom"), ["s2vgd"], rounds=1500, seeds=1, num_particles=10)

@@ -352,16 +352,6 @@ def _start(seed):
     return torch.tensor([5.0, -5.0], dtype=F64) + 0.1 * torch.randn(100, 2, generator=g, dtype=F64)
 
 
-@pytest.fixture
-def one_thread():
-    # Thousands of tiny ops: intra-op threads only add contention (measured 0.2 s vs up to 9 s on a
-    # loaded 2-core machine). Restored afterwards so other tests in the worker are unaffected.
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _check_moments(theta):
     # Tolerances: mean within 0.1 per coordinate; every covariance entry within 20% of the target's.
     # (With M = 100 in 2-D, SVGD with the median bandwidth under-estimates the variances by ~7-10%,

@@ -176,13 +176,7 @@ class BanditConfig:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(
-        prog="train.py bandit",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="problems:\n" + "\n".join(f"  {k:16s} {v}" for k, v in PROBLEMS.items())
-        + "\n\nagents:\n" + "\n".join(f"  {k:16s} {v}" for k, v in AGENTS.items()),
-    )
+    parser = Parser(prog="train.py bandit", description=__doc__, listed={"problems": PROBLEMS, "agents": AGENTS})
     parser.add_argument("--resume", metavar="RUN_DIR", default=None,
                         help="continue the run in RUN_DIR: play its seeds that have no result yet (with --seeds: "
                              "extend it); only --seeds, --progress, --threads, --device and --log-points may be given")

@@ -19,7 +19,6 @@ the command continues where it stopped. Writes to ``--out``:
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import json
@@ -189,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     from svpg.cli import Parser, add_dataclass_arguments, explicit_options
     from svpg.rl.config import SVPGConfig, load_preset
 
-    p = Parser(prog="python -m svpg.rl.experiments", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(prog="python -m svpg.rl.experiments", description=__doc__)
     p.add_argument("--task", choices=TASKS, required=True)
     p.add_argument("--seeds", type=int, default=5, help="seeds 0 … N−1 of every (method, estimator) (default: 5)")
     p.add_argument("--methods", default=",".join(METHODS))
