@@ -8,8 +8,8 @@ import pytest
 
 import train
 from svpg.supervised import BayesianRegressor
-from svpg.supervised.cli import SupervisedConfig, build_parser, main, resolve
-from svpg.supervised.data import Dataset
+from svpg.supervised.cli import SupervisedConfig, build_parser, main, resolve, split_data
+from svpg.supervised.data import Dataset, load_boston, standard_splits
 
 
 @pytest.fixture
@@ -51,6 +51,8 @@ def test_cli_writes_table_results_and_models(tmp_path, csv_file, capsys):
         (["--target", "price", "--method", "s2vgd,hmc"], "--method 's2vgd,hmc'"),
         (["--target", "price", "--householder", "0"], "--householder must be ≥ 1 for s2vgd"),
         (["--target", "price", "--hidden", "50,x"], "--hidden must be 'auto'"),
+        (["--target", "price", "--protocol", "std"], "--protocol 'std': choose from random, standard\n"),
+        (["--target", "price", "--protocol", "standard"], "the standard splits exist for boston and concrete, not 'toy.csv'"),
     ],
 )
 def test_cli_errors_are_clear(tmp_path, csv_file, capsys, extra, message):
@@ -96,3 +98,26 @@ def test_validation_fraction_default_per_task_and_override():
     for bad in ("1.5", "-0.1", "some"):
         with pytest.raises(ValueError, match="--validation-fraction must be 'auto' or a number in"):
             SupervisedConfig(validation_fraction=bad).validate()
+
+
+def test_the_standard_protocol_uses_the_standard_splits_and_a_resume_keeps_it(tmp_path, capsys):
+    """--protocol in any letter case; config.json records it, so a resume (which refuses --protocol) keeps it."""
+    cfg = SupervisedConfig(dataset="boston", protocol="Standard").validate()
+    data = load_boston()
+    train, test = standard_splits("boston")[3]
+    x_tr, y_tr, x_te, y_te = split_data(cfg, data, 3)
+    np.testing.assert_array_equal(x_tr, data.x[train])
+    np.testing.assert_array_equal(y_te, data.y[test])
+
+    argv = ["--dataset", "boston", "--protocol", "STANDARD", "--splits", "1", "--epochs", "1", "--num-particles", "2",
+            "--max-train", "30", "--save-models", "false", "--log-dir", str(tmp_path), "--run-name", "r", "--progress", "false"]
+    assert main(argv) == 0
+    run = tmp_path / "r"
+    assert json.loads((run / "config.json").read_text())["protocol"] == "standard"
+    assert "boston: 1 standard 90/10 splits" in (run / "results.md").read_text()
+    assert main(["--resume", str(run), "--splits", "21"]) == 2
+    assert "--splits 21: --protocol standard has 20 splits" in capsys.readouterr().err
+    assert main(["--resume", str(run), "--protocol", "random"]) == 2
+    assert "--protocol cannot be given with --resume" in capsys.readouterr().err
+    assert main(["--resume", str(run), "--splits", "2"]) == 0
+    assert json.loads((run / "config.json").read_text())["protocol"] == "standard"

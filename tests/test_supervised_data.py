@@ -4,6 +4,7 @@ from __future__ import annotations
 import gzip
 import math
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from svpg.supervised.data import (
     load_dataset,
     load_fashion_mnist,
     read_idx,
+    standard_splits,
     train_test_split,
     train_test_splits,
 )
@@ -112,6 +114,37 @@ def test_splits_are_seeded_disjoint_and_prefix_stable():
     assert len(te) == 51 and len(tr) == 455 and not set(tr) & set(te)
     assert not np.array_equal(a[0][1], a[1][1])  # different splits differ
     assert not np.array_equal(train_test_splits(506, 1, seed=1)[0][1], a[0][1])
+
+
+#: the upstream index files (see the README there); not part of the repository
+UCI_SPLITS = Path(__file__).resolve().parents[2] / "shared" / "data" / "uci_splits"
+
+
+@pytest.mark.parametrize("name, load", [("boston", load_boston), ("concrete", load_concrete)])
+def test_standard_splits_are_the_published_index_files(name, load):
+    folder = UCI_SPLITS / name
+    if not folder.is_dir():
+        pytest.skip(f"the published UCI split files are not at {folder}")
+    data = np.loadtxt(folder / "data.txt")  # the same rows in the same order: the indices apply to ours
+    np.testing.assert_array_equal(data[:, :-1], load().x)
+    np.testing.assert_array_equal(data[:, -1], load().y)
+    splits = standard_splits(name)
+    assert len(splits) == 20
+    for k, (train, test) in enumerate(splits):
+        np.testing.assert_array_equal(train, np.loadtxt(folder / f"index_train_{k}.txt", dtype=np.int64), err_msg=f"split {k}")
+        np.testing.assert_array_equal(test, np.loadtxt(folder / f"index_test_{k}.txt", dtype=np.int64), err_msg=f"split {k}")
+
+
+def test_standard_splits_partition_the_rows_and_leave_numpys_global_state_alone():
+    np.random.seed(7)
+    before = np.random.get_state()[1].copy()
+    splits = standard_splits("Concrete")
+    np.testing.assert_array_equal(np.random.get_state()[1], before)
+    for train, test in splits:
+        assert len(train) == 927 and len(test) == 103
+        np.testing.assert_array_equal(np.sort(np.concatenate([train, test])), np.arange(1030))
+    with pytest.raises(ValueError, match="the standard splits exist for boston and concrete, not 'mnist'"):
+        standard_splits("mnist")
 
 
 def test_split_and_validation_rows_come_from_independent_streams():

@@ -7,7 +7,8 @@ Paper: https://proceedings.mlr.press/v84/zhang18a.html
     model = BayesianRegressor(method="s2vgd", householder=1).fit(data.x, data.y)
     mean, std = model.predict(data.x)
 """
-from svpg.supervised.data import Dataset, Standardizer, load_dataset, train_test_splits
+from svpg.supervised.data import Dataset, Standardizer, load_dataset, standard_splits, train_test_splits
 from svpg.supervised.models import METHODS, BayesianClassifier, BayesianRegressor
 
-__all__ = ["BayesianClassifier", "BayesianRegressor", "Dataset", "METHODS", "Standardizer", "load_dataset", "train_test_splits"]
+__all__ = ["BayesianClassifier", "BayesianRegressor", "Dataset", "METHODS", "Standardizer", "load_dataset", "standard_splits",
+           "train_test_splits"]

