@@ -204,3 +204,12 @@ def test_estimators_reject_bad_input(toy_model):
         BayesianRegressor().predict(x)
     with pytest.raises(ValueError, match="class labels"):
         BayesianClassifier(epochs=1).fit(x, y)
+
+
+def test_evaluating_on_a_class_the_classifier_never_saw_is_a_clear_error():
+    from svpg.supervised.metrics import classification_metrics
+
+    probs = np.full((2, 3), 1 / 3)
+    with pytest.raises(ValueError, match="class indices 0…2"):
+        classification_metrics(np.array([0, 5]), probs)
+    assert classification_metrics(np.array([0, 2]), probs)["error"] > 0

@@ -224,7 +224,7 @@ class ParticleRewardModel(Agent):
         self.layout.get(theta, "noise.log_var").zero_()  # σ² = 1 in standardised reward units
         self.theta = theta.requires_grad_(True)
         structural = self.net.structural_blocks()
-        step_scale = None  # Λ and Householder vectors may step slower than C and b (docs/bandits.md, Results, mushroom)
+        step_scale = None  # Λ and Householder vectors may step slower than C and b (docs/bandits.md, "Defaults and why")
         if structural and self.structural_lr_scale != 1.0:
             step_scale = self.layout.per_coordinate(dict.fromkeys(structural, self.structural_lr_scale))
         self.svgd = SVGD(self.theta, kernel, optimizer, lr, step_scale=step_scale)
@@ -338,7 +338,7 @@ def _spec(context_dim, num_actions, hidden, activation, householder, learn_scale
 
 
 # Settings of the Stein agents chosen on mushroom tuning seeds 100–102 at the full 50,000 rounds, each
-# method its own best (docs/bandits.md, Results, mushroom); the greedy agents keep ParticleRewardModel's 3e-3.
+# method its own best (docs/bandits.md, "Defaults and why"); the greedy agents keep ParticleRewardModel's 3e-3.
 STEIN_METHODS = ("s2vgd", "svgd")  # the SVGD-trained agents (SteinThompson's method)
 STEIN_LR = {"s2vgd": 1e-3, "svgd": 1e-3}
 # s2vgd: K = 2 reflections, structural hidden layer, plain output layer (the output's 2-D reflection
@@ -362,7 +362,7 @@ class SteinThompson(ParticleRewardModel):
         to ``lr`` (s2vgd only). Defaults: ``S2VGD_STRUCTURE``.
     :param kernel: ``"median"``, a fixed bandwidth, or ``"identity"`` (M independent learners).
     :param lr: Adam's step; default ``STEIN_LR[method]``.
-    The defaults were chosen on mushroom tuning seeds (docs/bandits.md, Results).
+    The defaults were chosen on mushroom tuning seeds (docs/bandits.md, "Defaults and why").
     See :class:`ParticleRewardModel` for the training parameters.
     """
 

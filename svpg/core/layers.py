@@ -159,7 +159,8 @@ class StructuralLinear:
         return self._get(theta, "bias").unsqueeze(1)
 
     def log_prior(self, theta: torch.Tensor) -> torch.Tensor:
-        """Eq. 14: C and b ~ N(0, λ); v ~ N(0, φ I); Λ ~ N(0, ψ I); λ, φ, ψ ~ Inv-Gamma(a, b): (M,)."""
+        """Eq. 14: C ~ N(0, λ); v ~ N(0, φ I); Λ ~ N(0, ψ I); λ, φ, ψ ~ Inv-Gamma(a, b): (M,). The bias b
+        shares C's variance λ (our choice: eq. 14 covers only C)."""
         prior = self.prior
         if not prior.learns_variances:
             return theta.new_zeros(theta.shape[0])

@@ -14,7 +14,7 @@ from svpg.core.svgd import OPTIMIZERS
 from svpg.runtime import DEFAULT_THREADS
 
 METHODS = {
-    # method: (Householder K used?, learn Λ scales, kernel)
+    # method: what it trains (shown by --help)
     "s2vgd": "structural prior: W = P Λ1 C Λ2 Qᵀ with K Householder reflections per side, RBF kernel",
     "svgd": "plain dense layers (K = 0, Λ = I), RBF kernel",
     "svgd-star": "plain dense layers widened to the parameter count of s2vgd with K = 4 (the paper's SVGD*), RBF kernel",
@@ -50,7 +50,7 @@ class SVPGConfig:
     hidden: tuple[int, ...] = _f((25, 10), "hidden layer widths of the tanh policy MLP")
     alpha: float = _f(1.0, "temperature α of the target q(θ) ∝ exp(J(θ)/α) p(θ) (eq. 18); larger α trusts the prior more")
     prior_weight: float = _f(1.0, "λ in q(θ) ∝ exp(J(θ)/α) p(θ)^λ; eq. 18 has λ = 1. With λ = 1/α the prior keeps its weight against J "
-                             "as at α = 1 while α raises the kernel's repulsion (the presets' tempered posterior)")
+                             "as at α = 1 while α raises the kernel's repulsion (a tempered posterior)")
     prior: str = _f("mvg", "mvg (eq. 14 with Inv-Gamma(a, b) hyperpriors) | flat (original SVPG)", choices=PRIORS)
     prior_a: float = _f(1.0, "Inv-Gamma shape a of the prior variances")
     prior_b: float = _f(0.1, "Inv-Gamma scale b of the prior variances")

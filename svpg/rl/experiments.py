@@ -198,7 +198,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="local processes, or Ray Tune trials (local Ray, or the cluster in RAY_ADDRESS) (default: local)")
     p.add_argument("--out", default=None, help="output folder (default: runs/repro-<task>)")
     p.add_argument("--report-only", action="store_true", help="only rebuild the CSV, PNG and table")
-    overridable = p.add_argument_group("training options overriding the preset (as in train.py)")
+    overridable = p.add_argument_group(
+        "training options overriding the preset (as in train.py; the defaults shown are train.py's, the preset's "
+        "values apply to every option not given)")
     add_dataclass_arguments(overridable, SVPGConfig, skip=HARNESS_FIELDS)
     argv = sys.argv[1:] if argv is None else argv
     args = p.parse_args(argv)

@@ -75,6 +75,11 @@ def expected_calibration_error(y, probs, n_bins: int = 15) -> float:
 
 
 def classification_metrics(y, probs) -> dict[str, float]:
+    """Error, NLL and ECE; a label outside the model's classes is a ValueError, not a wrong index."""
+    labels, classes = np.asarray(y), np.shape(probs)[1]
+    if labels.size and (labels.min() < 0 or labels.max() >= classes):
+        raise ValueError(f"labels must be class indices 0…{classes - 1} (the classes the model was fitted on), "
+                         f"got {labels.min()}…{labels.max()}")
     return {"error": error_rate(y, probs), "nll": nll(y, probs), "ece": expected_calibration_error(y, probs)}
 
 

@@ -6,7 +6,8 @@
 
     log p(θ | D) = (N / B) Σ_{i ∈ batch} log p(y_i | x_i, θ) + log p(θ)   (likelihood scaled by N/B),
 
-where log p(θ) is eq. 14 (C, b ~ N(0, λ); v ~ N(0, φ); Λ ~ N(0, ψ); λ, φ, ψ ~ Inv-Gamma(1, 0.1)).
+where log p(θ) is eq. 14 (C ~ N(0, λ); v ~ N(0, φ); Λ ~ N(0, ψ); λ, φ, ψ ~ Inv-Gamma(1, 0.1); the bias b
+shares C's λ, our choice).
 After every SVGD step the Householder vectors v are rescaled to unit length
 (:meth:`~svpg.core.networks.ParticleMLP.normalise_householder_`): the weights depend on v's direction only.
 
