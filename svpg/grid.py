@@ -16,9 +16,13 @@ backend forwards it to ``ray.tune.report``; the local backend ignores it.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
 import multiprocessing as mp
 import os
+import shutil
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -34,6 +38,11 @@ def _ignore(metrics: dict) -> None:
     pass
 
 
+def _ignore_sigint() -> None:
+    # Ctrl-C is the driver's to handle (it stops the pool); workers would only print tracebacks
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _run_local(args: tuple) -> tuple[dict, dict]:
     fn, job = args
     return job, _resolve(fn)(job, _ignore)
@@ -46,25 +55,31 @@ def _ray_trainable(config: dict) -> dict:
 
 
 def run_jobs(fn: str, jobs: list[dict], *, backend: str = "local", workers: int = 2, storage: Path | None = None,
-             name: str = "grid", cpus_per_job: float = 1, gpus_per_job: float = 0,
+             name: str | None = None, cpus_per_job: float = 1, gpus_per_job: float = 0,
              on_done: Callable[[dict, dict], None] | None = None) -> None:
     """Run every job once; ``on_done(job, result)`` after each (in the driver).
 
     :param fn: ``"module:function"`` with ``function(job, report) -> dict``.
     :param workers: concurrent jobs (local processes; for Ray, at most this many trials at a time on a
         local instance, which also gets this many CPUs).
-    :param storage: where the Ray backend keeps its experiment state (required for ``ray``).
+    :param storage: where the Ray backend keeps its experiment state (required for ``ray``); the state
+        is removed once every trial finished, and kept after a failure for ``Tuner.restore``.
+    :param name: the Ray experiment; by default derived from the jobs, so that the same jobs restore
+        the same experiment after a driver crash.
     """
     if backend not in BACKENDS:
         raise ValueError(f"--backend {backend!r}: choose from {', '.join(BACKENDS)}")
     if not jobs:
         return
     if backend == "local":
-        with mp.get_context("spawn").Pool(max(1, workers)) as pool:
+        with mp.get_context("spawn").Pool(max(1, workers), initializer=_ignore_sigint) as pool:
             for job, result in pool.imap_unordered(_run_local, [(fn, job) for job in jobs]):
                 if on_done:
                     on_done(job, result)
+            pool.close()
+            pool.join()
         return
+    name = name or "grid-" + hashlib.sha1(json.dumps(jobs, sort_keys=True).encode()).hexdigest()[:12]
     _run_ray(fn, jobs, workers, Path(storage), name, cpus_per_job, gpus_per_job, on_done)
 
 
@@ -75,6 +90,7 @@ def _run_ray(fn, jobs, workers, storage, name, cpus_per_job, gpus_per_job, on_do
     except ImportError:
         raise ValueError('--backend ray needs Ray: pip install "svpg[ray]" (or use --backend local)') from None
     address = os.environ.get("RAY_ADDRESS")
+    os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # Ctrl-C stops the driver (and a restart restores), as locally
     if not ray.is_initialized():
         # a local instance gets `workers` CPUs; an existing cluster brings its own
         ray.init(address=address, num_cpus=None if address else workers, include_dashboard=False,
@@ -92,9 +108,13 @@ def _run_ray(fn, jobs, workers, storage, name, cpus_per_job, gpus_per_job, on_do
             run_config=tune.RunConfig(name=name, storage_path=str(storage), verbose=0),
         )
     results = tuner.fit()
-    failed = [r for r in results if r.error]
+    failed = [r for r in results if r.error or r.config is None]
     for result in results:
-        if not result.error and on_done:
+        if result not in failed and on_done:
             on_done(result.config["job"], result.metrics or {})
     if failed:
-        raise RuntimeError(f"{len(failed)} of {len(results)} Ray trials failed; the first: {failed[0].error}")
+        first = next((r.error for r in failed if r.error), "not started")
+        raise RuntimeError(f"{len(failed)} of {len(results)} Ray trials did not finish; the first: {first}")
+    shutil.rmtree(path, ignore_errors=True)  # every trial finished: nothing left to restore
+    if storage.is_dir() and not any(storage.iterdir()):
+        storage.rmdir()

@@ -103,6 +103,31 @@ def read_json_object(path: Path, what: str) -> dict:
     return data
 
 
+def refuse_on_resume(run_dir: Path, typed: set[str], allowed: tuple[str, ...], config_file: str = "config.json") -> None:
+    """A one-line ValueError naming every option the user typed with ``--resume`` that it cannot change."""
+    refused = [f"--{k.replace('_', '-')}" for k in sorted(typed - set(allowed))]
+    if refused:
+        raise ValueError(f"{', '.join(refused)} cannot be given with --resume: {run_dir} continues with the options in its "
+                         f"{config_file} (only {', '.join('--' + k.replace('_', '-') for k in allowed)} may change); "
+                         f"start a new run to change them")
+    if not Path(run_dir).is_dir():
+        raise ValueError(f"--resume {run_dir}: no such run folder")
+
+
+def read_run_record(run_dir: Path, cls, built: tuple[str, ...], command: str, config_file: str = "config.json"):
+    """A run folder's config.json as (the options as ``cls``, what they built: the ``built`` entries),
+    with one-line errors naming the file for anything unreadable, missing or wrongly typed."""
+    from svpg.cli import dataclass_from_dict
+
+    path = Path(run_dir) / config_file
+    record = read_json_object(path, f"{command} run config")
+    missing = [k for k in built if k not in record]
+    if missing:
+        raise ValueError(f"{path} has no {missing[0]!r} entry: it was not written by {command}")
+    recorded = {k: record.pop(k) for k in built}
+    return dataclass_from_dict(cls, record, str(path)), recorded
+
+
 class TensorBoardLogger:
     """Scalars to TensorBoard with one host sync per call (values may be 0-d tensors).
 

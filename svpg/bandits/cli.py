@@ -25,10 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
-import os
-import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -42,7 +39,7 @@ from svpg.bandits.protocol import agent_factories, run_seed
 from svpg.bandits.report import log_rounds, save_results
 from svpg.bandits.results import markdown_table
 from svpg.bandits.runfolder import clear_live_curves, finished_seeds, load_results, save_seed, seed_file
-from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, dataclass_from_dict, explicit_options
+from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, explicit_options
 from svpg.cli import option as _f
 from svpg.allocator import keep_freed_memory
 from svpg.core.networks import ACTIVATIONS
@@ -50,7 +47,8 @@ from svpg.core.priors import PRIORS
 from svpg.core.svgd import OPTIMIZERS
 from svpg.grid import BACKENDS, run_jobs
 from svpg.io import WriteError
-from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_json_object, remove_stray_temporaries,
+from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_run_record,
+                       refuse_on_resume, remove_stray_temporaries,
                        run_name, write_json)
 from svpg.runtime import DEFAULT_THREADS, StopRequest, resolve_device
 
@@ -200,13 +198,7 @@ def _built(config: BanditConfig, problem, factories) -> dict:
 
 def load_config(run_dir: Path) -> tuple[BanditConfig, dict]:
     """The options in a run folder's config.json, and what they built when it was written."""
-    path = Path(run_dir) / CONFIG_FILE
-    record = read_json_object(path, "bandit run config")
-    missing = [k for k in BUILT if k not in record]
-    if missing:
-        raise ValueError(f"{path} has no {missing[0]!r}: it was not written by train.py bandit")
-    recorded = {k: record.pop(k) for k in BUILT}
-    return dataclass_from_dict(BanditConfig, record, str(path)), recorded
+    return read_run_record(run_dir, BanditConfig, BUILT, "train.py bandit", CONFIG_FILE)
 
 
 def _new_run(args) -> tuple[BanditConfig, BanditProblem, list, Path]:
@@ -223,13 +215,7 @@ def _resumed_run(parser, args, argv: list[str]) -> tuple[BanditConfig, BanditPro
     """The run in ``--resume``'s folder, with the options allowed on resume applied; checked before anything is written."""
     run_dir = Path(args.resume)
     typed = explicit_options(parser, argv) - set(DRIVER_OPTIONS)
-    refused = [f"--{k.replace('_', '-')}" for k in sorted(typed - set(RESUME_OPTIONS))]
-    if refused:
-        raise ValueError(f"{', '.join(refused)} cannot be given with --resume: {run_dir} continues with the options in its "
-                         f"{CONFIG_FILE} (only {', '.join('--' + k.replace('_', '-') for k in RESUME_OPTIONS)} may change); "
-                         f"start a new run to change them")
-    if not run_dir.is_dir():
-        raise ValueError(f"--resume {run_dir}: no such run folder")
+    refuse_on_resume(run_dir, typed, RESUME_OPTIONS, CONFIG_FILE)
     path = run_dir / CONFIG_FILE
     config, recorded = load_config(run_dir)
     config = dataclasses.replace(config, **{k: getattr(args, k) for k in typed})
@@ -347,17 +333,13 @@ def play_seed_job(job: dict, report=None) -> dict:
 def _play_on_workers(run_dir: Path, seeds: list[int], backend: str, workers: int, progress: bool) -> None:
     """Play ``seeds`` as jobs of :func:`svpg.grid.run_jobs`, one per seed, with a progress bar over seeds."""
     jobs = [{"run_dir": str(run_dir.resolve()), "seed": s, "cwd": str(Path.cwd())} for s in seeds]
-    # the same seeds of the same run give the same name: a driver restarted after a crash restores its Ray experiment
-    name = "grid-" + hashlib.sha1(json.dumps(jobs, sort_keys=True).encode()).hexdigest()[:12]
     with tqdm(total=len(jobs), unit="seed", disable=not (progress and jobs), dynamic_ncols=True) as bar:
         def done(job: dict, result: dict) -> None:
             bar.write(f"seed {job['seed']}: {result.get('seconds', 0):.0f} s")
             bar.update(1)
 
-        os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # a Ctrl-C reaches StopRequest, which ends the grid at once
         run_jobs("svpg.bandits.cli:play_seed_job", jobs, backend=backend, workers=workers, storage=run_dir / RAY_DIR,
-                 name=name, on_done=done)
-    shutil.rmtree(run_dir / RAY_DIR, ignore_errors=True)  # the seed files are what a resumed run continues from
+                 on_done=done)
     missing = [s for s in seeds if not seed_file(run_dir, s).exists()]
     if missing:
         raise ValueError(f"the jobs of seed(s) {missing} finished but left no seed file in {run_dir}: with Ray, the run "

@@ -20,7 +20,6 @@ the command continues where it stopped. Writes to ``--out``:
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import signal
 import sys
@@ -240,9 +239,8 @@ def main(argv: list[str] | None = None) -> int:
                 bar.update(1)
 
             try:
-                grid = hashlib.sha1(json.dumps(jobs, sort_keys=True).encode()).hexdigest()[:12]
                 run_jobs("svpg.rl.experiments:train_batch", jobs, backend=args.backend, workers=args.jobs,
-                         storage=out / ".ray", name=f"grid-{grid}", on_done=done)
+                         storage=out / ".ray", on_done=done)
             except ValueError as e:
                 print(f"{p.prog}: error: {e}", file=sys.stderr)
                 return 2

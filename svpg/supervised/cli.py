@@ -38,7 +38,6 @@ import argparse
 import dataclasses
 import hashlib
 import json
-import os
 import re
 import shutil
 import sys
@@ -49,13 +48,14 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, dataclass_from_dict, explicit_options
+from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, explicit_options
 from svpg.cli import option as _f
 from svpg.allocator import keep_freed_memory
 from svpg.core.svgd import OPTIMIZERS
 from svpg.grid import BACKENDS, run_jobs
 from svpg.io import atomic_write
-from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_json_object, remove_stray_temporaries,
+from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_json_object, read_run_record,
+                       refuse_on_resume, remove_stray_temporaries,
                        run_name, write_json)
 from svpg.runtime import DEFAULT_THREADS, StopRequest, resolve_device
 from svpg.seeding import int_seed, numpy_rng
@@ -388,26 +388,14 @@ def _new_run(args: argparse.Namespace) -> _Run:
 
 def _load_config(run_dir: Path) -> tuple[SupervisedConfig, dict]:
     """The options in a run folder's config.json, and what they resolved to when it was written."""
-    path = Path(run_dir) / CONFIG_FILE
-    record = read_json_object(path, "supervised run config")
-    missing = [k for k in BUILT if k not in record]
-    if missing:
-        raise ValueError(f"{path} has no {missing[0]!r} entry: it was not written by train.py supervised")
-    recorded = {k: record.pop(k) for k in BUILT}
-    return dataclass_from_dict(SupervisedConfig, record, str(path)), recorded
+    return read_run_record(run_dir, SupervisedConfig, BUILT, "train.py supervised", CONFIG_FILE)
 
 
 def _resumed_run(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: list[str]) -> _Run:
     """The run in ``--resume``'s folder with the options allowed on resume applied; checked before anything is written."""
     run_dir = Path(args.resume)
     typed = explicit_options(parser, argv) - set(DRIVER_OPTIONS)
-    refused = [f"--{k.replace('_', '-')}" for k in sorted(typed - set(RESUME_OPTIONS))]
-    if refused:
-        allowed = ", ".join("--" + k for k in RESUME_OPTIONS)
-        raise ValueError(f"{', '.join(refused)} cannot be given with --resume: {run_dir} continues with the options in its "
-                         f"{CONFIG_FILE} (only {allowed} may be given); start a new run to change them")
-    if not run_dir.is_dir():
-        raise ValueError(f"--resume {run_dir}: no such run folder")
+    refuse_on_resume(run_dir, typed, RESUME_OPTIONS, CONFIG_FILE)
     path = run_dir / CONFIG_FILE
     cfg, recorded = _load_config(run_dir)
     cfg = dataclasses.replace(cfg, **{k: getattr(args, k) for k in typed})
@@ -528,8 +516,6 @@ def _train_on_workers(run: _Run, backend: str, workers: int) -> None:
     results.json follows the split files as they appear."""
     todo = run.todo()
     jobs = [{"run_dir": str(run.run_dir.resolve()), "method": m, "split": k, "cwd": str(Path.cwd())} for k, m in todo]
-    # the same pairs of the same run give the same name: a driver restarted after a crash restores its Ray experiment
-    name = "grid-" + hashlib.sha1(json.dumps(jobs, sort_keys=True).encode()).hexdigest()[:12]
     bar = tqdm(total=len(todo), disable=not (run.cfg.progress and todo), unit="fit", dynamic_ncols=True)
 
     def done(job: dict, result: dict) -> None:
@@ -538,12 +524,10 @@ def _train_on_workers(run: _Run, backend: str, workers: int) -> None:
         _show(bar, run, job["method"], run.finished[job["method"]].get(job["split"]))
 
     try:
-        os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # a Ctrl-C reaches StopRequest, which ends the grid at once
         run_jobs("svpg.supervised.cli:fit_split_job", jobs, backend=backend, workers=workers,
-                 storage=run.run_dir / RAY_DIR, name=name, on_done=done)
+                 storage=run.run_dir / RAY_DIR, on_done=done)
     finally:
         bar.close()
-    shutil.rmtree(run.run_dir / RAY_DIR, ignore_errors=True)  # the split files are what a resumed run continues from
     run.finished = _read_finished(run.run_dir, run.methods)
     missing = run.todo()
     if missing:
