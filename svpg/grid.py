@@ -29,6 +29,29 @@ from pathlib import Path
 BACKENDS = ("local", "ray")
 
 
+def add_backend_arguments(parser, units: str, shared: str = "the run folder", default: str | None = None) -> None:
+    """``--backend`` and ``--jobs`` of a command that runs ``units`` as :func:`run_jobs` jobs.
+
+    :param shared: what every Ray node must reach on a shared file system.
+    :param default: the default backend; None runs the units one after another in the command's process.
+    """
+    sequential = "one after another in this process" if default is None else default
+    parser.add_argument("--backend", choices=BACKENDS, default=default,
+                        help=f"run the {units} at once, one job each: on --jobs local processes, or as Ray Tune trials (a "
+                             f"local Ray, or the cluster in RAY_ADDRESS: {shared} must then be on a file system every Ray "
+                             f"node can reach) (default: {sequential})")
+    parser.add_argument("--jobs", type=_positive_int, default=2, help=f"{units} run at once (default: 2)")
+
+
+def _positive_int(text: str) -> int:
+    import argparse
+
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be ≥ 1, got {value}")
+    return value
+
+
 def _resolve(fn: str) -> Callable:
     module, _, name = fn.partition(":")
     return getattr(importlib.import_module(module), name)

@@ -1,5 +1,7 @@
 import os
+from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -21,3 +23,14 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def csv_file(tmp_path_factory) -> Path:
+    """A small regression CSV (3 features, target "price", 80 rows) for the supervised command line."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(80, 3))
+    y = x @ np.array([1.0, -2.0, 0.5]) + 10 + rng.normal(0, 0.1, 80)
+    path = tmp_path_factory.mktemp("data") / "toy.csv"
+    path.write_text("a,b,c,price\n" + "".join(f"{r[0]},{r[1]},{r[2]},{t}\n" for r, t in zip(x, y)))
+    return path

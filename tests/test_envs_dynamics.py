@@ -221,7 +221,7 @@ def test_double_pendulum_multistep_and_return_range():
     rng = np.random.default_rng(1)
     n = 8
     env = DoublePendulum(n, seed=0, **F64)
-    obs = env.reset()
+    env.reset()
     states = env.state.numpy().copy()
     returns = np.zeros(n)
     for t in range(500):

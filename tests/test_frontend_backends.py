@@ -68,16 +68,6 @@ def test_a_bandit_run_resumed_on_ray_plays_only_the_seeds_without_a_file(bandit_
     assert_same_bandit_results(run, bandit_reference)
 
 
-@pytest.fixture(scope="module")
-def csv_file(tmp_path_factory) -> Path:
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(60, 3))
-    y = x @ np.array([1.0, -2.0, 0.5]) + 10 + rng.normal(0, 0.1, 60)
-    path = tmp_path_factory.mktemp("data") / "toy.csv"
-    path.write_text("a,b,c,price\n" + "".join(f"{r[0]},{r[1]},{r[2]},{t}\n" for r, t in zip(x, y)))
-    return path
-
-
 def supervised_run(csv_file: Path, log_dir: Path, name: str, *extra: str) -> Path:
     argv = ["--dataset", "csv", "--data-path", str(csv_file), "--target", "price", "--method", "s2vgd,map",
             "--splits", "2", "--epochs", "8", "--num-particles", "3", "--hidden", "8", "--batch-size", "24",
@@ -117,4 +107,4 @@ def test_backend_options_are_not_part_of_the_run(csv_file, supervised_reference,
     assert "nothing to do" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         bandit_cli.main([*BANDIT, "--log-dir", str(tmp_path), "--backend", "local", "--jobs", "0"])
-    assert "--jobs must be ≥ 1, got 0" in capsys.readouterr().err and not any(tmp_path.iterdir())
+    assert "argument --jobs: must be ≥ 1, got 0" in capsys.readouterr().err and not any(tmp_path.iterdir())

@@ -10,7 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -21,16 +20,6 @@ from svpg.supervised.cli import main, split_seed
 
 EPOCHS = 12  # ~0.1 s per split: a signalled subprocess cannot run far ahead of the test
 TIMING = ("seconds", "seconds_per_epoch")
-
-
-@pytest.fixture(scope="module")
-def csv_file(tmp_path_factory) -> Path:
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(80, 3))
-    y = x @ np.array([1.0, -2.0, 0.5]) + 10 + rng.normal(0, 0.1, 80)
-    path = tmp_path_factory.mktemp("data") / "toy.csv"
-    path.write_text("a,b,c,price\n" + "".join(f"{r[0]},{r[1]},{r[2]},{t}\n" for r, t in zip(x, y)))
-    return path
 
 
 def options(csv_file: Path, log_dir: Path, name: str, splits: int = 3) -> list[str]:

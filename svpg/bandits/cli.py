@@ -45,7 +45,7 @@ from svpg.allocator import keep_freed_memory
 from svpg.core.networks import ACTIVATIONS
 from svpg.core.priors import PRIORS
 from svpg.core.svgd import OPTIMIZERS
-from svpg.grid import BACKENDS, run_jobs
+from svpg.grid import add_backend_arguments, run_jobs
 from svpg.io import WriteError
 from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_run_record,
                        refuse_on_resume, remove_stray_temporaries,
@@ -178,11 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--resume", metavar="RUN_DIR", default=None,
                         help="continue the run in RUN_DIR: play its seeds that have no result yet (with --seeds: "
                              "extend it); only --seeds, --progress, --threads, --device and --log-points may be given")
-    parser.add_argument("--backend", choices=BACKENDS, default=None,
-                        help="play the seeds at once, one job per seed: on --jobs local processes, or as Ray Tune trials "
-                             "(a local Ray, or the cluster in RAY_ADDRESS: the run folder must then be on a file system "
-                             "every Ray node can reach) (default: one seed after another in this process)")
-    parser.add_argument("--jobs", type=int, default=2, help="with --backend: seeds played at once (default: 2)")
+    add_backend_arguments(parser, "seeds")
     add_dataclass_arguments(parser, BanditConfig)
     return parser
 
@@ -350,8 +346,6 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.jobs < 1:
-        parser.error(f"--jobs must be ≥ 1, got {args.jobs}")
     # the in-process loop stops at its next window; workers are stopped at once (their seeds are dropped anyway)
     with StopRequest(immediate=args.backend is not None) as stop:
         try:

@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from svpg.grid import BACKENDS, run_jobs
+from svpg.grid import add_backend_arguments, run_jobs
 from svpg.rl.config import ESTIMATORS, METHODS, TASKS
 
 #: config fields the harness sets per run (not overridable)
@@ -192,9 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=5, help="seeds 0 … N−1 of every (method, estimator) (default: 5)")
     p.add_argument("--methods", default=",".join(METHODS))
     p.add_argument("--estimators", default=",".join(ESTIMATORS))
-    p.add_argument("--jobs", type=int, default=2, help="seed batches trained at once, one torch thread each (default: 2)")
-    p.add_argument("--backend", choices=BACKENDS, default="local",
-                   help="local processes, or Ray Tune trials (local Ray, or the cluster in RAY_ADDRESS) (default: local)")
+    add_backend_arguments(p, "seed batches", shared="--out", default="local")
     p.add_argument("--out", default=None, help="output folder (default: runs/repro-<task>)")
     p.add_argument("--report-only", action="store_true", help="only rebuild the CSV, PNG and table")
     overridable = p.add_argument_group(
@@ -206,9 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     methods = [m for m in args.methods.split(",") if m]
     estimators = [e for e in args.estimators.split(",") if e]
     bad = [m for m in methods if m not in METHODS] + [e for e in estimators if e not in ESTIMATORS]
-    if bad or args.seeds < 1 or args.jobs < 1:
+    if bad or args.seeds < 1:
         print(f"{p.prog}: error: unknown method/estimator {bad} (choose from {', '.join(METHODS)} and "
-              f"{', '.join(ESTIMATORS)}), or --seeds / --jobs below 1", file=sys.stderr)
+              f"{', '.join(ESTIMATORS)}), or --seeds below 1", file=sys.stderr)
         return 2
     out = Path(args.out or f"runs/repro-{args.task}")
     overrides = {name: getattr(args, name) for name in explicit_options(p, argv) if name not in OWN_OPTIONS}

@@ -52,7 +52,7 @@ from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, expli
 from svpg.cli import option as _f
 from svpg.allocator import keep_freed_memory
 from svpg.core.svgd import OPTIMIZERS
-from svpg.grid import BACKENDS, run_jobs
+from svpg.grid import add_backend_arguments, run_jobs
 from svpg.io import atomic_write
 from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_json_object, read_run_record,
                        refuse_on_resume, remove_stray_temporaries,
@@ -562,18 +562,11 @@ def _report(run: _Run) -> str:
 
 
 def build_parser() -> Parser:
-    parser = Parser(
-        prog="train.py supervised", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="methods:\n" + "\n".join(f"  {k:8s} {v}" for k, v in METHODS.items()),
-    )
+    parser = Parser(prog="train.py supervised", description=__doc__, listed={"methods": METHODS})
     parser.add_argument("--resume", metavar="RUN_DIR", default=None,
                         help="continue the run in RUN_DIR: run its splits that have no result yet (with --splits: extend it); "
                              "only --splits, --progress, --threads, --device and --compile may be given")
-    parser.add_argument("--backend", choices=BACKENDS, default=None,
-                        help="fit the (split, method) pairs at once, one job each: on --jobs local processes, or as Ray "
-                             "Tune trials (a local Ray, or the cluster in RAY_ADDRESS: the run folder and the data must "
-                             "then be on a file system every Ray node can reach) (default: one after another in this process)")
-    parser.add_argument("--jobs", type=int, default=2, help="with --backend: fits run at once (default: 2)")
+    add_backend_arguments(parser, "(split, method) fits", shared="the run folder and the data")
     add_dataclass_arguments(parser, SupervisedConfig)
     return parser
 
@@ -582,8 +575,6 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.jobs < 1:
-        parser.error(f"--jobs must be ≥ 1, got {args.jobs}")
     keep_freed_memory()
     run = None
     # at once, not at a safe point: the split in progress is discarded anyway, and one epoch can take minutes
