@@ -64,7 +64,8 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[st
             continue
         hint = hints[f.name]
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        kwargs: dict = {"default": default, "help": f.metadata.get("help", "") + " (default: %(default)s)"}
+        shown = " (default: %(default)s)" if default != "" else ""  # an empty default is explained by the help itself
+        kwargs: dict = {"default": default, "help": f.metadata.get("help", "") + shown}
         if hint is bool:
             kwargs.update(type=_parse_bool, metavar="BOOL")
         elif hint == tuple[int, ...]:

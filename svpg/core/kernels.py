@@ -54,7 +54,7 @@ def median_bandwidth(sq_dists: torch.Tensor) -> torch.Tensor:
         return sq_dists.new_ones(sq_dists.shape[:-2])
     iu = torch.triu_indices(m, m, offset=1, device=sq_dists.device)
     med_sq = sq_dists[..., iu[0], iu[1]].median(dim=-1).values
-    h = med_sq / math.log(m) if m > 2 else med_sq / math.log(2.0)
+    h = med_sq / math.log(m)
     return torch.where(h > 0, h, torch.ones_like(h))
 
 
