@@ -98,7 +98,7 @@ def test_training_schedule_and_round_robin_warmup():
     assert agent.trainings == 3 and agent.size == 35  # trained at 10, 20, 30 rounds
 
 
-def test_stein_agents_keep_unit_householder_vectors_and_log_their_smallest_norm():
+def test_stein_agents_keep_householder_vectors_on_their_sphere_and_log_their_smallest_norm():
     x = np.random.default_rng(0).normal(size=(20, 3)).astype(np.float32)
     a, r = np.arange(20) % 2, np.random.default_rng(1).normal(size=20)
     for name in ("s2vgd", "svgd"):
@@ -107,10 +107,11 @@ def test_stein_agents_keep_unit_householder_vectors_and_log_their_smallest_norm(
         blocks = [b for b in agent.layout if b.endswith((".v_in", ".v_out"))]
         assert bool(blocks) == (name == "s2vgd") == ("structure/min_householder_norm" in info)
         for block in blocks:
-            norms = torch.linalg.vector_norm(agent.layout.get(agent.theta.detach(), block), dim=-1)
-            torch.testing.assert_close(norms, torch.ones_like(norms))
+            v = agent.layout.get(agent.theta.detach(), block)
+            norms = torch.linalg.vector_norm(v, dim=-1)
+            torch.testing.assert_close(norms, torch.full_like(norms, v.shape[-1] ** 0.5))  # length √ℓ
         if blocks:
-            assert 0.5 < info["structure/min_householder_norm"].item() < 1.5  # one small step off the unit sphere
+            assert 0.5 < info["structure/min_householder_norm"].item() < 1.5  # one small step off the sphere
 
 
 class WheelLike(BanditProblem):

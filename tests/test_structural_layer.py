@@ -411,7 +411,7 @@ def test_plain_output_layer_keeps_hidden_layers_structural():
 
 # ----------------------------------------------------------------------------- Householder scale
 @pytest.mark.parametrize("k", [1, 2, 5])  # 5 > SEQUENTIAL_MAX_K: the WY path
-def test_normalising_householder_vectors_keeps_the_weights_and_gives_unit_rows(k):
+def test_normalising_householder_vectors_keeps_the_weights_and_gives_rows_of_length_sqrt_l(k):
     layout = ParticleLayout()
     net = ParticleMLP(layout, NetworkSpec((6, 7, 5), householder=k, learn_scales=True, structural_output=True))
     theta = _randn(3, layout.size, seed=30 + k)
@@ -424,21 +424,23 @@ def test_normalising_householder_vectors_keeps_the_weights_and_gives_unit_rows(k
         torch.testing.assert_close(w_after, w_before, rtol=0, atol=1e-6)  # H depends on v's direction only
     for name in layout:
         if name.endswith((".v_in", ".v_out")):
-            norms = torch.linalg.vector_norm(layout.get(theta, name), dim=-1)
-            torch.testing.assert_close(norms, torch.ones_like(norms), rtol=0, atol=1e-12)
+            v = layout.get(theta, name)
+            norms = torch.linalg.vector_norm(v, dim=-1)
+            torch.testing.assert_close(norms, torch.full_like(norms, v.shape[-1] ** 0.5), rtol=0, atol=1e-12)
 
 
 def test_normalise_householder_returns_the_smallest_norm_before_rescaling():
     layout = ParticleLayout()
     net = ParticleMLP(layout, NetworkSpec((3, 3, 2), householder=1))  # one reflection per side, both layers
     theta = torch.zeros(2, layout.size, dtype=F64)
+    # lengths relative to √ℓ (ℓ = 3 for net.0's v_in, v_out and net.1's v_in; 2 for net.1.v_out)
     lengths = {"net.0.v_in": (3.0, 2.0), "net.0.v_out": (4.0, 0.5), "net.1.v_in": (1.5, 7.0), "net.1.v_out": (2.5, 1.0)}
     for name, per_particle in lengths.items():
         v = layout.get(theta, name)  # (2, 1, ℓ)
-        v[:, 0, 0] = torch.tensor(per_particle, dtype=F64)  # ‖v‖ = the first coordinate
+        v[:, 0, 0] = torch.tensor(per_particle, dtype=F64) * v.shape[-1] ** 0.5  # ‖v‖ = the first coordinate
     smallest = net.normalise_householder_(theta)
-    assert smallest.shape == () and smallest.item() == 0.5  # particle 1's net.0.v_out
-    assert net.layers[1].normalise_householder_(theta).item() == 1.0  # now unit everywhere
+    assert smallest.shape == () and smallest.item() == pytest.approx(0.5)  # particle 1's net.0.v_out
+    assert net.layers[1].normalise_householder_(theta).item() == pytest.approx(1.0)  # now √ℓ everywhere
     assert net.has_householder
     # a zero vector (which reflects nothing) stays zero; its norm 0 is reported
     layout.get(theta, "net.1.v_out")[0].zero_()
@@ -453,17 +455,18 @@ def test_normalise_householder_returns_the_smallest_norm_before_rescaling():
     assert torch.equal(plain_theta, copy)
 
 
-def test_normalise_householder_works_on_a_leaf_that_requires_grad_and_init_gives_unit_rows():
+def test_normalise_householder_works_on_a_leaf_that_requires_grad_and_init_is_on_the_sphere():
     layout = ParticleLayout()
     net = ParticleMLP(layout, NetworkSpec((4, 6, 2), householder=2, learn_scales=True))
     theta = torch.zeros(3, layout.size)
     net.init_(theta, torch.Generator().manual_seed(0))
     for name in ("net.0.v_in", "net.0.v_out", "net.1.v_in", "net.1.v_out"):
-        norms = torch.linalg.vector_norm(layout.get(theta, name), dim=-1)
-        torch.testing.assert_close(norms, torch.ones_like(norms))
+        v = layout.get(theta, name)
+        norms = torch.linalg.vector_norm(v, dim=-1)
+        torch.testing.assert_close(norms, torch.full_like(norms, v.shape[-1] ** 0.5))
     theta.requires_grad_(True)  # as the front ends hold it; the optimizer moves v off the sphere
     with torch.no_grad():
         layout.get(theta, "net.0.v_in").mul_(3.0)
-    assert net.normalise_householder_(theta).item() == pytest.approx(1.0)  # net.0.v_out and net.1 are unit
+    assert net.normalise_householder_(theta).item() == pytest.approx(1.0)  # net.0.v_out and net.1 are on the sphere
     assert theta.requires_grad and theta.grad is None
-    torch.testing.assert_close(torch.linalg.vector_norm(layout.get(theta, "net.0.v_in"), dim=-1), torch.ones(3, 2))
+    torch.testing.assert_close(torch.linalg.vector_norm(layout.get(theta, "net.0.v_in"), dim=-1), torch.full((3, 2), 2.0))

@@ -181,8 +181,8 @@ class ParticleRewardModel(Agent):
     standardised with the mean and standard deviation of all rewards observed so far (which leaves
     every argmax unchanged). Every ``train_every`` rounds the particles take ``train_steps`` SVGD
     steps (eq. 9), all particles in one batched computation, each followed by
-    :meth:`~svpg.core.networks.ParticleMLP.normalise_householder_` (unit Householder vectors, the same
-    weights; the smallest norm before it is logged as ``structure/min_householder_norm``).
+    :meth:`~svpg.core.networks.ParticleMLP.normalise_householder_` (Householder vectors of length √ℓ, the
+    same weights; the smallest ‖v‖/√ℓ before it is logged as ``structure/min_householder_norm``).
     """
 
     def __init__(self, num_actions: int, context_dim: int, *, num_particles: int, spec: NetworkSpec,

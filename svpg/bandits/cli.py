@@ -313,6 +313,7 @@ def play_seed_job(job: dict, report=None) -> dict:
     """
     run_dir, seed = Path(job["run_dir"]), int(job["seed"])
     start = time.perf_counter()
+    keep_freed_memory()  # a worker process is an entry point too
     if not seed_file(run_dir, seed).exists():
         config, _ = load_config(run_dir)
         if config.data_path:

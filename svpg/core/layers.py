@@ -10,8 +10,9 @@ dense layer (plain SVGD). Small K applies the reflections one by one; larger K u
 form (Joffrain et al. 2006): H_1 ⋯ H_K = I − U S⁻¹ Uᵀ with U = [v_1 … v_K],
 S = striu(UᵀU) + ½ diag(UᵀU), i.e. two batched matrix products and one triangular solve for any K.
 
-H is unchanged by v → c v, so only each v's direction matters; the front ends keep every v at unit
-length after each SVGD step (:meth:`StructuralLinear.normalise_householder_`).
+H is unchanged by v → c v, so only each v's direction matters; the front ends keep every v (of length
+ℓ) at length √ℓ, the typical length of its N(0, I) initial draw, after each SVGD step
+(:meth:`StructuralLinear.normalise_householder_`).
 
 Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD, eqs. 10–14),
 https://arxiv.org/abs/1603.04733 (Louizos & Welling 2016, the matrix-variate Gaussian)
@@ -29,8 +30,8 @@ from svpg.core.priors import FlatPrior, HierarchicalGaussianPrior
 
 # ‖v‖² + ε² keeps H's value and gradient finite as v → 0: the likelihood sees only v's direction,
 # so without normalise_householder_ a prior shrinks v towards 0 (seen after ~750 SVPG iterations),
-# and 1/‖v‖⁴ overflows float32 once ‖v‖ < 1e-10. ε = 1e-10 is far below any ‖v‖ that matters (unit
-# vectors, renormalised after every step); a zero vector reflects nothing.
+# and 1/‖v‖⁴ overflows float32 once ‖v‖ < 1e-10. ε = 1e-10 is far below any ‖v‖ that matters (√ℓ,
+# restored after every step); a zero vector reflects nothing.
 _EPS_SQ = 1e-20
 
 
@@ -175,16 +176,18 @@ class StructuralLinear:
 
     @torch.no_grad()
     def normalise_householder_(self, theta: torch.Tensor) -> torch.Tensor:
-        """Rescale every Householder vector v of every particle to unit length, in place.
+        """Rescale every Householder vector v (length ℓ) of every particle to length √ℓ, in place.
 
         H = I − 2 v vᵀ/‖v‖² (eq. 12) depends only on v's direction, so the effective weights W and the
         likelihood are unchanged; only the radial part of v, which the likelihood cannot see, is
         reset. Without it the eq. 14 prior shrinks ‖v‖ towards 0 (where the ε guard of ‖v‖² stops H
         being orthogonal) and under the flat prior ‖v‖ drifts and inflates the median bandwidth. The
         isotropic Gaussian prior on v induces the uniform distribution on directions, so the
-        retraction onto the sphere keeps what the posterior says about directions. A zero v stays zero.
+        retraction onto a sphere keeps what the posterior says about directions. The radius √ℓ is the
+        typical length of the N(0, I) initial draw, so an optimizer step turns v's direction by the
+        same angle as without the retraction. A zero v stays zero.
 
-        :return: the smallest ‖v‖ before rescaling over all particles and both sides, a 0-d tensor
+        :return: the smallest ‖v‖ / √ℓ before rescaling over all particles and both sides, a 0-d tensor
             on θ's device (no host sync); 1.0 for a layer without reflections (K = 0).
         """
         if not self.k:
@@ -192,15 +195,15 @@ class StructuralLinear:
         smallest = []
         for block in ("v_in", "v_out"):
             v = self._get(theta, block)  # (M, K, ℓ) view of θ
-            norm = torch.linalg.vector_norm(v, dim=-1, keepdim=True)
-            v.div_(torch.where(norm > 0, norm, torch.ones_like(norm)))
-            smallest.append(norm.amin())
+            relative = torch.linalg.vector_norm(v, dim=-1, keepdim=True) / math.sqrt(v.shape[-1])
+            v.div_(torch.where(relative > 0, relative, torch.ones_like(relative)))
+            smallest.append(relative.amin())
         return torch.minimum(*smallest)
 
     @torch.no_grad()
     def init_(self, theta: torch.Tensor, generator: torch.Generator | None = None, scale: float = 1.0) -> None:
-        """Xavier-uniform C (times ``scale``), zero bias, Λ = 1, v uniform on the unit sphere (a
-        normalised N(0, I) draw); log-variances to match."""
+        """Xavier-uniform C (times ``scale``), zero bias, Λ = 1, v uniform on the sphere of radius √ℓ (a
+        rescaled N(0, I) draw); log-variances to match."""
         bound = scale * math.sqrt(6.0 / (self.l1 + self.l2))
         c = self._get(theta, "C")
         c.copy_(torch.rand(c.shape, generator=generator, dtype=c.dtype, device=c.device) * 2 * bound - bound)

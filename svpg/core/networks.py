@@ -135,10 +135,10 @@ class ParticleMLP:
 
     @torch.no_grad()
     def normalise_householder_(self, theta: torch.Tensor) -> torch.Tensor:
-        """:meth:`StructuralLinear.normalise_householder_` on every layer: unit Householder vectors, the
-        same effective weights. Call it after every SVGD step.
+        """:meth:`StructuralLinear.normalise_householder_` on every layer: Householder vectors of length
+        √ℓ, the same effective weights. Call it after every SVGD step.
 
-        :return: the smallest ‖v‖ before rescaling over all particles and layers, a 0-d tensor on θ's
+        :return: the smallest ‖v‖/√ℓ before rescaling over all particles and layers, a 0-d tensor on θ's
             device (no host sync), logged as ``structure/min_householder_norm``; 1.0 for a network
             without reflections.
         """

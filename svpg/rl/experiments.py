@@ -75,8 +75,11 @@ def unfinished(job: dict) -> dict[tuple[bool, int], list[int]]:
 
 def train_batch(job: dict, report=None) -> dict:
     """One job of :func:`plan`: its unfinished seeds, each group as one seed-batched run, new or resumed."""
+    from svpg.allocator import keep_freed_memory
     from svpg.rl.config import SVPGConfig, load_preset
     from svpg.rl.trainer import SVPGTrainer
+
+    keep_freed_memory()  # a worker process is an entry point too: the critic fit's large activations
 
     out, method, estimator, overrides = Path(job["out"]), job["method"], job["estimator"], job["overrides"]
     t0 = time.perf_counter()

@@ -496,6 +496,7 @@ def fit_split_job(job: dict, report=None) -> dict:
     """
     run_dir, method, k = Path(job["run_dir"]), job["method"], int(job["split"])
     start = time.perf_counter()
+    keep_freed_memory()  # a worker process is an entry point too
     if not split_file(run_dir, method, k).exists():
         cfg, recorded = _load_config(run_dir)
         cwd = Path(job["cwd"])

@@ -8,7 +8,7 @@
 
 where log p(θ) is eq. 14 (C ~ N(0, λ); v ~ N(0, φ); Λ ~ N(0, ψ); λ, φ, ψ ~ Inv-Gamma(1, 0.1); the bias b
 shares C's λ, our choice).
-After every SVGD step the Householder vectors v are rescaled to unit length
+After every SVGD step each Householder vector v (length ℓ) is rescaled to length √ℓ
 (:meth:`~svpg.core.networks.ParticleMLP.normalise_householder_`): the weights depend on v's direction only.
 
 Methods (the ``method`` argument):
