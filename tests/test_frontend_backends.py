@@ -1,5 +1,6 @@
 """``train.py bandit`` and ``train.py supervised`` with ``--backend local|ray``: one job per unit of the run
-folder (a seed; a method on a split), and the numbers of the default in-process loop, bit for bit.
+folder (a seed; a method on a split), and the numbers of the default in-process loop, bit for bit; and the
+RL grid harness on Ray with the local backend's runs and numbers.
 
 The Ray cases share this module so that the test process starts Ray once (svpg.grid keeps it running).
 Each backend and each front end is checked by the default suite; the other pairs, which start another
@@ -17,6 +18,7 @@ import torch
 from safetensors.torch import load_file
 
 from svpg.bandits import cli as bandit_cli
+from svpg.rl import experiments as harness
 from svpg.supervised import cli as supervised_cli
 
 pytest.importorskip("ray")
@@ -108,3 +110,21 @@ def test_backend_options_are_not_part_of_the_run(csv_file, supervised_reference,
     with pytest.raises(SystemExit):
         bandit_cli.main([*BANDIT, "--log-dir", str(tmp_path), "--backend", "local", "--jobs", "0"])
     assert "argument --jobs: must be ≥ 1, got 0" in capsys.readouterr().err and not any(tmp_path.iterdir())
+
+
+# -- the RL grid harness --------------------------------------------------------------------------
+TINY = ["--task", "balance", "--iterations", "2", "--samples-per-particle", "500", "--num-particles", "2",
+        "--methods", "s2vgd,independent", "--estimators", "reinforce", "--seeds", "2", "--jobs", "2"]
+
+
+def table(out: Path) -> list[str]:
+    return [line for line in (out / "results.md").read_text().splitlines() if line.startswith("|")]
+
+
+def test_the_ray_backend_gives_the_local_backends_runs_and_numbers(tmp_path):
+    assert harness.main([*TINY, "--out", str(tmp_path / "local")]) == 0
+    assert harness.main([*TINY, "--out", str(tmp_path / "ray"), "--backend", "ray"]) == 0
+    assert table(tmp_path / "ray") == table(tmp_path / "local")
+    runs = sorted(p.name for p in (tmp_path / "ray").glob("*__seed*"))
+    assert runs == ["independent__reinforce__seed0", "independent__reinforce__seed1",
+                    "s2vgd__reinforce__seed0", "s2vgd__reinforce__seed1"]
