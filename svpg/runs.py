@@ -128,6 +128,17 @@ def read_run_record(run_dir: Path, cls, built: tuple[str, ...], command: str, co
     return dataclass_from_dict(cls, record, str(path)), recorded
 
 
+def resumed_config(run_dir: Path, cls, typed: set[str], values: dict, allowed: tuple[str, ...], built: tuple[str, ...],
+                   command: str, config_file: str = "config.json"):
+    """``--resume``'s run: refuse options it cannot change, read its config.json, apply the typed ones.
+    Returns (the config with the typed ``values`` applied, what the recorded options built)."""
+    import dataclasses
+
+    refuse_on_resume(run_dir, typed, allowed, config_file)
+    config, recorded = read_run_record(run_dir, cls, built, command, config_file)
+    return dataclasses.replace(config, **{k: values[k] for k in typed}), recorded
+
+
 class TensorBoardLogger:
     """Scalars to TensorBoard with one host sync per call (values may be 0-d tensors).
 

@@ -48,7 +48,7 @@ from svpg.core.svgd import OPTIMIZERS
 from svpg.grid import add_backend_arguments, run_jobs
 from svpg.io import WriteError
 from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_run_record,
-                       refuse_on_resume, remove_stray_temporaries,
+                       remove_stray_temporaries, resumed_config,
                        run_name, write_json)
 from svpg.runtime import DEFAULT_THREADS, StopRequest, resolve_device
 
@@ -211,10 +211,9 @@ def _resumed_run(parser, args, argv: list[str]) -> tuple[BanditConfig, BanditPro
     """The run in ``--resume``'s folder, with the options allowed on resume applied; checked before anything is written."""
     run_dir = Path(args.resume)
     typed = explicit_options(parser, argv) - set(DRIVER_OPTIONS)
-    refuse_on_resume(run_dir, typed, RESUME_OPTIONS, CONFIG_FILE)
+    config, recorded = resumed_config(run_dir, BanditConfig, typed, vars(args), RESUME_OPTIONS, BUILT,
+                                      "train.py bandit", CONFIG_FILE)
     path = run_dir / CONFIG_FILE
-    config, recorded = load_config(run_dir)
-    config = dataclasses.replace(config, **{k: getattr(args, k) for k in typed})
     try:
         config.validate()
         problem, factories = config.build()

@@ -55,7 +55,7 @@ from svpg.core.svgd import OPTIMIZERS
 from svpg.grid import add_backend_arguments, run_jobs
 from svpg.io import atomic_write
 from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_json_object, read_run_record,
-                       refuse_on_resume, remove_stray_temporaries,
+                       remove_stray_temporaries, resumed_config,
                        run_name, write_json)
 from svpg.runtime import DEFAULT_THREADS, StopRequest, resolve_device
 from svpg.seeding import int_seed, numpy_rng
@@ -395,10 +395,9 @@ def _resumed_run(parser: argparse.ArgumentParser, args: argparse.Namespace, argv
     """The run in ``--resume``'s folder with the options allowed on resume applied; checked before anything is written."""
     run_dir = Path(args.resume)
     typed = explicit_options(parser, argv) - set(DRIVER_OPTIONS)
-    refuse_on_resume(run_dir, typed, RESUME_OPTIONS, CONFIG_FILE)
+    cfg, recorded = resumed_config(run_dir, SupervisedConfig, typed, vars(args), RESUME_OPTIONS, BUILT,
+                                   "train.py supervised", CONFIG_FILE)
     path = run_dir / CONFIG_FILE
-    cfg, recorded = _load_config(run_dir)
-    cfg = dataclasses.replace(cfg, **{k: getattr(args, k) for k in typed})
     data, settings = _prepare(cfg)
     built = _built(data, settings)
     changed = [k for k in BUILT if recorded[k] != built[k]]
