@@ -57,7 +57,7 @@ INIT_STD = 0.01
 _OPTIONS: dict[str, dict[str, object]] = {
     "bbb": {"prior": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": math.exp(-6.0), "prior_std": 1.0,
             "kl_samples": 1, "init_std": INIT_STD},
-    "vmg": {"prior_std": 1.0, "init_std": INIT_STD},
+    "vmg": {"prior_std": 1.0, "init_std": INIT_STD, "learn_precisions": False},
     "kflow-diag": {"prior_std": 1.0, "init_std": INIT_STD},
     "kflow-linear": {"prior_std": 1.0, "init_std": INIT_STD},
     "badam": {"prior_std": 1.0},
@@ -176,16 +176,29 @@ class MatrixGaussianLinear(_Layer):
     ½[(Σσ_r²)(Σσ_c²)/s² + ‖M‖²_F/s² − rc + rc log s² − c Σ log σ_r² − r Σ log σ_c²].
     Local reparameterisation (eq. 5): for an input row a, b ~ N(aM, (a U aᵀ) V).
 
-    Paper: https://arxiv.org/abs/1603.04733 (eqs. 4–5)
+    ``learn_precisions=True`` is the paper's regression set-up (§4.2): prior MN(0, τ_r⁻¹I, τ_c⁻¹I), i.e.
+    N(0, (τ_r τ_c)⁻¹) per weight, with τ_r, τ_c ~ Gam(1, 0.5) and learned posteriors q(τ_r) = Gam(a_r, b_r),
+    q(τ_c) = Gam(a_c, b_c) (initially E τ = 1); the regulariser is then, in closed form,
+    E_q(τ)[KL(q(W) ‖ p(W | τ))] + KL(q(τ_r) ‖ p(τ_r)) + KL(q(τ_c) ‖ p(τ_c)), with E τ = a/b and
+    E log τ = ψ(a) − log b. ``prior_std`` is then unused.
+
+    Paper: https://arxiv.org/abs/1603.04733 (eqs. 4–5, §4.2)
     """
 
-    def __init__(self, n_in: int, n_out: int, generator: torch.Generator, *, prior_std: float, init_std: float):
+    HYPER_PRIOR = (1.0, 0.5)   # Gam(shape, rate) of τ_r and τ_c (§4.2)
+
+    def __init__(self, n_in: int, n_out: int, generator: torch.Generator, *, prior_std: float, init_std: float,
+                 learn_precisions: bool = False):
         super().__init__(n_in, n_out)
         self.M = nn.Parameter(self._init_mean(generator))
         # σ_r σ_c = init_std at the start
         self.log_var_rows = nn.Parameter(torch.full((self.rows,), math.log(init_std)))
         self.log_var_cols = nn.Parameter(torch.full((self.cols,), math.log(init_std)))
-        self.prior_std = prior_std
+        self.prior_std, self.learn_precisions = prior_std, bool(learn_precisions)
+        if self.learn_precisions:
+            # log shape and log rate of q(τ_r), q(τ_c): Gam(1, 1) each at the start
+            self.log_gamma_rows = nn.Parameter(torch.zeros(2))
+            self.log_gamma_cols = nn.Parameter(torch.zeros(2))
 
     def mean(self):
         return self.M
@@ -205,10 +218,20 @@ class MatrixGaussianLinear(_Layer):
         return torch.kron(torch.diag(self.log_var_rows.exp()), torch.diag(self.log_var_cols.exp()))
 
     def kl(self, generator=None):
-        r, c, s2 = self.rows, self.cols, self.prior_std ** 2
-        return 0.5 * (self.log_var_rows.exp().sum() * self.log_var_cols.exp().sum() / s2
-                      + self.M.square().sum() / s2 - r * c + r * c * math.log(s2)
-                      - c * self.log_var_rows.sum() - r * self.log_var_cols.sum())
+        r, c = self.rows, self.cols
+        entropy_terms = -r * c - c * self.log_var_rows.sum() - r * self.log_var_cols.sum()
+        second_moment = self.log_var_rows.exp().sum() * self.log_var_cols.exp().sum() + self.M.square().sum()
+        if not self.learn_precisions:
+            s2 = self.prior_std ** 2
+            return 0.5 * (second_moment / s2 + r * c * math.log(s2) + entropy_terms)
+        hyper = torch.distributions.Gamma(*(torch.tensor(v, device=self.M.device) for v in self.HYPER_PRIOR))
+        precision, log_precision, hyper_kl = 1.0, 0.0, 0.0
+        for log_ab in (self.log_gamma_rows, self.log_gamma_cols):
+            a, b = log_ab.exp()
+            precision = precision * a / b                                    # E τ_r E τ_c (independent)
+            log_precision = log_precision + torch.digamma(a) - torch.log(b)  # E log τ
+            hyper_kl = hyper_kl + torch.distributions.kl_divergence(torch.distributions.Gamma(a, b), hyper)
+        return 0.5 * (precision * second_moment - r * c * log_precision + entropy_terms) + hyper_kl
 
 
 class KroneckerFlowLinear(_Layer):
@@ -326,9 +349,11 @@ class WeightPosterior(nn.Module):
     Inputs are x (B, in), shared by all S draws, or (S, B, in), one batch per draw; outputs (S, B, out).
     """
 
-    def __init__(self, family: str, sizes: tuple[int, ...], activation: str, layers: list[_Layer], seed: int):
+    def __init__(self, family: str, sizes: tuple[int, ...], activation: str, layers: list[_Layer], seed: int,
+                 options: dict | None = None):
         super().__init__()
         self.family, self.sizes, self.activation_name = family, tuple(sizes), activation
+        self.options = dict(options or {})   # the family's options as resolved by make_posterior
         self.activation = ACTIVATIONS[activation]
         self.layers = nn.ModuleList(layers)
         self.register_buffer("examples_seen", torch.zeros(()))
@@ -453,6 +478,13 @@ class WeightPosterior(nn.Module):
         return f"family={self.family!r}, sizes={self.sizes}, activation={self.activation_name!r}"
 
 
+def posterior_options(family: str) -> dict[str, object]:
+    """The options :func:`make_posterior` accepts for ``family``, with their defaults."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown posterior family {family!r}; choose from {', '.join(FAMILIES)}")
+    return dict(_OPTIONS[family])
+
+
 def make_posterior(family: str, sizes: tuple[int, ...], activation: str = "relu", *,
                    generator: torch.Generator | None = None, **prior_options) -> WeightPosterior:
     """A :class:`WeightPosterior` of the named family over an MLP of layer widths ``sizes``.
@@ -464,6 +496,7 @@ def make_posterior(family: str, sizes: tuple[int, ...], activation: str = "relu"
       the mixture (eq. 7); ``prior_std`` [1] of the Gaussian prior; ``kl_samples`` [1] weight draws per
       Monte Carlo KL estimate;
     * ``vmg``: ``prior_std`` [1], the prior MN(0, s²I, I) (s = 1 is eq. 4's MN(0, I, I));
+      ``learn_precisions`` [False]: MN(0, τ_r⁻¹I, τ_c⁻¹I) with learned Gamma posteriors of τ_r, τ_c (§4.2);
     * ``kflow-diag``, ``kflow-linear``: ``prior_std`` [1], the prior N(0, s² I);
     * ``badam``: ``prior_std`` [1], the σ of the prior N(0, σ²) (eq. 14).
 
@@ -495,7 +528,7 @@ def make_posterior(family: str, sizes: tuple[int, ...], activation: str = "relu"
             layers.append(KroneckerFlowLinear(n_in, n_out, generator, triangular=family == "kflow-linear", **opts))
         else:
             layers.append(BayesAdamLinear(n_in, n_out, generator, **opts))
-    return WeightPosterior(family, sizes, activation, layers, seed)
+    return WeightPosterior(family, sizes, activation, layers, seed, opts)
 
 
 def _check_options(family: str, opts: dict) -> None:
