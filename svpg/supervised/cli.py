@@ -1,6 +1,7 @@
-"""``python train.py supervised``: particle BNNs on repeated train/test splits, a Markdown table out.
+"""``python train.py supervised``: Bayesian neural networks on repeated train/test splits, a Markdown table out.
 
     python train.py supervised --dataset boston --method s2vgd,svgd --splits 20
+    python train.py supervised --dataset boston --protocol standard --method s2vgd,svgd,bbb,vmg,kflow-linear,kflow-diag,badam,map
     python train.py supervised --dataset boston --protocol standard      # the published tables' 20 splits
     python train.py supervised --dataset concrete --method s2vgd --householder 2
     python train.py supervised --dataset csv --data-path my.csv --target price
@@ -52,6 +53,7 @@ from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, expli
 from svpg.cli import option as _f
 from svpg.allocator import keep_freed_memory
 from svpg.core.svgd import OPTIMIZERS
+from svpg.core.variational import FAMILIES
 from svpg.grid import add_backend_arguments, run_jobs
 from svpg.io import atomic_write
 from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_json_object, read_run_record,
@@ -70,7 +72,7 @@ RESUME_HINT = "python train.py supervised --resume"
 RESUME_OPTIONS = ("splits", "progress", "threads", "device", "compile")
 CONFIG_FILE, RESULTS_FILE, TABLE_FILE, MODELS_DIR, SUMMARY_DIR = "config.json", "results.json", "results.md", "models", "summary"
 # the unit of work: one method on one split, its row of results.json saved as <method>_split<k>.json
-SPLITS_DIR, _SPLIT_FILE = "splits", re.compile(r"(?P<method>[a-z0-9]+)_split(?P<split>\d+)\.json")
+SPLITS_DIR, _SPLIT_FILE = "splits", re.compile(r"(?P<method>[a-z0-9-]+)_split(?P<split>\d+)\.json")
 # written to config.json beside the options and checked on --resume: what the options resolve to on the data
 BUILT = ("resolved", "data")
 # how this invocation runs the splits, not what they are: never part of config.json
@@ -83,38 +85,59 @@ RAY_DIR = ".ray"  # Ray Tune's experiment state (for a restarted driver), inside
 # on held-out rows of splits 0–4 (nested validation, bench/supervised_validation.py) this beat carving
 # a 10 % validation split for checkpoint selection (Boston RMSE 2.57 → 2.41, Concrete 4.78 → 4.28).
 REGRESSION_DEFAULTS = dict(num_particles=20, lr=3e-3, lr_schedule="cosine", epochs=2400, eval_every=20, batch_size=100,
-                           validation_fraction=0.0)
-# The number of epochs is the setting whose best value differs between data sets and methods (chosen on
-# validation rows, docs/supervised.md): 2400 (the default) for S²VGD on Boston and 3200 on Concrete; plain
-# SVGD overfits Boston when it trains to the end of 2400 epochs without a checkpoint and gets 800.
-REGRESSION_EPOCHS = {"concrete": {"s2vgd": 3200, "svgd": 3200, "map": 3200}, "boston": {"svgd": 800}}
+                           validation_fraction=0.0, predict_samples=100)
+# Per-method settings of Boston and Concrete that differ from REGRESSION_DEFAULTS, each the best
+# validation log-likelihood of its method's grid on the validation rows of splits 0–4
+# (bench/supervised_validation.py --grid; docs/supervised.md, "Defaults and why"). The number of epochs
+# is the setting whose best value differs most between data sets and methods.
+REGRESSION_METHOD_DEFAULTS: dict[str, dict[str, dict]] = {
+    "boston": {
+        "svgd": {"epochs": 800},  # plain SVGD overfits Boston when it trains to the end of 2400 epochs without a checkpoint
+    },
+    "concrete": {
+        "s2vgd": {"epochs": 3200},  # Concrete's validation curves still rise at 2400 epochs
+        "svgd": {"epochs": 3200},
+        "map": {"epochs": 3200},
+    },
+}
+# Posterior draws per training step of bbb, vmg and kflow-*: one, as the VMG paper's regression runs;
+# local reparameterisation keeps the gradient's variance low with one draw (badam trains point weights).
+VARIATIONAL_SAMPLES = 1
 # ≥ 10000 rows: 100 hidden units and batches of 1000 as in §5.1
 LARGE_REGRESSION_DEFAULTS = dict(num_particles=20, lr=1e-3, lr_schedule="cosine", epochs=40, eval_every=2, batch_size=1000,
-                                 validation_fraction=0.1)
+                                 validation_fraction=0.1, predict_samples=100)
+# 20 predictive draws for images: each costs a 784-400-400-10 forward pass of every validation image
 CLASSIFICATION_DEFAULTS = dict(num_particles=10, lr=1e-3, lr_schedule="cosine", epochs=20, eval_every=1, batch_size=100,
-                               validation_fraction=0.1)
+                               validation_fraction=0.1, predict_samples=20)
 LARGE_DATA = 10_000
 
 
 @dataclass
 class SupervisedConfig:
-    """Bayesian neural networks (§5.1–5.2 of S²VGD) trained by S²VGD, SVGD or MAP."""
+    """Bayesian neural networks (§5.1–5.2 of S²VGD) trained by S²VGD, SVGD, MAP or a parametric posterior."""
 
     dataset: str = _f("boston", f"{' | '.join(DATASETS)} | a path ending in .csv")
     data_path: str = _f("", "CSV file for --dataset csv, or the folder of the Fashion-MNIST IDX files "
                             "(default /usr/share/datasets/fashion-mnist, from apt-get install dataset-fashion-mnist)")
     target: str = _f("", "name of the target column of a CSV file")
-    method: str = _f("s2vgd", f"comma-separated methods out of {', '.join(METHODS)}, e.g. s2vgd,svgd,map")
+    method: str = _f("s2vgd", f"comma-separated methods out of {', '.join(METHODS)}, e.g. s2vgd,svgd,vmg")
     householder: int = _f(1, "K, Householder reflections per side of every layer (s2vgd; capped at min(ℓ1, ℓ2))")
-    num_particles: int = _f(0, "M, the number of particles (0: 20 for regression as in §5, 10 for classification; map always uses 1)")
+    num_particles: int = _f(0, "M, the number of particles of s2vgd and svgd (0: 20 for regression as in §5, 10 for classification; "
+                               "map always uses 1)")
     hidden: str = _f("auto", "hidden widths, e.g. 50 or 400,400 (auto: 50 ReLU units, 100 from 10000 rows; 400,400 for images)")
-    epochs: int = _f(0, "training epochs of every method (0: 2400 for small regression sets, 3200 for concrete, 800 for svgd on "
-                         "boston, 40 for large regression sets, 20 for classification)")
-    lr: float = _f(0.0, "learning rate (0: 3e-3 for small regression sets, 1e-3 otherwise)")
-    lr_schedule: str = _f("auto", "constant | cosine (anneal to 0 over training) | auto (the data set's default)",
+    epochs: int = _f(0, "training epochs of every method (0: the method's default on the data set: 2400 for small regression "
+                         "sets, 3200 for concrete, 800 for svgd on boston, …; 40 for large regression sets, 20 for classification)")
+    lr: float = _f(0.0, "learning rate of every method (0: the method's default: 3e-3 for small regression sets unless tuned "
+                        "otherwise, 1e-3 otherwise)")
+    lr_schedule: str = _f("auto", "constant | cosine (anneal to 0 over training) | auto (the method's default on the data set)",
                           choices=("auto", *LR_SCHEDULES))
     batch_size: int = _f(0, "minibatch size; the likelihood is scaled by N/B (0: 100, or 1000 for regression sets from 10000 rows)")
-    optimizer: str = _f("adam", " | ".join(OPTIMIZERS), choices=tuple(OPTIMIZERS))
+    optimizer: str = _f("auto", f"{' | '.join(OPTIMIZERS)} | auto (the method's default: adam unless tuned otherwise; badam "
+                                "needs adam)", choices=("auto", *OPTIMIZERS))
+    samples: int = _f(0, f"posterior draws per training step of {', '.join(m for m in FAMILIES if m != 'badam')} "
+                         f"(0: {VARIATIONAL_SAMPLES})")
+    predict_samples: int = _f(0, "posterior draws of the predictive distribution of the parametric methods "
+                                 "(0: 100 for regression, 20 for classification)")
     bandwidth: str = _f("median", "RBF kernel bandwidth: 'median' (h = med²/log M) or a fixed positive number")
     prior_a: float = _f(1.0, "shape a of the Gamma(a, b) hyperpriors on all precisions (§5: 1)")
     prior_b: float = _f(0.1, "rate b of the Gamma(a, b) hyperpriors on all precisions (§5: 0.1)")
@@ -162,7 +185,7 @@ class SupervisedConfig:
             resolve_device(self.device)
         except ValueError as e:
             problems.append(str(e))
-        for name in ("num_particles", "epochs", "batch_size", "eval_every", "splits", "max_train"):
+        for name in ("num_particles", "epochs", "batch_size", "eval_every", "splits", "max_train", "samples", "predict_samples"):
             if getattr(self, name) < 0:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 0, got {getattr(self, name)}")
         if self.lr < 0:
@@ -197,31 +220,47 @@ class SupervisedConfig:
 
 
 def resolve(cfg: SupervisedConfig, data: Dataset) -> dict:
-    """The settings actually used for this data set (fills every 'auto'/0 field); ``epochs`` maps each
-    method to its number of epochs."""
+    """The settings actually used for this data set (fills every 'auto'/0 field). ``epochs`` maps each
+    method to its number of epochs; ``lr`` and ``lr_schedule`` are the particle methods'; every
+    parametric method has its own lr, schedule, optimizer and draws in ``method_settings`` (absent
+    when the run has none, so runs of the particle methods resolve as before)."""
     n = len(data.y)
-    per_method_epochs: dict[str, int] = {}
+    tuned: dict[str, dict] = {}
     if data.task == "classification":
         defaults, hidden = CLASSIFICATION_DEFAULTS, (400, 400)
     elif n >= LARGE_DATA:
         defaults, hidden = LARGE_REGRESSION_DEFAULTS, (100,)
     else:
         defaults, hidden = REGRESSION_DEFAULTS, (50,)
-        per_method_epochs = REGRESSION_EPOCHS.get(data.name, {})
-    epochs = {m: cfg.epochs or per_method_epochs.get(m, defaults["epochs"]) for m in cfg.methods()}
+        tuned = REGRESSION_METHOD_DEFAULTS.get(data.name, {})
+
+    def pick(method: str, key: str, given):
+        """--option if given, else the method's tuned value on this data set, else the data set's default."""
+        return given or tuned.get(method, {}).get(key, defaults.get(key))
+
+    epochs = {m: pick(m, "epochs", cfg.epochs) for m in cfg.methods()}
     if cfg.hidden != "auto":
         hidden = tuple(int(w) for w in cfg.hidden.split(",") if w.strip())
     splits = cfg.splits or (1 if data.y_test is not None else 20)
+    schedule = None if cfg.lr_schedule == "auto" else cfg.lr_schedule
+    optimizer = None if cfg.optimizer == "auto" else cfg.optimizer
+    method_settings = {
+        m: {"lr": pick(m, "lr", cfg.lr), "lr_schedule": pick(m, "lr_schedule", schedule),
+            "optimizer": pick(m, "optimizer", optimizer) or "adam", "samples": cfg.samples or VARIATIONAL_SAMPLES,
+            "predict_samples": pick(m, "predict_samples", cfg.predict_samples)}
+        for m in cfg.methods() if m in FAMILIES
+    }
     return dict(
         hidden=hidden,
         num_particles=cfg.num_particles or defaults["num_particles"],
         lr=cfg.lr or defaults["lr"],
-        lr_schedule=defaults["lr_schedule"] if cfg.lr_schedule == "auto" else cfg.lr_schedule,
+        lr_schedule=schedule or defaults["lr_schedule"],
         epochs=epochs,
         eval_every=cfg.eval_every or defaults["eval_every"],
         batch_size=cfg.batch_size or defaults["batch_size"],
         validation_fraction=defaults["validation_fraction"] if str(cfg.validation_fraction) == "auto" else float(cfg.validation_fraction),
         splits=splits,
+        **({"method_settings": method_settings} if method_settings else {}),
     )
 
 
@@ -232,14 +271,17 @@ def split_seed(seed: int, split: int) -> int:
 
 
 def make_estimator(cfg: SupervisedConfig, data: Dataset, settings: dict, method: str, seed: int, progress: bool):
+    own = settings.get("method_settings", {}).get(method, {})  # a parametric method's lr, schedule, optimizer, draws
     kwargs = dict(
         method=method, n_particles=settings["num_particles"], householder=cfg.householder, hidden=settings["hidden"],
         activation="relu", prior_a=cfg.prior_a, prior_b=cfg.prior_b,
-        kernel="median" if cfg.bandwidth == "median" else float(cfg.bandwidth), optimizer=cfg.optimizer,
-        lr=settings["lr"], lr_schedule=settings["lr_schedule"], epochs=settings["epochs"][method], batch_size=settings["batch_size"],
+        kernel="median" if cfg.bandwidth == "median" else float(cfg.bandwidth),
+        optimizer="adam" if cfg.optimizer == "auto" else cfg.optimizer, lr=settings["lr"], lr_schedule=settings["lr_schedule"],
+        epochs=settings["epochs"][method], batch_size=settings["batch_size"],
         validation_fraction=settings["validation_fraction"], eval_every=settings["eval_every"], seed=seed,
         device=cfg.device, progress=progress, compile=cfg.compile, threads=cfg.threads,
     )
+    kwargs.update(own)
     if data.task == "classification":
         return BayesianClassifier(**kwargs)
     return BayesianRegressor(**kwargs, refit_noise=cfg.refit_noise)

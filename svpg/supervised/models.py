@@ -1,38 +1,54 @@
-"""Estimator-style particle Bayesian neural networks on the shared particle core (§5.1–5.2 of S²VGD).
+"""Estimator-style Bayesian neural networks: particle methods (§5.1–5.2 of S²VGD) and the parametric
+posteriors they are compared with.
 
-``BayesianRegressor`` and ``BayesianClassifier`` hold M particles of an MLP in one (M, D) tensor θ
-(:class:`~svpg.core.particles.ParticleLayout`) and move them with SVGD (eq. 9,
-:class:`~svpg.core.svgd.SVGD`) on the log posterior
+``BayesianRegressor`` and ``BayesianClassifier`` take a ``method`` out of :data:`METHODS`:
 
-    log p(θ | D) = (N / B) Σ_{i ∈ batch} log p(y_i | x_i, θ) + log p(θ)   (likelihood scaled by N/B),
+- particle methods, moved by SVGD (eq. 9, :class:`~svpg.core.svgd.SVGD`) on the log posterior
 
-where log p(θ) is eq. 14 (C ~ N(0, λ); v ~ N(0, φ); Λ ~ N(0, ψ); λ, φ, ψ ~ Inv-Gamma(1, 0.1); the bias b
-shares C's λ, our choice).
-After every SVGD step each Householder vector v (length ℓ) is rescaled to length √ℓ
-(:meth:`~svpg.core.networks.ParticleMLP.normalise_householder_`): the weights depend on v's direction only.
+      log p(θ | D) = (N / B) Σ_{i ∈ batch} log p(y_i | x_i, θ) + log p(θ)   (likelihood scaled by N/B),
 
-Methods (the ``method`` argument):
+  M particles in one (M, D) tensor θ (:class:`~svpg.core.particles.ParticleLayout`), log p(θ) eq. 14
+  (C ~ N(0, λ); v ~ N(0, φ); Λ ~ N(0, ψ); λ, φ, ψ ~ Inv-Gamma(1, 0.1); the bias b shares C's λ, our choice):
 
-- ``"s2vgd"``: structural layers W = P Λ1 C Λ2 Qᵀ with K Householder reflections per side (§3), RBF kernel;
-- ``"svgd"``: plain dense layers (K = 0, Λ = I), RBF kernel (Liu & Wang 2016);
-- ``"map"``: one plain particle: SVGD with M = 1 is gradient ascent on the log posterior.
+  - ``"s2vgd"``: structural layers W = P Λ1 C Λ2 Qᵀ with K Householder reflections per side (§3), RBF kernel;
+    after every step each Householder vector v (length ℓ) is rescaled to length √ℓ (the weights depend
+    on v's direction only);
+  - ``"svgd"``: plain dense layers (K = 0, Λ = I), RBF kernel (Liu & Wang 2016);
+  - ``"map"``: one plain particle: SVGD with M = 1 is gradient ascent on the log posterior;
 
-Regression (§5.1): Gaussian likelihood N(y | f(x), 1/γ) whose noise precision γ is a particle
-coordinate (stored as log γ) with a Gamma(1, 0.1) prior; inputs and targets are standardised with
-training statistics and predictions are mapped back to the original units. Classification (§5.2):
-softmax likelihood; the predictive distribution is the mean of the particles' softmax.
+- parametric posteriors q(W) of :mod:`svpg.core.variational`, trained by Adam on
+
+      loss = −(N / B) Σ_{i ∈ batch} (1/S) Σ_s log p(y_i | x_i, W_s) + R,   W_s ~ q,
+
+  with R = KL(q ‖ p) (the negative ELBO, eq. 1 of Bayes by Backprop) for ``"bbb"`` (Bayes by
+  Backprop), ``"vmg"`` (the variational matrix Gaussian), ``"kflow-diag"`` and ``"kflow-linear"``
+  (Kronecker flows), and R = −log p(θ) for ``"badam"`` (a point estimate whose Gaussian posterior,
+  eq. 14 of BADAM, is read off Adam's second moments).
+
+Regression (§5.1): Gaussian likelihood N(y | f(x), 1/γ). The noise precision γ is learned as log γ with
+a Gamma(a, b) prior: a particle coordinate for the particle methods, one point estimate shared by all
+posterior draws for the parametric ones. Inputs and targets are standardised with training statistics and
+predictions are mapped back to the original units. The predictive distribution is the mixture over the
+particles, or over S posterior draws, (1/S) Σ_s N(f_s(x), 1/γ_s). Classification (§5.2): softmax
+likelihood; the predictive distribution is the mean of the particles' (draws') softmax.
 
 Nothing is ever chosen on test data: when ``validation_fraction > 0`` a validation split is carved
 from the training rows; it selects the checkpoint (best validation log-likelihood over the epochs
-evaluated) and, for regression, each particle's noise precision (Liu & Wang's heuristic, see
+evaluated) and, for regression, the noise precision (Liu & Wang's heuristic, see
 :meth:`BayesianRegressor._refit_noise`).
 
 Randomness comes from the ``seed`` argument only, through named streams of :mod:`svpg.seeding`: the
-validation rows, the initial particles and the minibatch order each have their own, and no global
-RNG state is read or changed. Two fits with the same seed on one machine are bit-identical.
+validation rows, the initial weights, the minibatch order and the posterior draws (those of training and
+those of prediction) each have their own, and no global RNG state is read or changed. Two fits with the
+same seed on one machine are bit-identical, and predictions are a function of the fitted model (the
+same draws every call, and after save/load).
 
 ``fit``, ``predict`` and ``evaluate`` run on ``threads`` torch CPU threads (default
 :data:`svpg.runtime.DEFAULT_THREADS`, as ``train.py``) and restore the caller's setting afterwards.
+
+Papers: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD), https://arxiv.org/abs/1608.04471 (SVGD),
+https://arxiv.org/abs/1505.05424 (Bayes by Backprop), https://arxiv.org/abs/1603.04733 (VMG),
+https://arxiv.org/abs/1906.04282 (Kronecker flow), https://arxiv.org/abs/1811.03679 (BADAM)
 """
 from __future__ import annotations
 
@@ -40,8 +56,8 @@ import functools
 import math
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -50,26 +66,53 @@ from tqdm.auto import tqdm
 from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
 from svpg.core.probability import gamma_log_prob_of_log, gaussian_log_prob, log_mean_exp
-from svpg.core.svgd import SVGD
-
+from svpg.core.svgd import OPTIMIZERS, SVGD, make_optimizer
+from svpg.core.variational import FAMILIES, make_posterior, posterior_options
 from svpg.io import CheckpointError, load_tensors, save_tensors
 from svpg.runtime import DEFAULT_THREADS, torch_threads
 from svpg.seeding import torch_generator
-from svpg.supervised.data import TASKS, Standardizer, check_features, check_xy, holdout_split
+from svpg.supervised.data import (
+    TASKS,
+    Standardizer,
+    check_features,
+    check_xy,
+    holdout_split,
+)
 from svpg.supervised.metrics import classification_metrics, regression_metrics
 
 LR_SCHEDULES = ("constant", "cosine")
-METHODS = {
+#: the particle methods, moved by SVGD
+PARTICLE_METHODS = {
     "s2vgd": "structural MVG layers W = P Λ1 C Λ2 Qᵀ with K Householder reflections per side (§3), RBF kernel",
     "svgd": "plain dense layers (K = 0, Λ = I), RBF kernel (Liu & Wang 2016)",
     "map": "one plain particle (M = 1): gradient ascent on the log posterior",
 }
+#: every method of the estimators and of ``train.py supervised``: the particle methods, then the
+#: parametric posteriors of :mod:`svpg.core.variational`
+METHODS = {**PARTICLE_METHODS, **FAMILIES}
+#: posterior options that differ from :func:`svpg.core.variational.make_posterior`'s defaults: vmg uses the
+#: VMG paper's regression prior MN(0, τ_r⁻¹I, τ_c⁻¹I) with learned Gamma posteriors of τ_r, τ_c (§4.1)
+POSTERIOR_OPTIONS = {"vmg": {"learn_precisions": True}}
+#: Gamma(a, b) priors of the noise precision that differ from (prior_a, prior_b): vmg's Gam(6, 6) (§4.1 of
+#: VMG, after PBP); on standardised targets its mean 1 is a noise as large as the target's spread
+NOISE_PRIORS = {"vmg": (6.0, 6.0)}
+
+
+def row_log_likelihood(task: str, out: torch.Tensor, y: torch.Tensor, log_prec: torch.Tensor | None) -> torch.Tensor:
+    """log p(y_i | x_i, member s) for network outputs ``out`` (S, B, out) of S members (particles or
+    posterior draws): (S, B). Regression: N(y | out, 1/γ_s) with ``log_prec`` = log γ, (S,) or (1,);
+    classification: the softmax of ``out`` at label y."""
+    if task == "regression":
+        return gaussian_log_prob(y, out[..., 0], log_var=-log_prec[:, None])  # variance 1/γ
+    logp = torch.log_softmax(out, -1)
+    return logp.gather(2, y.expand(out.shape[0], -1).unsqueeze(2))[..., 0]
+
 
 class Objective:
     """The log posterior of a particle BNN, log p(θ | batch) per particle (M,), and its pieces.
 
     One object per network structure; it holds no particles, so estimators with the same structure
-    share it (and its compiled version, see ``compile`` in :class:`_ParticleBNN`).
+    share it (and its compiled version, see ``compile`` in :class:`_BayesianNN`).
 
     :param task: ``"regression"`` (Gaussian likelihood, noise precision γ a particle coordinate stored
         as log γ with a Gamma(a, b) prior) or ``"classification"`` (softmax likelihood).
@@ -91,12 +134,9 @@ class Objective:
 
     def log_likelihood(self, theta, weights, x, y) -> torch.Tensor:
         """Σ over the batch of log p(y | x, θ_m), per particle: (M,)."""
-        m = theta.shape[0]
-        out = self.net.forward(weights, x.expand(m, -1, -1))
-        if self.task == "regression":
-            return gaussian_log_prob(y, out[..., 0], log_var=-self.log_prec(theta)[:, None]).sum(1)  # variance 1/γ
-        logp = torch.log_softmax(out, -1)
-        return logp.gather(2, y.expand(m, -1).unsqueeze(2))[..., 0].sum(1)
+        out = self.net.forward(weights, x.expand(theta.shape[0], -1, -1))
+        log_prec = self.log_prec(theta) if self.task == "regression" else None
+        return row_log_likelihood(self.task, out, y, log_prec).sum(1)
 
     def log_prior(self, theta) -> torch.Tensor:
         """Eq. 14 for the network, plus the Gamma(a, b) prior of the noise precision γ (as Liu & Wang 2016): (M,)."""
@@ -146,35 +186,290 @@ def _in_threads(method):
     return wrapper
 
 
-class _ParticleBNN:
-    """What regressor and classifier share: parameters, the particle network, the SVGD loop, save/load.
+def _cosine(optimizer: torch.optim.Optimizer, total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+    """lr × ½(1 + cos(π t / T)): from the peak rate to 0 over all T steps."""
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: 0.5 * (1 + math.cos(math.pi * min(step, total_steps) / total_steps)))
 
-    Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD, §5.1–5.2), https://arxiv.org/abs/1608.04471 (SVGD and its Bayesian neural network)
 
-    :param method: ``"s2vgd"``, ``"svgd"`` or ``"map"`` (see :data:`METHODS`).
-    :param n_particles: M (ignored by ``"map"``, which uses one particle).
+def _row_chunks(n: int, size: int) -> list[slice]:
+    """Slices of at most ``size`` rows covering n, none of one row unless n = 1 (a one-row batch is drawn
+    input by input, see :meth:`~svpg.core.variational.WeightPosterior.forward`, not with whole weight draws)."""
+    starts = list(range(0, n, size))
+    if len(starts) > 1 and n - starts[-1] == 1:
+        starts.pop()
+    return [slice(a, b) for a, b in zip(starts, starts[1:] + [n])]
+
+
+# ------------------------------------------------------------------------------------ posteriors
+
+
+class _Posterior:
+    """How an estimator's posterior is held and trained; the estimator owns the data handling.
+
+    Members are what the predictive distribution mixes: the M particles, or S posterior draws.
+    :meth:`_train_epochs` is the epoch loop both kinds share (minibatch order, validation, checkpoint,
+    callback); each subclass supplies one epoch of steps.
+    """
+
+    shared_noise = False  # one noise precision for every member (True) or one per member
+
+    def __init__(self, est: _BayesianNN, n_in: int, n_out: int):
+        self.est, self.task = est, est._task
+
+    def _train_epochs(self, n: int, device, run_epoch, snapshot, restore, x_val, y_val, callback) -> None:
+        """``est.epochs`` passes, each over a fresh permutation of the n rows from the stream
+        ``"minibatch"``; ``run_epoch(perm, diagnose)`` takes the steps and returns diagnostics (when
+        ``diagnose``). With validation rows the best epoch by validation log-likelihood is kept
+        (``snapshot()`` / ``restore(state)``); otherwise the last."""
+        est = self.est
+        history: list[dict] = []
+        best, best_state, best_epoch = -math.inf, None, est.epochs
+        order = torch_generator(est.seed, "minibatch")  # on the CPU: the same order on every device
+        bar = tqdm(range(1, est.epochs + 1), disable=not est.progress, unit="epoch", leave=False, dynamic_ncols=True)
+        for epoch in bar:
+            t0 = time.perf_counter()
+            perm = torch.randperm(n, generator=order).to(device)
+            diagnostics = run_epoch(perm, callback is not None)
+            record = {"epoch": epoch, "epoch_seconds": time.perf_counter() - t0}
+            if x_val is not None and (epoch % est.eval_every == 0 or epoch == est.epochs):
+                score = est._validation_score(x_val, y_val)
+                record["val_log_likelihood"] = score
+                if score > best:
+                    best, best_state, best_epoch = score, snapshot(), epoch
+                bar.set_postfix(val_ll=f"{score:.3f}", best=best_epoch)
+            if callback is not None:
+                callback(epoch, {**record, **{k: float(v) for k, v in diagnostics.items()}})
+            history.append(record)
+        bar.close()
+        if best_state is not None:
+            restore(best_state)
+        est.history_, est.best_epoch_ = history, best_epoch
+
+
+class _Particles(_Posterior):
+    """M particles θ (M, D) moved by SVGD (eq. 9) on the log posterior: the home of the SVGD loop."""
+
+    def __init__(self, est, n_in, n_out):
+        super().__init__(est, n_in, n_out)
+        structural = est.method == "s2vgd"
+        self.spec = NetworkSpec((n_in, *est.hidden, n_out), activation=est.activation,
+                                householder=est.householder if structural else 0, learn_scales=structural,
+                                prior="mvg", prior_a=est.prior_a, prior_b=est.prior_b)
+        self.objective, self.log_posterior = shared_objective(self.task, self.spec, est.compile)
+        self.layout, self.net = self.objective.layout, self.objective.net
+        self.theta = torch.zeros(1 if est.method == "map" else est.n_particles, self.layout.size, device=est.device)
+
+    def fit(self, x, y, x_val, y_val, callback) -> None:
+        est = self.est
+        self.net.init_(self.theta, torch_generator(est.seed, "init", device=self.theta.device))
+        if self.task == "regression":
+            with torch.no_grad():
+                self.log_noise_precision().zero_()  # noise std = 1 target std
+        theta = self.theta.requires_grad_(True)
+        svgd = SVGD(theta, est.kernel if theta.shape[0] > 1 else "median", est.optimizer, est.lr)
+        n, bs = len(x), min(est.batch_size, len(x))
+        scale = torch.tensor(n / bs, device=x.device)  # a tensor: a compiled objective is not specialised on N
+        schedule = _cosine(svgd.optimizer, est.epochs * (n // bs)) if est.lr_schedule == "cosine" else None
+
+        def run_epoch(perm, diagnose):
+            householder_norms = []
+            for start in range(0, n - bs + 1, bs):  # drop the last partial batch: every step sees B rows
+                idx = perm[start : start + bs]
+                log_post = self.log_posterior(theta, x[idx], y[idx], scale)
+                (grad,) = torch.autograd.grad(log_post.sum(), theta)
+                terms = svgd.step(grad)
+                householder_norms.append(self.net.normalise_householder_(theta))  # unit v: the same W
+                if schedule is not None:
+                    schedule.step()
+            if not diagnose:
+                return {}
+            diag = terms.diagnostics(theta.detach())
+            if self.net.has_householder:
+                diag["structure/min_householder_norm"] = torch.stack(householder_norms).amin()
+            return {**diag, "train/log_posterior": log_post.detach().mean()}
+
+        def restore(best):
+            with torch.no_grad():
+                theta.copy_(best)
+
+        self._train_epochs(n, x.device, run_epoch, lambda: theta.detach().clone(), restore, x_val, y_val, callback)
+        self.theta = theta.detach()
+
+    def outputs(self, x: torch.Tensor, chunk: int = 2048) -> torch.Tensor:
+        """Network outputs of every particle for inputs x (n, d) in model units: (M, n, out)."""
+        theta = self.theta
+        with torch.no_grad():
+            weights = self.net.weights(theta)
+            m = theta.shape[0]
+            parts = [self.net.forward(weights, x[i : i + chunk].expand(m, -1, -1)) for i in range(0, len(x), chunk)]
+        return torch.cat(parts, 1)
+
+    def log_noise_precision(self) -> torch.Tensor:
+        """log γ of every particle, a view into θ: (M,)."""
+        return self.objective.log_prec(self.theta.detach())
+
+    def set_log_noise_precision(self, value: torch.Tensor) -> None:
+        with torch.no_grad():
+            self.log_noise_precision().copy_(value)
+
+    def state(self) -> tuple[dict[str, torch.Tensor], dict]:
+        return {"theta": self.theta}, {"spec": self.spec.to_dict(), "layout": self.layout.describe()}
+
+    def load(self, tensors: dict[str, torch.Tensor], meta: dict, path) -> None:
+        theta = tensors.get("theta")
+        if theta is None or self.layout.describe() != meta.get("layout") or tuple(theta.shape) != tuple(self.theta.shape):
+            raise CheckpointError(f"{path}: particle layout does not match its metadata (file written by another version?)")
+        self.theta = theta.to(self.theta.device)
+
+
+class _Variational(_Posterior):
+    """A parametric posterior q of :mod:`svpg.core.variational` trained by a torch optimizer on
+    −(N/B) Σ_batch mean_s log p(y | x, W_s) + R (R = KL(q ‖ p), or −log p(θ) for badam, with
+    :meth:`~svpg.core.variational.WeightPosterior.observe_step` after every step): the home of the
+    variational loop. Its members are ``predict_samples`` posterior draws; the regression noise
+    precision γ is one point estimate (log γ with a Gamma prior) shared by them.
+    """
+
+    shared_noise = True
+
+    def __init__(self, est, n_in, n_out):
+        super().__init__(est, n_in, n_out)
+        self.sizes = (n_in, *est.hidden, n_out)
+        self.options = est.posterior_options_()
+        self.post = make_posterior(est.method, self.sizes, est.activation,
+                                   generator=torch_generator(est.seed, "init"), **self.options).to(est.device)
+        self.log_noise = torch.nn.Parameter(torch.zeros(1, device=est.device)) if self.task == "regression" else None
+
+    def parameters(self) -> list[torch.nn.Parameter]:
+        return [*self.post.parameters(), *([self.log_noise] if self.log_noise is not None else [])]
+
+    def _noise_log_prior(self) -> torch.Tensor | float:
+        if self.log_noise is None:
+            return 0.0
+        a, b = self.est.noise_prior_()
+        return gamma_log_prob_of_log(self.log_noise, a, b).sum()
+
+    def fit(self, x, y, x_val, y_val, callback) -> None:
+        est, post = self.est, self.post
+        optimizer = make_optimizer(est.optimizer, self.parameters(), est.lr)
+        draws = torch_generator(est.seed, "posterior", "train", device=x.device)
+        n, bs = len(x), min(est.batch_size, len(x))
+        schedule = _cosine(optimizer, est.epochs * (n // bs)) if est.lr_schedule == "cosine" else None
+        steps = 0
+
+        def run_epoch(perm, diagnose):
+            nonlocal steps
+            for start in range(0, n - bs + 1, bs):  # drop the last partial batch: every step sees B rows
+                idx = perm[start : start + bs]
+                out = post.train_forward(x[idx], est.samples, draws)
+                log_lik = row_log_likelihood(self.task, out, y[idx], self.log_noise).mean(0).sum()
+                regulariser = post.regulariser(draws) - self._noise_log_prior()
+                loss = -(n / bs) * log_lik + regulariser
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                steps += 1
+                # badam: N = t × B examples seen (BADAM §3's heuristic); the loss is scaled to n rows
+                post.observe_step(optimizer, steps * bs, data_size=n)
+                if schedule is not None:
+                    schedule.step()
+            if not diagnose:
+                return {}
+            return {"train/loss": loss.detach(), "train/regulariser": regulariser.detach()}
+
+        def snapshot():
+            return {k: v.detach().clone() for k, v in self.state()[0].items()}
+
+        self._train_epochs(n, x.device, run_epoch, snapshot, self._load_tensors, x_val, y_val, callback)
+
+    def outputs(self, x: torch.Tensor, chunk: int = 2048, samples_per_pass: int = 10) -> torch.Tensor:
+        """Network outputs under ``predict_samples`` posterior draws for inputs x (n, d): (S, n, out).
+
+        Every row chunk restarts the stream ``("posterior", "predict")``, so draw s is the same weight
+        sample for every row (coherent functions) and the result depends on the fitted model only."""
+        s_total = self.est.predict_samples
+        parts = []
+        with torch.no_grad():
+            for rows in _row_chunks(len(x), chunk):
+                draws = torch_generator(self.est.seed, "posterior", "predict", device=x.device)
+                parts.append(torch.cat([self.post(x[rows], min(samples_per_pass, s_total - s), draws)
+                                        for s in range(0, s_total, samples_per_pass)], 0))
+        return torch.cat(parts, 1)
+
+    def log_noise_precision(self) -> torch.Tensor:
+        """log γ for every draw, a view of the one shared estimate: (S,)."""
+        return self.log_noise.detach().expand(self.est.predict_samples)
+
+    def set_log_noise_precision(self, value: torch.Tensor) -> None:
+        with torch.no_grad():
+            self.log_noise.copy_(value.reshape(-1)[:1])
+
+    def state(self) -> tuple[dict[str, torch.Tensor], dict]:
+        tensors = {f"posterior.{k}": v for k, v in self.post.state_dict().items()}
+        if self.log_noise is not None:
+            tensors["log_noise_precision"] = self.log_noise.detach()
+        return tensors, {"sizes": list(self.sizes), "posterior_options": self.options}
+
+    def _load_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
+        device = self.log_noise.device if self.log_noise is not None else None
+        self.post.load_state_dict({k.removeprefix("posterior."): v for k, v in tensors.items() if k.startswith("posterior.")})
+        if self.log_noise is not None:
+            with torch.no_grad():
+                self.log_noise.copy_(tensors["log_noise_precision"].to(device))
+
+    def load(self, tensors, meta, path) -> None:
+        expected = set(self.state()[0])
+        given = {k for k in tensors if k.startswith("posterior.") or k == "log_noise_precision"}
+        if given != expected or meta.get("sizes") != list(self.sizes):
+            raise CheckpointError(f"{path}: its tensors do not match a {self.est.method} posterior of sizes "
+                                  f"{self.sizes} (file written by another version?)")
+        self._load_tensors(tensors)
+
+
+# ------------------------------------------------------------------------------------ estimators
+
+
+class _BayesianNN:
+    """What regressor and classifier share: parameters, the posterior (particles or parametric), save/load.
+
+    Papers: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD, §5.1–5.2), https://arxiv.org/abs/1608.04471
+    (SVGD and its Bayesian neural network); the parametric posteriors: see :mod:`svpg.core.variational`.
+
+    :param method: a name out of :data:`METHODS`: ``"s2vgd"``, ``"svgd"``, ``"map"``, ``"bbb"``, ``"vmg"``,
+        ``"kflow-diag"``, ``"kflow-linear"`` or ``"badam"``.
+    :param n_particles: M (particle methods; ``"map"`` uses one particle).
     :param householder: K Householder reflections per side of every layer (``"s2vgd"`` only).
     :param hidden: hidden layer widths.
     :param activation: ``"relu"`` or ``"tanh"``.
-    :param prior_a: Inv-Gamma / Gamma shape a of every hyperprior (§5: 1).
-    :param prior_b: Inv-Gamma scale / Gamma rate b of every hyperprior (§5: 0.1).
-    :param kernel: ``"median"`` (h = med²/log M) or a fixed bandwidth.
-    :param optimizer: ``"adam"``, ``"rmsprop"``, ``"adagrad"`` or ``"sgd"``, stepping along −φ.
+    :param prior_a: Inv-Gamma / Gamma shape a of every hyperprior of eq. 14 and of the noise precision (§5: 1).
+    :param prior_b: Inv-Gamma scale / Gamma rate b of the same (§5: 0.1).
+    :param kernel: ``"median"`` (h = med²/log M) or a fixed bandwidth (particle methods).
+    :param optimizer: ``"adam"``, ``"rmsprop"``, ``"adagrad"`` or ``"sgd"``: for the particle methods it
+        steps along −φ, for the parametric ones it minimises their loss (``"badam"`` needs ``"adam"``).
     :param lr: learning rate (the peak one under a schedule).
     :param lr_schedule: ``"constant"`` or ``"cosine"`` (anneals from ``lr`` to 0 over all steps).
     :param epochs: passes over the (fit part of the) training data.
     :param batch_size: minibatch size B (the likelihood is scaled by N/B).
+    :param samples: posterior draws per training step of ``"bbb"``, ``"vmg"``, ``"kflow-*"`` (badam
+        trains its point weights and ignores it).
+    :param predict_samples: posterior draws S of the predictive distribution of the parametric methods.
+    :param posterior_options: options of :func:`svpg.core.variational.make_posterior` (None: its defaults,
+        and for ``"vmg"`` the paper's learned prior precisions, :data:`POSTERIOR_OPTIONS`).
+    :param noise_prior: (a, b) of the Gamma prior of the regression noise precision (None: (prior_a,
+        prior_b), and Gam(6, 6) for ``"vmg"`` as its paper, :data:`NOISE_PRIORS`).
     :param validation_fraction: share of the training rows held out for checkpoint selection (0: none,
         the last epoch is kept).
     :param eval_every: evaluate on the validation rows every this many epochs.
-    :param seed: the root of the estimator's random streams: the validation rows, the initial particles
-        and the minibatch order each draw from their own (:mod:`svpg.seeding`); the same seed gives
-        bit-identical fits on one machine.
+    :param seed: the root of the estimator's random streams: the validation rows, the initial weights, the
+        minibatch order and the posterior draws each draw from their own (:mod:`svpg.seeding`); the same
+        seed gives bit-identical fits on one machine.
     :param device: torch device.
     :param progress: show a tqdm bar over epochs.
-    :param compile: ``torch.compile`` the log posterior and its gradient (several times fewer CPU
-        seconds per step for small networks, after a one-off compilation of 1–2 minutes that every
-        estimator of the same structure in the process reuses).
+    :param compile: ``torch.compile`` the log posterior and its gradient of the particle methods (several
+        times fewer CPU seconds per step for small networks, after a one-off compilation of 1–2 minutes
+        that every estimator of the same structure in the process reuses); the parametric methods run
+        eagerly.
     :param threads: torch CPU threads of ``fit``, ``predict`` and ``evaluate`` (the caller's setting is
         restored afterwards; None: use the caller's). The default, :data:`svpg.runtime.DEFAULT_THREADS`, is
         ``train.py``'s: small batched ops gain nothing from more threads, and on shared cores a second
@@ -206,6 +501,10 @@ class _ParticleBNN:
         progress: bool = False,
         compile: bool = False,
         threads: int | None = DEFAULT_THREADS,
+        samples: int = 1,
+        predict_samples: int = 100,
+        posterior_options: dict | None = None,
+        noise_prior: tuple[float, float] | None = None,
     ):
         self.method = method
         self.n_particles = n_particles
@@ -227,20 +526,24 @@ class _ParticleBNN:
         self.progress = progress
         self.compile = compile
         self.threads = threads
+        self.samples = samples
+        self.predict_samples = predict_samples
+        self.posterior_options = None if posterior_options is None else dict(posterior_options)
+        self.noise_prior = None if noise_prior is None else tuple(noise_prior)
 
     # ---------------------------------------------------------------------------- parameters
 
     _PARAMS = (
         "method", "n_particles", "householder", "hidden", "activation", "prior_a", "prior_b", "kernel",
         "optimizer", "lr", "lr_schedule", "epochs", "batch_size", "validation_fraction", "eval_every", "seed", "device",
-        "progress", "compile", "threads",
+        "progress", "compile", "threads", "samples", "predict_samples", "posterior_options", "noise_prior",
     )
 
     def get_params(self, deep: bool = True) -> dict:
         """The constructor arguments (scikit-learn convention)."""
         return {k: getattr(self, k) for k in self._PARAMS}
 
-    def set_params(self, **params) -> "_ParticleBNN":
+    def set_params(self, **params) -> _BayesianNN:
         for k, v in params.items():
             if k not in self._PARAMS:
                 raise ValueError(f"unknown parameter {k!r}; valid: {', '.join(self._PARAMS)}")
@@ -248,8 +551,25 @@ class _ParticleBNN:
         return self
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={getattr(self, k)!r}" for k in ("method", "n_particles", "householder", "hidden", "epochs", "lr"))
+        shown = ("method", "n_particles", "householder") if self.method in PARTICLE_METHODS else ("method", "samples")
+        args = ", ".join(f"{k}={getattr(self, k)!r}" for k in (*shown, "hidden", "epochs", "lr"))
         return f"{type(self).__name__}({args})"
+
+    @property
+    def variational(self) -> bool:
+        """True for a parametric posterior (:mod:`svpg.core.variational`), False for a particle method."""
+        return self.method in FAMILIES
+
+    def posterior_options_(self) -> dict:
+        """The options given to :func:`~svpg.core.variational.make_posterior` (parametric methods)."""
+        given = POSTERIOR_OPTIONS.get(self.method, {}) if self.posterior_options is None else self.posterior_options
+        return dict(given)
+
+    def noise_prior_(self) -> tuple[float, float]:
+        """(a, b) of the Gamma prior of the regression noise precision."""
+        if self.noise_prior is not None:
+            return tuple(self.noise_prior)
+        return NOISE_PRIORS.get(self.method, (self.prior_a, self.prior_b)) if self.variational else (self.prior_a, self.prior_b)
 
     def _validate_params(self) -> None:
         problems = []
@@ -265,115 +585,65 @@ class _ParticleBNN:
             problems.append(f"epochs, batch_size and eval_every must be ≥ 1, got {self.epochs}, {self.batch_size}, {self.eval_every}")
         if not self.lr > 0:
             problems.append(f"lr must be > 0, got {self.lr}")
+        if self.optimizer not in OPTIMIZERS:
+            problems.append(f"optimizer {self.optimizer!r}: choose from {', '.join(OPTIMIZERS)}")
+        elif self.method == "badam" and self.optimizer != "adam":
+            problems.append(f"badam reads its posterior off Adam's moments: use optimizer='adam', not {self.optimizer!r}")
         if self.lr_schedule not in LR_SCHEDULES:
             problems.append(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}, got {self.lr_schedule!r}")
         if not 0 <= self.validation_fraction < 1:
             problems.append(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
+        if self.samples < 1 or self.predict_samples < 1:
+            problems.append(f"samples and predict_samples must be ≥ 1, got {self.samples}, {self.predict_samples}")
+        if self.method in FAMILIES:
+            unknown = sorted(set(self.posterior_options_()) - set(posterior_options(self.method)))
+            if unknown:
+                problems.append(f"posterior_options {unknown} are not options of {self.method}; it takes "
+                                f"{', '.join(posterior_options(self.method))}")
+        if self.noise_prior is not None and not (len(self.noise_prior) == 2 and min(self.noise_prior) > 0):
+            problems.append(f"noise_prior must be two positive numbers (a, b) of a Gamma prior, got {self.noise_prior}")
         if problems:
-            raise ValueError(f"invalid {type(self).__name__}:\n  " + "\n  ".join(problems))
+            raise ValueError(f"invalid {type(self).__name__}: " + "; ".join(problems))
+
+    # ------------------------------------------------------------------------------ posterior
+
+    def _build(self, n_in: int, n_out: int) -> None:
+        """The posterior of this method for a network from n_in inputs to n_out outputs (not yet trained)."""
+        self.posterior_ = (_Variational if self.variational else _Particles)(self, n_in, n_out)
+
+    def _particles(self) -> _Particles:
+        posterior = self.__dict__.get("posterior_")
+        if isinstance(posterior, _Particles):
+            return posterior
+        raise AttributeError(f"a fitted particle method ({', '.join(PARTICLE_METHODS)}) has particles; this is {self.method!r}")
+
+    # the particle methods' network, as attributes of the estimator
+    theta_ = property(lambda self: self._particles().theta, doc="the (M, D) particles")
+    layout_ = property(lambda self: self._particles().layout, doc="where each block sits in a particle")
+    net_ = property(lambda self: self._particles().net, doc="the particle MLP")
+    spec_ = property(lambda self: self._particles().spec, doc="the particle network's spec")
 
     @property
     def num_particles_(self) -> int:
+        """M for the particle methods (1 for map); the number of predictive draws for the parametric ones."""
+        if self.variational:
+            return self.predict_samples
         return 1 if self.method == "map" else self.n_particles
 
-    def _spec(self, n_in: int, n_out: int) -> NetworkSpec:
-        structural = self.method == "s2vgd"
-        return NetworkSpec(
-            (n_in, *self.hidden, n_out),
-            activation=self.activation,
-            householder=self.householder if structural else 0,
-            learn_scales=structural,
-            prior="mvg",
-            prior_a=self.prior_a,
-            prior_b=self.prior_b,
-        )
+    def _outputs(self, x: torch.Tensor) -> torch.Tensor:
+        """Network outputs of every member (particle or posterior draw) for inputs x (n, d) in model units: (S, n, out)."""
+        return self.posterior_.outputs(x)
 
-    # ------------------------------------------------------------------------------- network
+    def _fit_tensors(self, x, y, x_val, y_val, callback=None) -> None:
+        """Train the posterior for ``epochs`` passes; keep the epoch best on validation (if any)."""
+        self.posterior_.fit(x, y, x_val, y_val, callback)
 
-    def _build(self, n_in: int, n_out: int) -> None:
-        """The particle layout (network blocks + front-end extras) and θ, all zero."""
-        self.spec_ = self._spec(n_in, n_out)
-        self.objective_, self._log_posterior = shared_objective(self._task, self.spec_, self.compile)
-        self.layout_, self.net_ = self.objective_.layout, self.objective_.net
-        self.theta_ = torch.zeros(self.num_particles_, self.layout_.size, device=self.device)
-
-    def _init_extra(self, theta: torch.Tensor) -> None:
-        pass
-
-    def _outputs(self, x: torch.Tensor, theta: torch.Tensor | None = None, chunk: int = 2048) -> torch.Tensor:
-        """Network outputs of every particle for inputs x (n, d) in model units: (M, n, out)."""
-        theta = self.theta_ if theta is None else theta
-        with torch.no_grad():
-            weights = self.net_.weights(theta)
-            m = theta.shape[0]
-            parts = [self.net_.forward(weights, x[i : i + chunk].expand(m, -1, -1)) for i in range(0, len(x), chunk)]
-        return torch.cat(parts, 1)
-
-    # --------------------------------------------------------------------------- training loop
-
-    def _fit_tensors(
-        self,
-        x: torch.Tensor,
-        y: torch.Tensor,
-        x_val: torch.Tensor | None,
-        y_val: torch.Tensor | None,
-        callback: Callable[[int, dict], None] | None = None,
-    ) -> None:
-        """SVGD on log p(θ | data) for ``epochs`` passes; keep the epoch best on validation (if any)."""
-        self.net_.init_(self.theta_, torch_generator(self.seed, "init", device=self.theta_.device))
-        self._init_extra(self.theta_)
-        theta = self.theta_.requires_grad_(True)
-        svgd = SVGD(theta, self.kernel if self.num_particles_ > 1 else "median", self.optimizer, self.lr)
-        n, bs = len(x), min(self.batch_size, len(x))
-        total_steps = self.epochs * (n // bs)
-        scale = torch.tensor(n / bs, device=x.device)  # a tensor: a compiled objective is not specialised on N
-        schedule = None
-        if self.lr_schedule == "cosine":
-            schedule = torch.optim.lr_scheduler.LambdaLR(
-                svgd.optimizer, lambda step: 0.5 * (1 + math.cos(math.pi * min(step, total_steps) / total_steps)))
-        self.history_: list[dict] = []
-        best, best_theta, best_epoch = -math.inf, None, self.epochs
-        order = torch_generator(self.seed, "minibatch")  # on the CPU: the same order on every device
-        bar = tqdm(range(1, self.epochs + 1), disable=not self.progress, unit="epoch", leave=False, dynamic_ncols=True)
-        for epoch in bar:
-            t0 = time.perf_counter()
-            perm = torch.randperm(n, generator=order).to(x.device)
-            householder_norms = []
-            for start in range(0, n - bs + 1, bs):  # drop the last partial batch: every step sees B rows
-                idx = perm[start : start + bs]
-                log_post = self._log_posterior(theta, x[idx], y[idx], scale)
-                (grad,) = torch.autograd.grad(log_post.sum(), theta)
-                terms = svgd.step(grad)
-                householder_norms.append(self.net_.normalise_householder_(theta))  # unit v: the same W
-                if schedule is not None:
-                    schedule.step()
-            record = {"epoch": epoch, "epoch_seconds": time.perf_counter() - t0}
-            if x_val is not None and (epoch % self.eval_every == 0 or epoch == self.epochs):
-                score = self._validation_score(theta.detach(), x_val, y_val)
-                record["val_log_likelihood"] = score
-                if score > best:
-                    best, best_theta, best_epoch = score, theta.detach().clone(), epoch
-                bar.set_postfix(val_ll=f"{score:.3f}", best=best_epoch)
-            if callback is not None:
-                diag = terms.diagnostics(theta.detach())
-                if self.net_.has_householder:
-                    diag["structure/min_householder_norm"] = torch.stack(householder_norms).amin()
-                diag = {k: float(v) for k, v in diag.items()}
-                callback(epoch, {**record, **diag, "train/log_posterior": float(log_post.detach().mean())})
-            self.history_.append(record)
-        bar.close()
-        with torch.no_grad():
-            if best_theta is not None:
-                theta.copy_(best_theta)
-        self.theta_ = theta.detach()
-        self.best_epoch_ = best_epoch
-
-    def _validation_score(self, theta, x_val, y_val) -> float:
+    def _validation_score(self, x_val, y_val) -> float:
         """Mean validation log predictive density (higher is better)."""
         raise NotImplementedError
 
     def _check_fitted(self) -> None:
-        if not hasattr(self, "theta_"):
+        if "posterior_" not in self.__dict__:
             raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit(X, y) first or load() a saved model")
 
     def _split_validation(self, x, y, x_val, y_val):
@@ -393,16 +663,20 @@ class _ParticleBNN:
         raise NotImplementedError
 
     def save(self, path: str | Path) -> Path:
-        """Write the particles and everything needed to predict to a .safetensors file (atomic).
+        """Write the posterior (particles or parameters) and everything needed to predict to a
+        .safetensors file (atomic).
 
         :raises WriteError: naming the file and the reason (e.g. no space left on the device).
         """
         self._check_fitted()
         tensors, meta = self._state()
+        posterior_tensors, posterior_meta = self.posterior_.state()
         params = self.get_params()
         params["hidden"] = list(params["hidden"])
-        meta = {**meta, "params": params, "spec": self.spec_.to_dict(), "layout": self.layout_.describe()}
-        return save_tensors(path, {"theta": self.theta_, **tensors}, self._kind, meta)
+        if params["noise_prior"] is not None:
+            params["noise_prior"] = list(params["noise_prior"])
+        meta = {**meta, **posterior_meta, "params": params}
+        return save_tensors(path, {**posterior_tensors, **tensors}, self._kind, meta)
 
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu"):
@@ -412,68 +686,66 @@ class _ParticleBNN:
         params["hidden"] = tuple(params["hidden"])
         model = cls(**params)
         model._restore(tensors, meta)
-        if model.layout_.describe() != meta["layout"] or tuple(tensors["theta"].shape) != (model.num_particles_, model.layout_.size):
-            raise CheckpointError(f"{path}: particle layout does not match its metadata (file written by another version?)")
-        model.theta_ = tensors["theta"].to(device)
+        model.posterior_.load(tensors, meta, path)
         return model
 
 
-class BayesianRegressor(_ParticleBNN):
-    """Particle BNN regression: one hidden layer of 50 ReLU units (§5.1 of S²VGD) by default.
+class BayesianRegressor(_BayesianNN):
+    """BNN regression: one hidden layer of 50 ReLU units (§5.1 of S²VGD) by default.
 
-    Paper: https://proceedings.mlr.press/v84/zhang18a.html (§5.1), https://arxiv.org/abs/1608.04471 (§5, the same model with SVGD)
+    Paper: https://proceedings.mlr.press/v84/zhang18a.html (§5.1), https://arxiv.org/abs/1608.04471 (§5, the same model with SVGD),
+    https://arxiv.org/abs/1603.04733 (§4.1, VMG on the same data sets)
 
     Example::
 
         from svpg.supervised import BayesianRegressor
         model = BayesianRegressor(method="s2vgd", householder=1, epochs=500).fit(X_train, y_train)
+        model = BayesianRegressor(method="vmg", epochs=500, lr=1e-2)           # or a parametric posterior
         mean, std = model.predict(X_test)          # predictive mean and std, original units
         model.evaluate(X_test, y_test)             # {'rmse': …, 'test_ll': …}
         model.save("boston.safetensors"); BayesianRegressor.load("boston.safetensors")
 
-    :param refit_noise: after training, set each particle's noise precision to the validation-MSE
+    :param refit_noise: after training, set each particle's (or the shared) noise precision to the validation-MSE
         estimate when that raises its validation likelihood (Liu & Wang 2016's model selection step,
         done on the validation split only; needs ``validation_fraction > 0``).
     :param validation_fraction: defaults to 0 here: train on every row and keep the last epoch. On
         small UCI sets a 10 % validation split costs more (fewer rows, a noisy checkpoint choice) than
         it gains (docs/supervised.md, nested validation).
-    Other parameters: see :class:`_ParticleBNN`.
+    Other parameters: see :class:`_BayesianNN`.
     """
 
     _kind = "bnn-regressor"
     _task = "regression"
-    _PARAMS = _ParticleBNN._PARAMS + ("refit_noise",)
+    _PARAMS = _BayesianNN._PARAMS + ("refit_noise",)
 
     def __init__(self, *args, refit_noise: bool = True, **kwargs):
         kwargs.setdefault("validation_fraction", 0.0)
         super().__init__(*args, **kwargs)
         self.refit_noise = refit_noise
 
-    def _init_extra(self, theta):
-        with torch.no_grad():
-            self.layout_.get(theta, "log_noise_precision").zero_()  # noise std = 1 target std
-
-    def _log_prec(self, theta):
-        return self.objective_.log_prec(theta)
-
-    def _validation_score(self, theta, x_val, y_val):
-        f = self._outputs(x_val, theta)[..., 0]
-        logp = gaussian_log_prob(y_val, f, log_var=-self._log_prec(theta)[:, None])
+    def _validation_score(self, x_val, y_val):
+        f = self._outputs(x_val)[..., 0]
+        logp = gaussian_log_prob(y_val, f, log_var=-self.posterior_.log_noise_precision()[:, None])
         return float(log_mean_exp(logp, 0).mean())
 
     @torch.no_grad()
     def _refit_noise(self, x_val, y_val) -> None:
         """Per particle: γ̂ = 1 / mean validation squared error; keep it if it raises the validation
-        likelihood of that particle (Liu & Wang 2016, ``bayesian_nn.py``)."""
+        likelihood of that particle (Liu & Wang 2016, ``bayesian_nn.py``). A noise precision shared by
+        posterior draws is refitted the same way on all draws pooled."""
         f = self._outputs(x_val)[..., 0]
-        s = self._log_prec(self.theta_)
-        mse = ((y_val - f) ** 2).mean(1).clamp_min(1e-8)
+        s = self.posterior_.log_noise_precision()
+        if self.posterior_.shared_noise:
+            mse = ((y_val - f) ** 2).mean().clamp_min(1e-8).expand_as(s)
+            ll = lambda s_: gaussian_log_prob(y_val, f, log_var=-s_[:, None]).sum()
+        else:
+            mse = ((y_val - f) ** 2).mean(1).clamp_min(1e-8)
+            ll = lambda s_: gaussian_log_prob(y_val, f, log_var=-s_[:, None]).sum(1)
         s_hat = -torch.log(mse)
-        ll = lambda s_: gaussian_log_prob(y_val, f, log_var=-s_[:, None]).sum(1)  # noqa: E731
-        self._log_prec(self.theta_).copy_(torch.where(ll(s_hat) > ll(s), s_hat, s))
+        self.posterior_.set_log_noise_precision(torch.where(ll(s_hat) > ll(s), s_hat, s))
 
     @_in_threads
-    def fit(self, X, y, X_val=None, y_val=None, callback: Callable[[int, dict], None] | None = None) -> "BayesianRegressor":
+    def fit(self, X, y, X_val=None, y_val=None, callback: Callable[[int, dict], None] | None = None) -> BayesianRegressor:
         """Train on (X, y); validation rows are ``(X_val, y_val)`` or carved from X (``validation_fraction``).
 
         :param callback: called as ``callback(epoch, scalars)`` after every epoch (e.g. TensorBoard).
@@ -485,7 +757,7 @@ class BayesianRegressor(_ParticleBNN):
         self.y_scaler_ = Standardizer.fit(y_fit[:, None])
         self.n_features_in_ = x.shape[1]
         self._build(x.shape[1], 1)
-        t = lambda a: torch.as_tensor(a, dtype=torch.float32, device=self.device)  # noqa: E731
+        t = lambda a: torch.as_tensor(a, dtype=torch.float32, device=self.device)
         xs, ys = t(self.x_scaler_.transform(x_fit)), t(self.y_scaler_.transform(y_fit[:, None])[:, 0])
         if x_val is not None:
             xv, yv = t(self.x_scaler_.transform(x_val)), t(self.y_scaler_.transform(y_val_[:, None])[:, 0])
@@ -498,20 +770,21 @@ class BayesianRegressor(_ParticleBNN):
 
     @_in_threads
     def predict_particles(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """Every particle's prediction (M, n) and noise std (M,), in the target's original units."""
+        """Every member's prediction (S, n) and noise std (S,), in the target's original units: the M
+        particles, or ``predict_samples`` posterior draws (the same draws every call)."""
         self._check_fitted()
         x = check_features(X, self.n_features_in_)
         xs = torch.as_tensor(self.x_scaler_.transform(x), dtype=torch.float32, device=self.device)
         f = self._outputs(xs)[..., 0].double().cpu().numpy()
         sy, my = float(self.y_scaler_.std[0]), float(self.y_scaler_.mean[0])
-        noise = torch.exp(-0.5 * self._log_prec(self.theta_)).double().cpu().numpy() * sy
+        noise = torch.exp(-0.5 * self.posterior_.log_noise_precision()).double().cpu().numpy() * sy
         return f * sy + my, noise
 
     @_in_threads
     def predict(self, X, return_std: bool = True):
-        """Predictive mean (n,) and, by default, predictive std (n,) of the particle mixture.
+        """Predictive mean (n,) and, by default, predictive std (n,) of the mixture over members.
 
-        The std combines the noise and the spread of the particles: √(mean_m σ_m² + var_m f_m(x)).
+        The std combines the noise and the spread of the members: √(mean_s σ_s² + var_s f_s(x)).
         """
         means, noise = self.predict_particles(X)
         mean = means.mean(0)
@@ -535,7 +808,7 @@ class BayesianRegressor(_ParticleBNN):
         return float(1 - ((y - mean) ** 2).sum() / ((y - y.mean()) ** 2).sum())
 
     def _state(self):
-        d = lambda a: torch.as_tensor(np.asarray(a), dtype=torch.float64)  # noqa: E731
+        d = lambda a: torch.as_tensor(np.asarray(a), dtype=torch.float64)
         tensors = {"x_mean": d(self.x_scaler_.mean), "x_std": d(self.x_scaler_.std),
                    "y_mean": d(self.y_scaler_.mean), "y_std": d(self.y_scaler_.std)}
         return tensors, {"n_features": self.n_features_in_}
@@ -547,13 +820,13 @@ class BayesianRegressor(_ParticleBNN):
         self._build(self.n_features_in_, 1)
 
 
-class BayesianClassifier(_ParticleBNN):
-    """Particle BNN classification: 784-400-400-10 ReLU with softmax (§5.2 of S²VGD) by default.
+class BayesianClassifier(_BayesianNN):
+    """BNN classification: 784-400-400-10 ReLU with softmax (§5.2 of S²VGD) by default.
 
     Paper: https://proceedings.mlr.press/v84/zhang18a.html (§5.2)
 
-    ``predict_proba`` is the mean of the particles' softmax; ``predict`` its argmax (scikit-learn
-    convention). Inputs are used as given (scale pixels to [0, 1] first).
+    ``predict_proba`` is the mean of the particles' (or ``predict_samples`` posterior draws') softmax;
+    ``predict`` its argmax (scikit-learn convention). Inputs are used as given (scale pixels to [0, 1] first).
 
     Example::
 
@@ -569,18 +842,20 @@ class BayesianClassifier(_ParticleBNN):
     def __init__(self, method: str = "s2vgd", n_particles: int = 10, householder: int = 1,
                  hidden: tuple[int, ...] = (400, 400), *args, **kwargs):
         kwargs.setdefault("epochs", 20)
+        # 20 draws: a 784-400-400-10 network's predictive over 100 draws costs ~10× an SVGD epoch's evaluation
+        kwargs.setdefault("predict_samples", 20)
         super().__init__(method, n_particles, householder, hidden, *args, **kwargs)
 
-    def _log_predictive(self, x, theta=None) -> torch.Tensor:
-        """log of the mean of the particles' softmax: (n, C)."""
-        return log_mean_exp(torch.log_softmax(self._outputs(x, theta).double(), -1), 0)
+    def _log_predictive(self, x) -> torch.Tensor:
+        """log of the mean of the members' softmax: (n, C)."""
+        return log_mean_exp(torch.log_softmax(self._outputs(x).double(), -1), 0)
 
-    def _validation_score(self, theta, x_val, y_val):
-        logp = self._log_predictive(x_val, theta)
+    def _validation_score(self, x_val, y_val):
+        logp = self._log_predictive(x_val)
         return float(logp.gather(1, y_val[:, None])[:, 0].mean())
 
     @_in_threads
-    def fit(self, X, y, X_val=None, y_val=None, callback: Callable[[int, dict], None] | None = None) -> "BayesianClassifier":
+    def fit(self, X, y, X_val=None, y_val=None, callback: Callable[[int, dict], None] | None = None) -> BayesianClassifier:
         """Train on (X, y) with labels 0..C−1; validation as for :meth:`BayesianRegressor.fit`."""
         self._validate_params()
         x, y = check_xy(X, y, self._task)
@@ -589,7 +864,7 @@ class BayesianClassifier(_ParticleBNN):
         self.n_classes_ = int(max(y.max(), y_val_.max() if y_val_ is not None else 0)) + 1
         self.classes_ = np.arange(self.n_classes_)
         self._build(x.shape[1], self.n_classes_)
-        t = lambda a, dt=torch.float32: torch.as_tensor(a, dtype=dt, device=self.device)  # noqa: E731
+        t = lambda a, dt=torch.float32: torch.as_tensor(a, dtype=dt, device=self.device)
         xv = t(x_val) if x_val is not None else None
         yv = t(y_val_, torch.int64) if x_val is not None else None
         self._fit_tensors(t(x_fit), t(y_fit, torch.int64), xv, yv, callback)
@@ -597,7 +872,7 @@ class BayesianClassifier(_ParticleBNN):
 
     @_in_threads
     def predict_proba(self, X) -> np.ndarray:
-        """Mean of the particles' softmax: (n, C)."""
+        """Mean of the members' softmax: (n, C)."""
         self._check_fitted()
         x = torch.as_tensor(check_features(X, self.n_features_in_), dtype=torch.float32, device=self.device)
         return torch.exp(self._log_predictive(x)).cpu().numpy()
