@@ -13,12 +13,18 @@ from svpg.bandits import (
     LinUCB,
     NeuralGreedy,
     SteinThompson,
+    VariationalThompson,
     make_agent,
     make_problem,
     play,
     run,
 )
-from svpg.bandits.agents import STEIN_LR, canonical_name
+from svpg.bandits.agents import (
+    STEIN_LR,
+    VARIATIONAL_LR,
+    VARIATIONAL_METHODS,
+    canonical_name,
+)
 from svpg.core.probability import inverse_gamma_log_prob_of_log
 
 
@@ -214,3 +220,83 @@ def test_wrong_context_dimension_is_a_clear_error():
         play(agent, make_problem("wheel").table(10, seed=0))
     with pytest.raises(ValueError, match="built for 3-dimensional"):
         make_agent("linucb", 2, 3).act(np.zeros((1, 2)), 0)
+
+
+# ----------------------------------------------------------------------------- variational agents
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("method", VARIATIONAL_METHODS)
+def test_variational_thompson_beats_uniform_by_a_wide_margin_on_mushroom(method):
+    results = run(make_problem("mushroom"), [method], rounds=5000, seeds=1)
+    # uniform = 100; BADAM's posterior, read off Adam's state, narrows more slowly than the ELBO ones
+    assert results.normalised_regret(method, 0) < (40 if method == "badam" else 20)
+
+
+@pytest.mark.parametrize("method", VARIATIONAL_METHODS)
+def test_variational_thompson_plays_the_argmax_of_one_posterior_draw_per_decision(method):
+    agent = make_agent(method, 3, 4, initial_pulls=0, seed=7)
+    x = np.random.default_rng(0).normal(size=(300, 4)).astype(np.float32)
+    state = agent.act_generator.get_state()
+    actions = agent.act(x, t=0)
+    agent.act_generator.set_state(state)
+    with torch.no_grad():
+        values = agent.posterior(torch.as_tensor(x).unsqueeze(1), 300, agent.act_generator)[:, 0]
+    np.testing.assert_array_equal(actions, values.argmax(1).numpy())
+    # identical contexts get independent draws: their values differ, their mean is the posterior's
+    same = agent.sample_values(np.repeat(x[:1], 2000, 0))
+    assert same.std(0).min() > 1e-3
+    assert isinstance(agent, VariationalThompson) and agent.name == method
+
+
+def test_variational_training_schedule_and_the_likelihood_scaled_by_the_data_set_size():
+    agent = make_agent("badam", 2, 3, train_every=10, train_steps=2, batch_size=8, initial_pulls=2, seed=1)
+    assert agent.window(0) == 4 and agent.window(4) == 6 and agent.window(17) == 3
+    np.testing.assert_array_equal(agent.act(np.zeros((4, 3)), 0), [0, 1, 0, 1])
+    play(agent, WheelLike().table(35, seed=0))
+    assert agent.trainings == 3 and agent.size == 35 and agent.steps == 6
+    # BADAM's posterior read Adam's state after the last step: N = steps × batch size
+    assert agent.posterior.examples_seen.item() == 6 * 8 and agent.posterior.layers[0].curvature.gt(0).all()
+    # −(N/B) Σ log N(y | f(x)[a], σ²) + R − log p(σ²): B copies of one point cost N times its log-likelihood
+    x, a, y = torch.randn(1, 3), torch.tensor([1]), torch.tensor([0.3])
+    pred = agent.posterior.train_forward(x, 1)[0, 0, 1]
+    lv = agent.log_var.detach()[0]
+    ll = -0.5 * ((0.3 - pred) ** 2 / lv.exp() + lv + math.log(2 * math.pi))
+    reg = agent.posterior.regulariser()
+    noise_prior = inverse_gamma_log_prob_of_log(lv, agent.noise_a, agent.noise_b)
+    for b, n in ((1, 10), (16, 10), (16, 1000)):
+        loss, r = agent.loss(x.expand(b, 3), a.expand(b), y.expand(b), n)
+        torch.testing.assert_close(loss, -n * ll + reg - noise_prior)
+        torch.testing.assert_close(r, reg)
+
+
+def test_variational_agent_registry_options_and_learning_rates():
+    for method in VARIATIONAL_METHODS:
+        agent = make_agent(method, 2, 5, hidden=(7, 6), lr=0.5, prior="mvg", kernel="median", num_particles=3)
+        assert agent.posterior.family == method and agent.posterior.sizes == (5, 7, 6, 2)
+        assert agent.lr == VARIATIONAL_LR[method]  # the shared --lr is the greedy agents'; 0: the tuned rate
+        assert agent.optimizer.param_groups[0]["lr"] == VARIATIONAL_LR[method]
+        assert make_agent(method, 2, 5, variational_lr=0.02).lr == 0.02
+    bbb = make_agent("bbb", 2, 5, prior="mvg", sigma2=0.01, prior_std=0.3)  # the Stein agents' prior is ignored
+    assert bbb.posterior.options["prior"] == "mixture" and bbb.hyperparameters()["sigma2"] == 0.01
+    assert make_agent("vmg", 2, 5, sigma2=0.01).posterior.options == {"prior_std": 1.0, "init_std": 0.01,
+                                                                     "learn_precisions": False}
+    assert VariationalThompson(2, 5, method="bbb", prior="gaussian").posterior.options["prior"] == "gaussian"
+    assert make_agent("badam", 2, 5).posterior.options["prior_std"] == 0.1  # VARIATIONAL_POSTERIOR
+    assert make_agent("badam", 2, 5, prior_std=0.5).hyperparameters()["prior_std"] == 0.5
+    with pytest.raises(ValueError, match="method must be one of bbb, vmg"):
+        VariationalThompson(2, 5, method="gp")
+    with pytest.raises(ValueError, match="train_every must be ≥ 1"):
+        make_agent("vmg", 2, 5, train_every=0)
+    with pytest.raises(ValueError, match="init_std must be > 0"):
+        make_agent("kflow-linear", 2, 5, init_std=0)
+
+
+@pytest.mark.parametrize("method", VARIATIONAL_METHODS)
+def test_variational_agents_are_bit_identical_with_the_same_seed_and_leave_the_global_generator_alone(method):
+    state = torch.get_rng_state()
+    first, second = (run(WheelLike(), [method], rounds=120, seeds=[3], train_every=20, train_steps=3)
+                     for _ in range(2))
+    np.testing.assert_array_equal(first.get(method, 3).actions, second.get(method, 3).actions)
+    assert first.get(method, 3).regret.tobytes() == second.get(method, 3).regret.tobytes()
+    assert torch.equal(torch.get_rng_state(), state)
+    other = run(WheelLike(), [method], rounds=120, seeds=[4], train_every=20, train_steps=3)
+    assert not np.array_equal(first.get(method, 3).actions, other.get(method, 4).actions)

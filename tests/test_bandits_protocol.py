@@ -135,6 +135,27 @@ def test_cli_end_to_end(tmp_path, capsys):
     assert "normalised regret (uniform = 100)" in out
 
 
+def test_cli_runs_and_resumes_the_variational_agents(tmp_path, capsys):
+    agents = "bbb,vmg,kflow-linear,kflow-diag,badam"
+    common = ["--progress", "false", "--log-points", "10"]
+    assert main(["--problem", "mushroom", "--agents", agents, "--rounds", "300", "--seeds", "1",
+                 "--log-dir", str(tmp_path), "--run-name", "variational", *common]) == 0
+    run_dir = tmp_path / "variational"
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["agent_names"] == [*agents.split(","), "uniform"] and config["variational_lr"] == 0
+    hp = config["agent_hyperparameters"]
+    assert hp["kflow-linear"]["method"] == "kflow-linear" and hp["badam"]["train_every"] == 50
+    assert list((run_dir / "badam" / "seed_0").glob("events.out.tfevents.*"))
+    first = pd.read_csv(run_dir / "results.csv")
+    assert set(first.agent) == {*agents.split(","), "uniform"}
+    assert main(["--resume", str(run_dir), "--seeds", "2", *common]) == 0  # extends the run by seed 1
+    assert (run_dir / "seeds" / "seed_1.npz").is_file()
+    again = pd.read_csv(run_dir / "results.csv")
+    assert len(again) == 2 * len(first)
+    pd.testing.assert_frame_equal(again[again.seed == 0].reset_index(drop=True), first)
+    assert "normalised regret (uniform = 100)" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
@@ -145,6 +166,7 @@ def test_cli_end_to_end(tmp_path, capsys):
         (["--problem", "wheel", "--rounds", "0"], "--rounds must be ≥ 1"),
         (["--problem", "wheel", "--agents", "greedy,eps-greedy-0"], "an agent is named twice"),
         (["--problem", "wheel", "--s2vgd-lr", "-1"], "--s2vgd-lr must be ≥ 0"),
+        (["--problem", "wheel", "--variational-lr", "-1"], "--variational-lr must be ≥ 0"),
     ],
 )
 def test_cli_bad_input_exits_2_with_a_clear_message(argv, message, capsys, tmp_path):

@@ -35,6 +35,9 @@ from svpg.bandits.agents import (
     STEIN_METHODS,
     SteinThompson,
     Uniform,
+    VARIATIONAL_LR,
+    VARIATIONAL_METHODS,
+    VariationalThompson,
     make_agent,
 )
 from svpg.bandits.problems import (
@@ -51,6 +54,7 @@ from svpg.bandits.results import AgentRun, BanditResults
 
 __all__ = [
     "AGENTS", "DEFAULT_AGENTS", "Agent", "SteinThompson", "NeuralGreedy", "EpsilonGreedy", "LinUCB", "Uniform",
+    "VariationalThompson", "VARIATIONAL_METHODS", "VARIATIONAL_LR",
     "STEIN_LR", "STEIN_METHODS", "S2VGD_STRUCTURE", "make_agent", "BanditProblem", "BanditTable", "MushroomBandit", "WheelBandit", "ClassificationBandit",
     "make_problem", "play", "run", "AgentRun", "BanditResults", "save_results",
 ]

@@ -1,5 +1,6 @@
-"""Bandit agents: Stein Thompson sampling (Algorithm 1 of S²VGD) and the baselines of its §5.3
-(neural greedy, ε-greedy) and of Riquelme et al. 2018 (LinUCB, uniform).
+"""Bandit agents: Stein Thompson sampling (Algorithm 1 of S²VGD), the baselines of its §5.3
+(neural greedy, ε-greedy) and of Riquelme et al. 2018 (LinUCB, uniform), and Thompson sampling from
+parametric posteriors (Bayes by Backprop, the variational matrix Gaussian, Kronecker flows, BADAM).
 
 Every agent follows one small interface, driven by :func:`svpg.bandits.protocol.play`:
 
@@ -14,7 +15,7 @@ neural agents fast: between two training points the particles are fixed, so the 
 window come from one batched forward pass, with the particle of each round drawn up front.
 
 Randomness: an agent built with ``seed`` and ``name`` draws from its own :mod:`svpg.seeding` streams,
-``(seed, "agent", name, "act")`` for arm, particle and ε draws, and, for the neural agents,
+``(seed, "agent", name, "act")`` for arm, particle, ε and posterior draws, and, for the neural agents,
 ``"init"`` for the initial particles and ``"minibatch"`` for the training minibatches. No global RNG
 is touched; agents of different names, the problem's table and neighbouring seeds share no numbers.
 """
@@ -29,6 +30,7 @@ from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
 from svpg.core.probability import gaussian_log_prob, inverse_gamma_log_prob_of_log
 from svpg.core.svgd import SVGD
+from svpg.core.variational import FAMILIES, make_posterior, posterior_options
 from svpg.seeding import numpy_rng, torch_generator
 
 UNBOUNDED = 1 << 62
@@ -165,7 +167,94 @@ class LinUCB(Agent):
         return {"alpha": self.alpha, "reg": self.reg}
 
 
-class ParticleRewardModel(Agent):
+class RewardModelAgent(Agent):
+    """The schedule shared by the neural agents: round-robin warm-up, training every ``train_every``
+    rounds on all data so far, standardised rewards.
+
+    The first ``initial_pulls`` × K rounds play the arms in turn (Riquelme et al.'s initial pulls);
+    afterwards every ``train_every`` rounds :meth:`train` runs (``train_steps`` minibatches of
+    ``batch_size`` drawn from all data so far). Between two training points the model is fixed, so
+    :meth:`choose_arms` picks the arms of a whole window at once. Rewards are standardised with the
+    mean and standard deviation of all rewards seen so far (which leaves every argmax unchanged).
+    """
+
+    def __init__(self, num_actions: int, context_dim: int, *, train_every: int, train_steps: int, batch_size: int,
+                 initial_pulls: int, device: str, name: str | None, problems: list[str] | None = None):
+        super().__init__(num_actions, context_dim, name)
+        problems = list(problems or [])
+        for key, value in (("train_every", train_every), ("train_steps", train_steps), ("batch_size", batch_size)):
+            if int(value) < 1:
+                problems.append(f"{key} must be ≥ 1, got {value}")
+        if int(initial_pulls) < 0:
+            problems.append(f"initial_pulls must be ≥ 0, got {initial_pulls}")
+        if problems:
+            raise ValueError(f"agent {self.name!r}: " + "; ".join(problems))
+        self.train_every, self.train_steps, self.batch_size = int(train_every), int(train_steps), int(batch_size)
+        self.initial_pulls = int(initial_pulls)
+        self.device = torch.device(device)
+        # growable buffers of everything observed
+        self._x = torch.empty(0, context_dim, device=self.device)
+        self._a = torch.empty(0, dtype=torch.long, device=self.device)
+        self._r = torch.empty(0, dtype=torch.float64, device=self.device)
+        self.size = 0
+        self.trainings = 0
+
+    def window(self, t: int) -> int:
+        warmup = self.initial_pulls * self.num_actions
+        if t < warmup:
+            return warmup - t
+        return self.train_every - (t % self.train_every)
+
+    def act(self, contexts, t):
+        contexts = self.check_contexts(contexts)
+        n = contexts.shape[0]
+        if t < self.initial_pulls * self.num_actions:  # round-robin warm-up (Riquelme et al.'s initial pulls)
+            return (t + np.arange(n)) % self.num_actions
+        return self.choose_arms(contexts)
+
+    def choose_arms(self, contexts: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _append(self, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
+        n = len(actions)
+        if self.size + n > self._x.shape[0]:
+            cap = max(1024, 2 * (self.size + n))
+            for name in ("_x", "_a", "_r"):
+                old = getattr(self, name)
+                new = torch.empty((cap, *old.shape[1:]), dtype=old.dtype, device=self.device)
+                new[: self.size] = old[: self.size]
+                setattr(self, name, new)
+        s = slice(self.size, self.size + n)
+        self._x[s] = torch.as_tensor(contexts, device=self.device)
+        self._a[s] = torch.as_tensor(np.asarray(actions, dtype=np.int64), device=self.device)
+        self._r[s] = torch.as_tensor(np.asarray(rewards, dtype=np.float64), device=self.device)
+        self.size += n
+
+    def update(self, contexts, actions, rewards, t):
+        contexts = self.check_contexts(contexts)
+        actions = np.asarray(actions)
+        self._append(contexts, actions, rewards)
+        if self.size >= self.initial_pulls * self.num_actions and self.size % self.train_every == 0:
+            return self.train()
+        return {}
+
+    def data(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Contexts, played arms and standardised rewards of everything observed so far."""
+        n = self.size
+        r = self._r[:n]
+        mean, std = r.mean(), r.std() if n > 1 else r.new_tensor(1.0)
+        std = torch.where(std > 0, std, torch.ones_like(std))
+        return self._x[:n], self._a[:n], ((r - mean) / std).float()
+
+    def train(self) -> dict:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def hyperparameters(self) -> dict:
+        return {"train_every": self.train_every, "train_steps": self.train_steps, "batch_size": self.batch_size,
+                "initial_pulls": self.initial_pulls}
+
+
+class ParticleRewardModel(RewardModelAgent):
     """Shared machinery of the neural agents: M reward networks as one particle tensor θ (M, D).
 
     Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD, Algorithm 1)
@@ -190,29 +279,21 @@ class ParticleRewardModel(Agent):
                  train_steps: int = 10, batch_size: int = 64, initial_pulls: int = 2, noise_a: float = 1.0,
                  noise_b: float = 0.1, structural_lr_scale: float = 1.0, seed: int = 0, device: str = "cpu",
                  name: str | None = None):
-        super().__init__(num_actions, context_dim, name)
         problems = []
-        for key, value in (("num_particles", num_particles), ("train_every", train_every),
-                           ("train_steps", train_steps), ("batch_size", batch_size)):
-            if int(value) < 1:
-                problems.append(f"{key} must be ≥ 1, got {value}")
-        if int(initial_pulls) < 0:
-            problems.append(f"initial_pulls must be ≥ 0, got {initial_pulls}")
+        if int(num_particles) < 1:
+            problems.append(f"num_particles must be ≥ 1, got {num_particles}")
         if not structural_lr_scale > 0:
             problems.append(f"structural_lr_scale must be > 0, got {structural_lr_scale}")
         if not (noise_a > 0 and noise_b > 0):
             problems.append(f"noise_a and noise_b (Inv-Gamma prior of the noise variance) must be > 0, got {noise_a}, {noise_b}")
         if spec.sizes[0] != context_dim or spec.sizes[-1] != num_actions:
             problems.append(f"network sizes {spec.sizes} must start at context_dim={context_dim} and end at num_actions={num_actions}")
-        if problems:
-            raise ValueError(f"agent {self.name!r}: " + "; ".join(problems))
+        super().__init__(num_actions, context_dim, train_every=train_every, train_steps=train_steps,
+                         batch_size=batch_size, initial_pulls=initial_pulls, device=device, name=name, problems=problems)
         self.num_particles, self.spec = int(num_particles), spec
-        self.train_every, self.train_steps, self.batch_size = int(train_every), int(train_steps), int(batch_size)
-        self.initial_pulls = int(initial_pulls)
         self.noise_a, self.noise_b = float(noise_a), float(noise_b)
         self.lr, self.optimizer_name, self.kernel_spec = float(lr), optimizer, kernel
         self.structural_lr_scale = float(structural_lr_scale)
-        self.device = torch.device(device)
         self.layout = ParticleLayout()
         self.net = ParticleMLP(self.layout, spec, "reward")
         self.layout.add("noise.log_var", (1,))
@@ -228,20 +309,7 @@ class ParticleRewardModel(Agent):
         if structural and self.structural_lr_scale != 1.0:
             step_scale = self.layout.per_coordinate(dict.fromkeys(structural, self.structural_lr_scale))
         self.svgd = SVGD(self.theta, kernel, optimizer, lr, step_scale=step_scale)
-        # growable buffers of everything observed
-        self._x = torch.empty(0, context_dim, device=self.device)
-        self._a = torch.empty(0, dtype=torch.long, device=self.device)
-        self._r = torch.empty(0, dtype=torch.float64, device=self.device)
-        self.size = 0
         self._weights = None
-        self.trainings = 0
-
-    # --------------------------------------------------------------------------- acting
-    def window(self, t: int) -> int:
-        warmup = self.initial_pulls * self.num_actions
-        if t < warmup:
-            return warmup - t
-        return self.train_every - (t % self.train_every)
 
     @torch.no_grad()
     def predict(self, contexts) -> torch.Tensor:
@@ -252,39 +320,11 @@ class ParticleRewardModel(Agent):
         x = torch.as_tensor(contexts, device=self.device)
         return self.net.forward(self._weights, x.unsqueeze(0).expand(self.num_particles, -1, -1))
 
-    def act(self, contexts, t):
-        contexts = self.check_contexts(contexts)
-        n = contexts.shape[0]
-        if t < self.initial_pulls * self.num_actions:  # round-robin warm-up (Riquelme et al.'s initial pulls)
-            return (t + np.arange(n)) % self.num_actions
-        return self.choose(self.predict(contexts), n)
+    def choose_arms(self, contexts):
+        return self.choose(self.predict(contexts), contexts.shape[0])
 
     def choose(self, values: torch.Tensor, n: int) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
-
-    # --------------------------------------------------------------------------- learning
-    def _append(self, contexts: np.ndarray, actions: np.ndarray, rewards: np.ndarray) -> None:
-        n = len(actions)
-        if self.size + n > self._x.shape[0]:
-            cap = max(1024, 2 * (self.size + n))
-            for name in ("_x", "_a", "_r"):
-                old = getattr(self, name)
-                new = torch.empty((cap, *old.shape[1:]), dtype=old.dtype, device=self.device)
-                new[: self.size] = old[: self.size]
-                setattr(self, name, new)
-        s = slice(self.size, self.size + n)
-        self._x[s] = torch.as_tensor(contexts, device=self.device)
-        self._a[s] = torch.as_tensor(np.asarray(actions, dtype=np.int64), device=self.device)
-        self._r[s] = torch.as_tensor(np.asarray(rewards, dtype=np.float64), device=self.device)
-        self.size += n
-
-    def update(self, contexts, actions, rewards, t):
-        contexts = self.check_contexts(contexts)
-        actions = np.asarray(actions)
-        self._append(contexts, actions, rewards)
-        if self.size >= self.initial_pulls * self.num_actions and self.size % self.train_every == 0:
-            return self.train()
-        return {}
 
     def log_posterior(self, theta: torch.Tensor, x: torch.Tensor, a: torch.Tensor, y: torch.Tensor, n: int) -> torch.Tensor:
         """The SVGD target of every particle on a minibatch (see the class docstring): (M,)."""
@@ -299,11 +339,7 @@ class ParticleRewardModel(Agent):
     def train(self) -> dict:
         """``train_steps`` minibatch SVGD steps on all data so far (Algorithm 1, line 7)."""
         n = self.size
-        r = self._r[:n]
-        mean, std = r.mean(), r.std() if n > 1 else r.new_tensor(1.0)
-        std = torch.where(std > 0, std, torch.ones_like(std))
-        x_all, a_all = self._x[:n], self._a[:n]
-        y_all = ((r - mean) / std).float()
+        x_all, a_all, y_all = self.data()
         terms, householder_norms = None, []
         for _ in range(self.train_steps):
             idx = torch.randint(0, n, (self.batch_size,), generator=self.minibatch_generator, device=self.device)
@@ -438,6 +474,115 @@ class EpsilonGreedy(NeuralGreedy):
         super().__init__(num_actions, context_dim, epsilon=epsilon, **kwargs)
 
 
+# The posterior families of svpg.core.variational as Thompson-sampling agents (VariationalThompson).
+VARIATIONAL_METHODS = tuple(FAMILIES)
+# Adam's step of each variational agent, chosen on mushroom tuning seeds 100–102 (docs/bandits.md,
+# "Variational and Adam baselines").
+VARIATIONAL_LR = {"bbb": 3e-3, "vmg": 1e-3, "kflow-diag": 1e-3, "kflow-linear": 3e-3, "badam": 3e-3}
+# Posterior options of the agents that differ from make_posterior's defaults, chosen on the same tuning
+# seeds: BADAM's prior N(0, 0.1²) (also its paper's bandit prior); at σ = 1 eq. 14's variance, capped by
+# σ², stays so wide for thousands of rounds that the draws play almost at random.
+VARIATIONAL_POSTERIOR = {"badam": {"prior_std": 0.1}}
+
+
+class VariationalThompson(RewardModelAgent):
+    """Thompson sampling with a parametric weight posterior (:mod:`svpg.core.variational`).
+
+    Paper: https://arxiv.org/abs/1505.05424 (Bayes by Backprop, §5.3: Thompson sampling from q)
+    Paper: https://arxiv.org/abs/1603.04733 (variational matrix Gaussian)
+    Paper: https://arxiv.org/abs/1906.04282 (Kronecker flow, §5: approximate Thompson sampling)
+    Paper: https://arxiv.org/abs/1811.03679 (BADAM, §5.2: Thompson sampling)
+
+    The reward network (context → expected reward of every arm) has a posterior of family ``method``;
+    every decision plays the argmax arm of its own posterior draw (n decisions: one forward pass with
+    n independent draws). Every ``train_every`` rounds Adam takes ``train_steps`` steps on minibatches
+    of all data so far (the schedule of :class:`RewardModelAgent`) of
+
+        −(N/B) Σ_{i ∈ batch} log N(r_i | f_w(x_i)[a_i], σ²) + R − log p(σ²),
+
+    one weight draw per step (local reparameterisation), N the rounds so far; R is KL(q ‖ p) for
+    bbb, vmg and the Kronecker flows (their ELBO) and −log p(θ) for badam, whose Adam state then gives
+    its posterior (eq. 14 of BADAM, N = steps × batch size). The likelihood is the Stein agents': the
+    played arm only, one noise variance σ² shared by the arms, learned (a point estimate) under their
+    Inv-Gamma(``noise_a``, ``noise_b``) prior, so the agents differ in their weight posteriors only.
+
+    :param method: one of ``VARIATIONAL_METHODS``. :param hidden: hidden widths; :param activation.
+    :param lr: Adam's step (default ``VARIATIONAL_LR[method]``).
+    :param family_options: options of :func:`svpg.core.variational.make_posterior` (``prior_std``,
+        ``init_std``, bbb's mixture ``pi``, ``sigma1``, ``sigma2``, …; their defaults there, except
+        those of ``VARIATIONAL_POSTERIOR``).
+    """
+
+    def __init__(self, num_actions: int, context_dim: int, method: str = "bbb", hidden=(50,), activation: str = "relu",
+                 lr: float | None = None, noise_a: float = 1.0, noise_b: float = 0.1, train_every: int = 50,
+                 train_steps: int = 10, batch_size: int = 64, initial_pulls: int = 2, seed: int = 0,
+                 device: str = "cpu", name: str | None = None, **family_options):
+        if method not in VARIATIONAL_METHODS:
+            raise ValueError(f"VariationalThompson: method must be one of {', '.join(VARIATIONAL_METHODS)}, got {method!r}")
+        lr = VARIATIONAL_LR[method] if lr is None else float(lr)
+        problems = []
+        if not lr > 0:
+            problems.append(f"lr must be > 0, got {lr}")
+        if not (noise_a > 0 and noise_b > 0):
+            problems.append(f"noise_a and noise_b (Inv-Gamma prior of the noise variance) must be > 0, got {noise_a}, {noise_b}")
+        super().__init__(num_actions, context_dim, train_every=train_every, train_steps=train_steps,
+                         batch_size=batch_size, initial_pulls=initial_pulls, device=device, name=name or method,
+                         problems=problems)
+        self.method, self.lr, self.noise_a, self.noise_b = method, lr, float(noise_a), float(noise_b)
+        self.hidden, self.activation = tuple(int(h) for h in hidden), activation
+        # initialised on the CPU whatever the device, so that a CUDA agent starts from the same weights
+        init = torch_generator(seed, "agent", self.name, "init")
+        family_options = {**VARIATIONAL_POSTERIOR.get(method, {}), **family_options}
+        self.posterior = make_posterior(method, (context_dim, *self.hidden, num_actions), activation, generator=init,
+                                        **family_options).to(self.device)
+        self.log_var = torch.zeros(1, device=self.device, requires_grad=True)  # σ² = 1 in standardised reward units
+        self.optimizer = torch.optim.Adam([*self.posterior.parameters(), self.log_var], lr)
+        self.act_generator = torch_generator(seed, "agent", self.name, "act", device=self.device)
+        # minibatch indices and the training steps' weight draws
+        self.minibatch_generator = torch_generator(seed, "agent", self.name, "minibatch", device=self.device)
+        self.steps = 0
+
+    @torch.no_grad()
+    def sample_values(self, contexts) -> torch.Tensor:
+        """Expected rewards (standardised units) of every arm, one posterior draw per context: (n, K)."""
+        x = torch.as_tensor(self.check_contexts(contexts), device=self.device)
+        return self.posterior(x.unsqueeze(1), x.shape[0], self.act_generator)[:, 0]
+
+    def choose_arms(self, contexts):
+        return self.sample_values(contexts).argmax(1).cpu().numpy()
+
+    def loss(self, x: torch.Tensor, a: torch.Tensor, y: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The minibatch objective of the class docstring and its R term."""
+        g, b = self.minibatch_generator, x.shape[0]
+        pred = self.posterior.train_forward(x, 1, g)                          # (S, B, K)
+        pred_a = pred.gather(2, a.view(1, b, 1).expand(pred.shape[0], b, 1)).squeeze(2)
+        loglik = gaussian_log_prob(y, pred_a, log_var=self.log_var)
+        reg = self.posterior.regulariser(g)
+        noise_prior = inverse_gamma_log_prob_of_log(self.log_var[0], self.noise_a, self.noise_b)
+        return -(n / b) * loglik.mean(0).sum() + reg - noise_prior, reg
+
+    def train(self) -> dict:
+        """``train_steps`` Adam steps on minibatches of all data so far."""
+        n = self.size
+        x_all, a_all, y_all = self.data()
+        for _ in range(self.train_steps):
+            idx = torch.randint(0, n, (self.batch_size,), generator=self.minibatch_generator, device=self.device)
+            loss, reg = self.loss(x_all[idx], a_all[idx], y_all[idx], n)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            self.steps += 1
+            self.posterior.observe_step(self.optimizer, self.steps * self.batch_size, data_size=n)
+        self.trainings += 1
+        return {"train/loss": loss.detach(), "train/regulariser": reg.detach(),
+                "train/noise_std": torch.exp(0.5 * self.log_var.detach()[0])}
+
+    def hyperparameters(self) -> dict:
+        return {"method": self.method, "hidden": list(self.hidden), "activation": self.activation, "lr": self.lr,
+                "noise_a": self.noise_a, "noise_b": self.noise_b, **super().hyperparameters(),
+                **self.posterior.options}
+
+
 # ----------------------------------------------------------------------------- registry
 AGENTS = {
     "s2vgd": "Stein Thompson sampling, structural prior (K Householder reflections per side, learned Λ scales)",
@@ -445,11 +590,21 @@ AGENTS = {
     "neural-greedy": "one reward network (MAP), greedy; aliases: greedy, eps-greedy-0",
     "eps-greedy-<ε>": "one reward network (MAP), a random arm with probability ε, e.g. eps-greedy-0.01, eps-greedy-0.03",
     "linucb": "LinUCB with disjoint linear models (Li et al. 2010)",
+    "bbb": "Thompson sampling from Bayes by Backprop's diagonal Gaussian posterior (Blundell et al. 2015)",
+    "vmg": "Thompson sampling from a variational matrix Gaussian posterior (Louizos & Welling 2016)",
+    "kflow-diag": "Thompson sampling from a Kronecker-product posterior, diagonal factors (Huang et al. 2020, K-Diag)",
+    "kflow-linear": "Thompson sampling from a linear Kronecker-flow posterior (Huang et al. 2020, K-Linear)",
+    "badam": "Thompson sampling from Bayesian Adam's posterior (Salas et al. 2018)",
     "uniform": "a uniformly random arm (the normalisation reference, = 100)",
 }
 DEFAULT_AGENTS = ("s2vgd", "svgd", "neural-greedy", "eps-greedy-0.01", "eps-greedy-0.03", "linucb", "uniform")
 NEURAL_OPTIONS = ("hidden", "activation", "prior", "prior_a", "prior_b", "noise_a", "noise_b", "optimizer", "lr",
                   "train_every", "train_steps", "batch_size", "initial_pulls", "device", "kernel")
+
+
+# the neural options that the variational agents share with the Stein agents (not their prior, optimizer or kernel)
+VARIATIONAL_NEURAL = ("hidden", "activation", "noise_a", "noise_b", "train_every", "train_steps", "batch_size",
+                      "initial_pulls", "device")
 
 
 def canonical_name(name: str) -> str:
@@ -478,8 +633,11 @@ def make_agent(name: str, num_actions: int, context_dim: int, seed: int = 0, **o
     """Build an agent by name (see ``AGENTS``); ``options`` are passed on where they apply.
 
     Options for the neural agents: ``num_particles``, ``householder``, and those in ``NEURAL_OPTIONS``;
-    ``s2vgd_lr`` / ``svgd_lr`` (if given and non-zero) replace ``lr`` for that Stein agent only; for LinUCB: ``linucb_alpha``, ``linucb_reg``. Options that do not apply to an agent are ignored,
-    so one options dict can configure a whole list of agents.
+    ``s2vgd_lr`` / ``svgd_lr`` (if given and non-zero) replace ``lr`` for that Stein agent only; for LinUCB: ``linucb_alpha``, ``linucb_reg``.
+    The variational agents (``VARIATIONAL_METHODS``) take those of ``VARIATIONAL_NEURAL``, their family's
+    options of :func:`svpg.core.variational.posterior_options` (``prior_std``, ``init_std``, …) and
+    ``variational_lr`` (0 or absent: ``VARIATIONAL_LR``), not ``lr``.
+    Options that do not apply to an agent are ignored, so one options dict can configure a whole list of agents.
     """
     key = canonical_name(name)
     neural = {k: v for k, v in options.items() if k in NEURAL_OPTIONS}
@@ -494,6 +652,12 @@ def make_agent(name: str, num_actions: int, context_dim: int, seed: int = 0, **o
         return NeuralGreedy(num_actions, context_dim, epsilon=0.0, seed=seed, **neural)
     if key.startswith("eps-greedy-"):
         return EpsilonGreedy(num_actions, context_dim, epsilon=_parse_epsilon(key), seed=seed, name=key, **neural)
+    if key in VARIATIONAL_METHODS:
+        own = {k: v for k, v in neural.items() if k in VARIATIONAL_NEURAL}
+        # the family's own posterior options (bbb's prior is "mixture" | "gaussian", not the Stein agents' --prior)
+        own.update({k: options[k] for k in posterior_options(key) if k in options and k not in NEURAL_OPTIONS})
+        own["lr"] = options.get("variational_lr") or None      # 0 / None: the agent's tuned rate
+        return VariationalThompson(num_actions, context_dim, method=key, seed=seed, **own)
     if key == "linucb":
         return LinUCB(num_actions, context_dim, alpha=options.get("linucb_alpha", 1.0), reg=options.get("linucb_reg", 1.0), seed=seed)
     if key == "uniform":

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from svpg.bandits.agents import AGENTS, DEFAULT_AGENTS, S2VGD_STRUCTURE, STEIN_LR
+from svpg.bandits.agents import AGENTS, DEFAULT_AGENTS, S2VGD_STRUCTURE, STEIN_LR, VARIATIONAL_METHODS
 from svpg.bandits.problems import PROBLEMS, BanditProblem, make_problem
 from svpg.bandits.protocol import agent_factories, run_seed
 from svpg.bandits.report import log_rounds, save_results
@@ -102,6 +102,8 @@ class BanditConfig:
     lr: float = _f(3e-3, "learning rate of the neural agents (unless one of the two below is set)")
     s2vgd_lr: float = _f(STEIN_LR["s2vgd"], "learning rate of the s2vgd agent only (0: --lr); tuned per method, see docs/bandits.md")
     svgd_lr: float = _f(STEIN_LR["svgd"], "learning rate of the svgd agent only (0: --lr); tuned per method, see docs/bandits.md")
+    variational_lr: float = _f(0.0, f"Adam's rate of the variational agents ({', '.join(VARIATIONAL_METHODS)}); "
+                                    "0: each one's tuned rate, see docs/bandits.md")
     train_every: int = _f(50, "neural agents train every this many rounds")
     train_steps: int = _f(10, "SVGD (or MAP) minibatch steps per training point")
     batch_size: int = _f(64, "minibatch size (the likelihood is scaled by the data-set size, not this)")
@@ -128,7 +130,7 @@ class BanditConfig:
             problems.append(f"--lr must be > 0, got {self.lr}")
         if not self.structural_lr_scale > 0:
             problems.append(f"--structural-lr-scale must be > 0, got {self.structural_lr_scale}")
-        for name in ("s2vgd_lr", "svgd_lr"):
+        for name in ("s2vgd_lr", "svgd_lr", "variational_lr"):
             if getattr(self, name) < 0:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 0 (0: use --lr), got {getattr(self, name)}")
         if not self.agent_names():
@@ -168,6 +170,7 @@ class BanditConfig:
             structural_lr_scale=self.structural_lr_scale, hidden=tuple(self.hidden),
             activation=self.activation, prior=self.prior, prior_a=self.prior_a, prior_b=self.prior_b,
             noise_a=self.noise_a, noise_b=self.noise_b, kernel=kernel, optimizer=self.optimizer, lr=self.lr, s2vgd_lr=self.s2vgd_lr, svgd_lr=self.svgd_lr,
+            variational_lr=self.variational_lr,
             train_every=self.train_every, train_steps=self.train_steps, batch_size=self.batch_size,
             initial_pulls=self.initial_pulls, device=self.device, linucb_alpha=self.linucb_alpha, linucb_reg=self.linucb_reg,
         )

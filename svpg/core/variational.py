@@ -47,7 +47,7 @@ FAMILIES: dict[str, str] = {
 
 # The initial standard deviation of every weight of the ELBO families: small, so training starts near
 # a deterministic network and the likelihood, not the noise, shapes the first steps (Showdown's BBB
-# starts at softplus(−5) ≈ 0.007); the KL term then widens whatever the data do not pin down.
+# starts at ρ = −5, σ ≈ 0.007); the KL term then widens whatever the data do not pin down.
 INIT_STD = 0.01
 
 # Options each family accepts (make_posterior's keyword arguments) and their defaults.
