@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from svpg.core.variational import FAMILIES
 from svpg.supervised import METHODS, BayesianClassifier, BayesianRegressor
@@ -170,3 +171,23 @@ def test_cli_errors_are_one_line_with_exit_status_2(tmp_path, csv_file, capsys, 
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err, err
     assert not any(tmp_path.iterdir())  # nothing written
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["local", "ray"])
+def test_a_backend_run_of_the_parametric_methods_gives_the_in_process_results(tmp_path, csv_file, backend):
+    """One job per (split, method), the hyphenated names included: the same rows and posteriors, bit for bit."""
+    argv = ["--dataset", "csv", "--data-path", str(csv_file), "--target", "price", "--method", "kflow-diag,badam",
+            "--splits", "2", "--epochs", "4", "--hidden", "8", "--batch-size", "24", "--log-dir", str(tmp_path),
+            "--progress", "false"]
+    assert main([*argv, "--run-name", "in-process"]) == 0
+    assert main([*argv, "--run-name", backend, "--backend", backend, "--jobs", "1"]) == 0
+
+    def rows(name):
+        found = json.loads((tmp_path / name / "results.json").read_text())["results"]
+        return {m: [{k: v for k, v in r.items() if not k.startswith("seconds")} for r in rs] for m, rs in found.items()}
+
+    assert rows(backend) == rows("in-process") and sorted(rows(backend)) == ["badam", "kflow-diag"]
+    for name in ("kflow-diag_split00", "badam_split01"):
+        files = [load_file(tmp_path / run / "models" / f"{name}.safetensors") for run in (backend, "in-process")]
+        assert files[0].keys() == files[1].keys() and all(torch.equal(files[0][k], files[1][k]) for k in files[0]), name
