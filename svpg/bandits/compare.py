@@ -1,0 +1,152 @@
+"""Compare the agents of several finished bandit runs on the same problem, paired by seed.
+
+    python -m svpg.bandits.compare runs/mushroom runs/mushroom-variational --reference s2vgd
+    python -m svpg.bandits.compare runs/wheel-0.95 runs/wheel-variational-0.95 --seeds 0-4 --out wheel.md
+
+Runs of ``train.py bandit`` with the same problem options and rounds play the same pre-drawn table
+for a given seed, whatever agents they hold (every agent draws from its own streams), so their
+per-seed results can be set side by side. This reads each run's ``results.csv``, refuses runs whose
+problem differs, checks that an agent present in two runs gave the same numbers there, and prints one
+table: normalised regret (uniform = 100) and reward / optimal reward, mean ± std over seeds, and each
+agent's paired difference to ``--reference`` (mean and 95 % Student-t interval over the seeds both
+have, and the number of seeds on which the agent is lower).
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+#: config entries that must agree for two runs to play the same tables
+PROBLEM_KEYS = ("problem", "rounds", "seed", "delta", "wheel_sigma", "data_path", "reward_no_eat", "reward_eat_edible",
+                "reward_eat_poisonous_bad", "reward_eat_poisonous_good", "prob_poisonous_bad", "problem_description")
+METRICS = ("normalised_regret", "reward_ratio", "cumulative_regret", "seconds")
+
+
+class CompareError(ValueError):
+    """Runs that cannot be compared (one line naming the problem and the fix)."""
+
+
+def t_quantile_975(dof: int) -> float:
+    """The 97.5 % quantile of Student's t with ``dof`` degrees of freedom (two-sided 95 % interval)."""
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, dof))
+
+
+def paired_difference(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    """Mean of a − b over paired seeds and its 95 % t-interval (nan half-width below two pairs)."""
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    n = len(d)
+    mean = float(d.mean())
+    if n < 2:
+        return mean, math.nan, math.nan
+    half = t_quantile_975(n - 1) * float(d.std(ddof=1)) / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``0-4`` or ``0,2,5``."""
+    try:
+        if "-" in text.strip("-"):
+            lo, hi = text.split("-")
+            return list(range(int(lo), int(hi) + 1))
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise CompareError(f"--seeds {text!r}: give a range such as 0-9 or a list such as 0,1,4") from None
+
+
+def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[tuple[str, int], dict]]:
+    """(the shared problem config, {(agent, seed): metrics}) of the runs, after the checks above."""
+    import csv
+
+    reference_config, reference_dir, table = None, None, {}
+    for run_dir in map(Path, run_dirs):
+        config_path, csv_path = run_dir / "config.json", run_dir / "results.csv"
+        if not config_path.exists():
+            raise CompareError(f"{run_dir} is not a bandit run folder (no config.json): pass folders written by train.py bandit")
+        if not csv_path.exists():
+            raise CompareError(f"{run_dir} has no results.csv yet: finish it with python train.py bandit --resume {run_dir}")
+        config = json.loads(config_path.read_text())
+        problem = {k: config.get(k) for k in PROBLEM_KEYS}
+        if reference_config is None:
+            reference_config, reference_dir = problem, run_dir
+        elif problem != reference_config:
+            differs = ", ".join(k for k in PROBLEM_KEYS if problem[k] != reference_config[k])
+            raise CompareError(f"{run_dir} and {reference_dir} play different problems ({differs} differ): compare runs of one problem")
+        with open(csv_path, newline="") as f:
+            for row in csv.DictReader(f):
+                key = (row["agent"], int(row["seed"]))
+                values = {m: float(row[m]) for m in METRICS}
+                if key in table and any(not math.isclose(table[key][m], values[m]) for m in METRICS if m != "seconds"):
+                    raise CompareError(f"agent {key[0]} seed {key[1]} gave different results in two runs: "
+                                       "they did not play the same table (different code or options)")
+                table.setdefault(key, values)
+    return reference_config, table
+
+
+def compare_table(table: dict[tuple[str, int], dict], reference: str, seeds: list[int] | None = None) -> str:
+    """The Markdown comparison (see the module docstring)."""
+    agents = list(dict.fromkeys(agent for agent, _ in table))
+    if reference not in agents:
+        raise CompareError(f"--reference {reference!r} is in none of the runs: choose one of {', '.join(agents)}")
+    if seeds is None:
+        seeds = sorted({seed for _, seed in table})
+    lines = [
+        f"| agent | seeds | normalised regret (uniform = 100) | reward / optimal reward | minus {reference}: mean [95 % CI] | lower on | s per run |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    ref = {s: table[(reference, s)] for s in seeds if (reference, s) in table}
+    rows = []
+    for agent in agents:
+        own = {s: table[(agent, s)] for s in seeds if (agent, s) in table}
+        if not own:
+            continue
+        reg = np.array([v["normalised_regret"] for v in own.values()])
+        ratio = np.array([v["reward_ratio"] for v in own.values()])
+        secs = np.median([v["seconds"] for v in own.values()])
+        paired = sorted(set(own) & set(ref))
+        if agent == reference or not paired:
+            diff, lower = "", ""
+        else:
+            a = np.array([own[s]["normalised_regret"] for s in paired])
+            b = np.array([ref[s]["normalised_regret"] for s in paired])
+            mean, lo, hi = paired_difference(a, b)
+            diff = f"{mean:+.2f} [{lo:+.2f}, {hi:+.2f}]" if math.isfinite(lo) else f"{mean:+.2f}"
+            lower = f"{int((a < b).sum())}/{len(paired)}"
+        sd = (lambda v: float(v.std(ddof=1)) if len(v) > 1 else 0.0)
+        rows.append((float(reg.mean()), f"| {agent} | {len(own)} | {reg.mean():.2f} ± {sd(reg):.2f} | "
+                                        f"{ratio.mean():.3f} ± {sd(ratio):.3f} | {diff} | {lower} | {secs:.0f} |"))
+    lines += [row for _, row in sorted(rows, key=lambda r: r[0])]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from svpg.cli import Parser
+
+    p = Parser(prog="python -m svpg.bandits.compare", description=__doc__)
+    p.add_argument("runs", nargs="+", help="finished bandit run folders (runs/<run-name>)")
+    p.add_argument("--reference", default="s2vgd", help="the agent every other is paired with (default: s2vgd)")
+    p.add_argument("--seeds", default=None, help="only these seeds, e.g. 0-4 or 0,2 (default: every seed of any run)")
+    p.add_argument("--out", default=None, help="also write the table to this Markdown file")
+    args = p.parse_args(argv)
+    try:
+        config, table = load_runs(args.runs)
+        text = compare_table(table, args.reference, parse_seeds(args.seeds) if args.seeds else None)
+    except CompareError as e:
+        p.error(str(e))
+    header = (f"**{config['problem']}**, {config['rounds']} rounds; mean ± std over seeds; paired differences of the "
+              f"normalised regret to {args.reference} over the seeds both have (negative: lower regret).\n\n")
+    print(header + text, end="")
+    if args.out:
+        from svpg.io import atomic_write
+
+        atomic_write(Path(args.out), lambda tmp: Path(tmp).write_text(header + text))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
