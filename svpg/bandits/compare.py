@@ -88,6 +88,10 @@ def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[tuple[str, int], d
     return reference_config, table
 
 
+def _std(v: np.ndarray) -> float:
+    return float(v.std(ddof=1)) if len(v) > 1 else 0.0
+
+
 def compare_table(table: dict[tuple[str, int], dict], reference: str, seeds: list[int] | None = None) -> str:
     """The Markdown comparison (see the module docstring)."""
     agents = list(dict.fromkeys(agent for agent, _ in table))
@@ -117,9 +121,9 @@ def compare_table(table: dict[tuple[str, int], dict], reference: str, seeds: lis
             mean, lo, hi = paired_difference(a, b)
             diff = f"{mean:+.2f} [{lo:+.2f}, {hi:+.2f}]" if math.isfinite(lo) else f"{mean:+.2f}"
             lower = f"{int((a < b).sum())}/{len(paired)}"
-        sd = (lambda v: float(v.std(ddof=1)) if len(v) > 1 else 0.0)
-        rows.append((float(reg.mean()), f"| {agent} | {len(own)} | {reg.mean():.2f} ± {sd(reg):.2f} | "
-                                        f"{ratio.mean():.3f} ± {sd(ratio):.3f} | {diff} | {lower} | {secs:.0f} |"))
+        row = (f"| {agent} | {len(own)} | {reg.mean():.2f} ± {_std(reg):.2f} | "
+               f"{ratio.mean():.3f} ± {_std(ratio):.3f} | {diff} | {lower} | {secs:.0f} |")
+        rows.append((float(reg.mean()), row))
     lines += [row for _, row in sorted(rows, key=lambda r: r[0])]
     return "\n".join(lines) + "\n"
 
