@@ -34,8 +34,14 @@ HARNESS_FIELDS = ("method", "estimator", "seed", "num_seeds", "log_dir", "run_na
 OWN_OPTIONS = {"task", "seeds", "methods", "estimators", "jobs", "out", "report_only", "backend"}
 
 
-def run_folder(out: Path, method: str, estimator: str, seed: int) -> Path:
-    return out / f"{method}__{estimator}__seed{seed}"
+def run_folder(out: Path, label: str, estimator: str, seed: int) -> Path:
+    """A run's folder: ``<label>__<estimator>__seed<s>``; the label is the method here, a cell in the ablation."""
+    return out / f"{label}__{estimator}__seed{seed}"
+
+
+def job_label(job: dict) -> str:
+    """The label of a job's run folders: its ablation cell (:mod:`svpg.rl.ablation`), else its method."""
+    return job.get("cell", job["method"])
 
 
 def finished_iterations(path: Path) -> int:
@@ -48,9 +54,15 @@ def finished_iterations(path: Path) -> int:
 
 def plan(out: Path, task: str, methods, estimators, seeds: int, overrides: dict) -> list[dict]:
     """One job per (method, estimator): its seeds as one seed batch. The list depends only on the
-    command line, so a restarted grid is the same grid (Ray restores its experiment by this identity)."""
-    jobs = [{"out": str(out), "task": task, "method": m, "estimator": e, "seeds": list(range(seeds)), "overrides": overrides}
+    command line, so a restarted grid is the same grid (Ray restores its experiment by this identity).
+    ``out`` is made absolute: Ray Tune starts each trial in a folder of its own."""
+    out = str(Path(out).resolve())
+    jobs = [{"out": out, "task": task, "method": m, "estimator": e, "seeds": list(range(seeds)), "overrides": overrides}
             for e in estimators for m in methods]
+    return a2c_first(jobs)
+
+
+def a2c_first(jobs: list[dict]) -> list[dict]:
     # A2C runs take ~2× a REINFORCE run (critic fitting): start them first so no worker idles at the end
     return sorted(jobs, key=lambda j: j["estimator"] != "a2c")
 
@@ -66,7 +78,7 @@ def unfinished(job: dict) -> dict[tuple[bool, int], list[int]]:
     existing ones at the same checkpoint."""
     groups: dict = {}
     for seed in job["seeds"]:
-        path = run_folder(Path(job["out"]), job["method"], job["estimator"], seed)
+        path = run_folder(Path(job["out"]), job_label(job), job["estimator"], seed)
         at = finished_iterations(path)
         if at < target_iterations(job):
             groups.setdefault((path.exists(), at), []).append(seed)
@@ -82,6 +94,7 @@ def train_batch(job: dict, report=None) -> dict:
     keep_freed_memory()  # a worker process is an entry point too: the critic fit's large activations
 
     out, method, estimator, overrides = Path(job["out"]), job["method"], job["estimator"], job["overrides"]
+    label = job_label(job)
     t0 = time.perf_counter()
 
     def forward(iteration: int, per_seed: list[dict]) -> None:
@@ -90,9 +103,9 @@ def train_batch(job: dict, report=None) -> dict:
     for (exists, _), seeds in unfinished(job).items():
         if exists:
             length = {k: overrides[k] for k in ("iterations", "total_steps") if k in overrides}
-            trainer = SVPGTrainer.resume([run_folder(out, method, estimator, s) for s in seeds], progress=False, **length)
+            trainer = SVPGTrainer.resume([run_folder(out, label, estimator, s) for s in seeds], progress=False, **length)
         else:
-            name = f"{method}__{estimator}" if len(seeds) > 1 else run_folder(out, method, estimator, seeds[0]).name
+            name = f"{label}__{estimator}" if len(seeds) > 1 else run_folder(out, label, estimator, seeds[0]).name
             config = SVPGConfig(**(load_preset(job["task"]) | overrides), method=method, estimator=estimator,
                                 seed=seeds[0], num_seeds=len(seeds), log_dir=str(out), run_name=name, progress=False,
                                 eval_episodes=0, threads=1)
@@ -102,30 +115,32 @@ def train_batch(job: dict, report=None) -> dict:
     return {"seconds": time.perf_counter() - t0}
 
 
-def collect(out: Path, keys: list[tuple]) -> list[dict]:
-    """Every finished iteration of every (method, estimator, seed) run, from its progress.csv."""
+def collect(out: Path, keys: list[tuple], label: str = "method") -> list[dict]:
+    """Every finished iteration of every (method, estimator, seed) run, from its progress.csv; the first
+    key names the run folder and fills the column ``label`` (the ablation's cells)."""
     rows = []
-    for method, estimator, seed in keys:
-        path = run_folder(out, method, estimator, seed)
+    for name, estimator, seed in keys:
+        path = run_folder(out, name, estimator, seed)
         if not (path / "progress.csv").exists():
             continue
         with open(path / "progress.csv", newline="") as f:
             for r in csv.DictReader(f):
                 rows.append({
-                    "method": method, "estimator": estimator, "seed": seed, "iteration": int(r["iteration"]),
+                    label: name, "estimator": estimator, "seed": seed, "iteration": int(r["iteration"]),
                     "total_steps": int(float(r["total_steps"])), "mean": float(r["rollout/ep_rew_mean"]),
                     "max": float(r["rollout/ep_rew_max"]), "min": float(r["rollout/ep_rew_min"]),
                 })
     return rows
 
 
-def summarise(rows: list[dict]) -> dict:
-    """(method, estimator) → per-metric (iterations, seeds) arrays truncated to the shortest seed."""
+def summarise(rows: list[dict], label: str = "method") -> dict:
+    """(method, estimator) → per-metric (iterations, seeds) arrays truncated to the shortest seed; seeds
+    in their order of appearance (``label``: the column that names a row's method or cell)."""
     import numpy as np
 
     groups: dict = {}
     for r in rows:
-        groups.setdefault((r["method"], r["estimator"]), {}).setdefault(r["seed"], []).append(r)
+        groups.setdefault((r[label], r["estimator"]), {}).setdefault(r["seed"], []).append(r)
     out = {}
     for key, seeds in groups.items():
         n = min(len(v) for v in seeds.values())
@@ -158,7 +173,9 @@ def write_table(summary: dict, path: Path, task: str, wall: float | None) -> str
     return text
 
 
-def plot(summary: dict, path: Path, task: str) -> None:
+def plot(summary: dict, path: Path, task: str, labels=tuple(METHODS)) -> None:
+    """Figure 4's layout: best particle (top) and mean over particles (bottom) per estimator, mean over
+    seeds ± std, one line per label (method or cell) in ``labels``' order."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -169,13 +186,13 @@ def plot(summary: dict, path: Path, task: str) -> None:
     for col, est in enumerate(estimators):
         for row, metric in enumerate(("max", "mean")):
             ax = axes[row][col]
-            for method in METHODS:
-                if (method, est) not in summary:
+            for name in labels:
+                if (name, est) not in summary:
                     continue
-                y = summary[(method, est)][metric]
+                y = summary[(name, est)][metric]
                 x = range(1, y.shape[0] + 1)
                 mu, sd = y.mean(1), y.std(1)
-                (line,) = ax.plot(x, mu, label=method, lw=1.5)
+                (line,) = ax.plot(x, mu, label=name, lw=1.5)
                 ax.fill_between(x, mu - sd, mu + sd, color=line.get_color(), alpha=0.2, lw=0)
             ax.set_title(f"{task}, {est}: {metric} over particles")
             ax.set_xlabel("iteration")
@@ -186,9 +203,71 @@ def plot(summary: dict, path: Path, task: str) -> None:
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> int:
-    from svpg.cli import Parser, add_dataclass_arguments, explicit_options
+def add_training_options(parser, skip: tuple[str, ...] = HARNESS_FIELDS) -> None:
+    """Every option of ``train.py`` except ``skip`` (which the harness sets per run), to override the preset."""
+    from svpg.cli import add_dataclass_arguments
+    from svpg.rl.config import SVPGConfig
+
+    overridable = parser.add_argument_group(
+        "training options overriding the preset (as in train.py; the defaults shown are train.py's, the preset's "
+        "values apply to every option not given)")
+    add_dataclass_arguments(overridable, SVPGConfig, skip=skip)
+
+
+def typed_overrides(parser, argv: list[str], args, own: set[str]) -> dict:
+    """The training options typed on the command line (not the harness's own ``own``), JSON-like for Ray."""
+    from svpg.cli import explicit_options
+
+    overrides = {name: getattr(args, name) for name in explicit_options(parser, argv) if name not in own}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in overrides.items()}
+
+
+def run_grid(prog: str, jobs: list[dict], out: Path, backend: str, workers: int,
+             fn: str = "svpg.rl.experiments:train_batch") -> int:
+    """Validate every job's configuration, then train the unfinished seeds of every job (one seed batch
+    each) with :func:`svpg.grid.run_jobs`; 0, or 2 after a one-line error."""
     from svpg.rl.config import SVPGConfig, load_preset
+
+    try:
+        for job in jobs:
+            SVPGConfig(**(load_preset(job["task"]) | job["overrides"]), method=job["method"]).validate()
+        out.mkdir(parents=True, exist_ok=True)
+    except (ValueError, OSError) as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+    pending = {id(j): sum(map(len, unfinished(j).values())) for j in jobs}
+    runs, todo = sum(len(j["seeds"]) for j in jobs), sum(pending.values())
+    if backend == "local":  # Ray restores its experiment from the full grid and skips finished trials itself
+        jobs = [j for j in jobs if pending[id(j)]]
+    print(f"{runs} runs, {runs - todo} already finished; running {todo} in seed batches on {workers} "
+          f"{backend} workers")
+    from tqdm import tqdm
+
+    # `kill` (SIGTERM) must not orphan the workers: exiting through the `with` stops them, and every run
+    # resumes from its last checkpoint next time
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    with tqdm(total=len(jobs), unit="batch") as bar:
+        def done(job: dict, result: dict) -> None:
+            bar.write(f"{job_label(job)} {job['estimator']} seeds {job['seeds']}: {result.get('seconds', 0):.0f} s")
+            bar.update(1)
+
+        try:
+            run_jobs(fn, jobs, backend=backend, workers=workers, storage=out / ".ray", on_done=done)
+        except ValueError as e:
+            print(f"{prog}: error: {e}", file=sys.stderr)
+            return 2
+    return 0
+
+
+def write_curves(rows: list[dict], path: Path) -> None:
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from svpg.cli import Parser
 
     p = Parser(prog="python -m svpg.rl.experiments", description=__doc__)
     p.add_argument("--task", choices=TASKS, required=True)
@@ -198,10 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     add_backend_arguments(p, "seed batches", shared="--out", default="local")
     p.add_argument("--out", default=None, help="output folder (default: runs/repro-<task>)")
     p.add_argument("--report-only", action="store_true", help="only rebuild the CSV, PNG and table")
-    overridable = p.add_argument_group(
-        "training options overriding the preset (as in train.py; the defaults shown are train.py's, the preset's "
-        "values apply to every option not given)")
-    add_dataclass_arguments(overridable, SVPGConfig, skip=HARNESS_FIELDS)
+    add_training_options(p)
     argv = sys.argv[1:] if argv is None else argv
     args = p.parse_args(argv)
     methods = [m for m in args.methods.split(",") if m]
@@ -212,49 +288,19 @@ def main(argv: list[str] | None = None) -> int:
               f"{', '.join(ESTIMATORS)}), or --seeds below 1", file=sys.stderr)
         return 2
     out = Path(args.out or f"runs/repro-{args.task}")
-    overrides = {name: getattr(args, name) for name in explicit_options(p, argv) if name not in OWN_OPTIONS}
-    overrides = {k: list(v) if isinstance(v, tuple) else v for k, v in overrides.items()}  # JSON-like for Ray
+    overrides = typed_overrides(p, argv, args, OWN_OPTIONS)
     t0 = time.perf_counter()
     if not args.report_only:
-        try:
-            SVPGConfig(**(load_preset(args.task) | overrides)).validate()
-            out.mkdir(parents=True, exist_ok=True)
-        except (ValueError, OSError) as e:
-            print(f"{p.prog}: error: {e}", file=sys.stderr)
-            return 2
-        jobs = plan(out, args.task, methods, estimators, args.seeds, overrides)
-        pending = {id(j): sum(map(len, unfinished(j).values())) for j in jobs}
-        runs, todo = len(methods) * len(estimators) * args.seeds, sum(pending.values())
-        if args.backend == "local":  # Ray restores its experiment from the full grid and skips finished trials itself
-            jobs = [j for j in jobs if pending[id(j)]]
-        print(f"{runs} runs, {runs - todo} already finished; running {todo} in seed batches on {args.jobs} "
-              f"{args.backend} workers")
-        from tqdm import tqdm
-
-        # `kill` (SIGTERM) must not orphan the workers: exiting through the `with` stops them, and every run
-        # resumes from its last checkpoint next time
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-        with tqdm(total=len(jobs), unit="batch") as bar:
-            def done(job: dict, result: dict) -> None:
-                bar.write(f"{job['method']} {job['estimator']} seeds {job['seeds']}: {result.get('seconds', 0):.0f} s")
-                bar.update(1)
-
-            try:
-                run_jobs("svpg.rl.experiments:train_batch", jobs, backend=args.backend, workers=args.jobs,
-                         storage=out / ".ray", on_done=done)
-            except ValueError as e:
-                print(f"{p.prog}: error: {e}", file=sys.stderr)
-                return 2
+        status = run_grid(p.prog, plan(out, args.task, methods, estimators, args.seeds, overrides), out, args.backend, args.jobs)
+        if status:
+            return status
     wall = time.perf_counter() - t0
     keys = [(m, e, s) for e in estimators for m in methods for s in range(args.seeds)]
     rows = collect(out, keys)
     if not rows:
         print("no finished iterations to report yet", file=sys.stderr)
         return 1
-    with open(out / "curves.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_curves(rows, out / "curves.csv")
     summary = summarise(rows)
     plot(summary, out / "curves.png", args.task)
     print(write_table(summary, out / "results.md", args.task, None if args.report_only else wall))
