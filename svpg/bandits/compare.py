@@ -5,7 +5,8 @@
 
 Runs of ``train.py bandit`` with the same problem options and rounds play the same pre-drawn table
 for a given seed, whatever agents they hold (every agent draws from its own streams), so their
-per-seed results can be set side by side. This reads each run's ``results.csv``, refuses runs whose
+per-seed results can be set side by side. This reads each run's finished seeds (``seeds/``; a run
+still playing contributes the seeds it has finished), refuses runs whose
 problem differs, checks that an agent present in two runs gave the same numbers there, and prints one
 table: normalised regret (uniform = 100) and reward / optimal reward, mean ± std over seeds, and each
 agent's paired difference to ``--reference`` (mean and 95 % Student-t interval over the seeds both
@@ -60,16 +61,18 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[tuple[str, int], dict]]:
-    """(the shared problem config, {(agent, seed): metrics}) of the runs, after the checks above."""
-    import csv
+    """(the shared problem config, {(agent, seed): metrics}) of the runs' finished seeds, after the checks above."""
+    from svpg.bandits.results import per_seed_frame
+    from svpg.bandits.runfolder import finished_seeds, load_results
 
     reference_config, reference_dir, table = None, None, {}
     for run_dir in map(Path, run_dirs):
-        config_path, csv_path = run_dir / "config.json", run_dir / "results.csv"
+        config_path = run_dir / "config.json"
         if not config_path.exists():
             raise CompareError(f"{run_dir} is not a bandit run folder (no config.json): pass folders written by train.py bandit")
-        if not csv_path.exists():
-            raise CompareError(f"{run_dir} has no results.csv yet: finish it with python train.py bandit --resume {run_dir}")
+        seeds = finished_seeds(run_dir)
+        if not seeds:
+            raise CompareError(f"{run_dir} has no finished seed yet: play it with python train.py bandit --resume {run_dir}")
         config = json.loads(config_path.read_text())
         problem = {k: config.get(k) for k in PROBLEM_KEYS}
         if reference_config is None:
@@ -77,14 +80,14 @@ def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[tuple[str, int], d
         elif problem != reference_config:
             differs = ", ".join(k for k in PROBLEM_KEYS if problem[k] != reference_config[k])
             raise CompareError(f"{run_dir} and {reference_dir} play different problems ({differs} differ): compare runs of one problem")
-        with open(csv_path, newline="") as f:
-            for row in csv.DictReader(f):
-                key = (row["agent"], int(row["seed"]))
-                values = {m: float(row[m]) for m in METRICS}
-                if key in table and any(not math.isclose(table[key][m], values[m]) for m in METRICS if m != "seconds"):
-                    raise CompareError(f"agent {key[0]} seed {key[1]} gave different results in two runs: "
-                                       "they did not play the same table (different code or options)")
-                table.setdefault(key, values)
+        results = load_results(run_dir, config["problem_description"], config["rounds"], seeds, config["agent_names"])
+        for row in per_seed_frame(results).to_dict("records"):
+            key = (row["agent"], int(row["seed"]))
+            values = {m: float(row[m]) for m in METRICS}
+            if key in table and any(not math.isclose(table[key][m], values[m]) for m in METRICS if m != "seconds"):
+                raise CompareError(f"agent {key[0]} seed {key[1]} gave different results in two runs: "
+                                   "they did not play the same table (different code or options)")
+            table.setdefault(key, values)
     return reference_config, table
 
 
