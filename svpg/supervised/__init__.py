@@ -1,10 +1,11 @@
-"""Supervised Bayesian neural networks on the shared particle core (§5.1–5.2 of S²VGD).
+"""Supervised Bayesian neural networks (§5.1–5.2 of S²VGD): particles on the shared particle core, or the
+parametric posteriors the papers compare with (:mod:`svpg.core.variational`); ``METHODS`` lists them all.
 
 Paper: https://proceedings.mlr.press/v84/zhang18a.html
 
     from svpg.supervised import BayesianRegressor, load_dataset
     data = load_dataset("boston")
-    model = BayesianRegressor(method="s2vgd", householder=1).fit(data.x, data.y)
+    model = BayesianRegressor(method="s2vgd", householder=1).fit(data.x, data.y)   # or method="vmg", "bbb", …
     mean, std = model.predict(data.x)
 """
 from svpg.supervised.data import Dataset, Standardizer, load_dataset, standard_splits, train_test_splits
