@@ -1,7 +1,5 @@
-"""svpg.bandits.compare: paired differences by hand, real runs merged by seed, unlike runs kept apart."""
-import math
+"""svpg.bandits.compare: real runs merged and paired by seed, unlike runs kept apart."""
 
-import numpy as np
 import pytest
 
 from svpg.bandits import compare
@@ -13,13 +11,6 @@ def play(tmp_path, name, agents, *extra, seeds=2):
             "--log-dir", str(tmp_path), "--run-name", name, "--progress", "false", "--log-points", "10", *extra]
     assert bandit_main(argv) == 0
     return tmp_path / name
-
-
-def test_paired_difference_is_the_t_interval_by_hand():
-    mean, lo, hi = compare.paired_difference(np.array([3.0, 5.0, 7.0]), np.array([2.0, 3.0, 4.0]))  # d = 1, 2, 3
-    half = 4.302653 * 1.0 / math.sqrt(3)  # t_{0.975, 2} × sd / √n
-    assert mean == pytest.approx(2.0) and lo == pytest.approx(2.0 - half, abs=1e-5) and hi == pytest.approx(2.0 + half, abs=1e-5)
-    assert math.isnan(compare.paired_difference(np.array([1.0]), np.array([0.0]))[1])
 
 
 def test_table_pairs_by_seed():

@@ -89,17 +89,6 @@ def test_thresholds_and_curve_metrics():
     assert math.isnan(ablation.curve_metrics([0, 0], [0, 1], window=10, threshold=2.0)["iterations_to_threshold"])
 
 
-def test_the_t_quantile_and_the_paired_interval():
-    table = {1: 12.7062047, 2: 4.3026527, 4: 2.7764451, 9: 2.2621572, 29: 2.0452296}  # 97.5 % quantiles
-    for df, t in table.items():
-        assert ablation.t_quantile(0.975, df) == pytest.approx(t, abs=1e-6)
-    a, b = {0: 10.0, 1: 14.0, 2: 9.0, 5: 1.0}, {0: 7.0, 1: 13.0, 2: 5.0}  # seed 5 has no pair
-    pairs, mean, lo, hi = ablation.paired_difference(a, b)
-    d = [3.0, 1.0, 4.0]
-    half = table[2] * statistics.stdev(d) / math.sqrt(3)
-    assert pairs == 3 and mean == pytest.approx(8 / 3) and (lo, hi) == pytest.approx((8 / 3 - half, 8 / 3 + half))
-
-
 def test_select_averages_the_peak_best_return_over_estimators():
     def runs(*peaks):
         return {seed: {"peak_best": p} for seed, p in enumerate(peaks)}

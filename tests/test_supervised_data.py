@@ -26,7 +26,6 @@ from svpg.supervised.data import (
 from svpg.supervised.metrics import (
     classification_metrics,
     expected_calibration_error,
-    mean_and_stderr,
     mixture_log_likelihood,
     regression_metrics,
     test_log_likelihood,
@@ -227,9 +226,3 @@ def test_expected_calibration_error_by_hand():
     assert m["nll"] == pytest.approx(-(np.log(0.9) + np.log(0.1) + 2 * np.log(0.6)) / 4)
     # a perfectly calibrated predictor: confidence 0.75, 3 of 4 right
     assert expected_calibration_error([0, 0, 0, 1], np.tile([0.75, 0.25], (4, 1))) == pytest.approx(0.0)
-
-
-def test_mean_and_stderr():
-    mean, se = mean_and_stderr([1.0, 2.0, 3.0, 4.0])
-    assert mean == 2.5 and se == pytest.approx(np.std([1, 2, 3, 4], ddof=1) / 2)
-    assert mean_and_stderr([5.0]) == (5.0, 0.0)

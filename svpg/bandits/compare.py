@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from svpg.stats import paired_difference, parse_range_list
+
 #: config entries that must agree for two runs to play the same tables
 PROBLEM_KEYS = ("problem", "rounds", "seed", "delta", "wheel_sigma", "data_path", "reward_no_eat", "reward_eat_edible",
                 "reward_eat_poisonous_bad", "reward_eat_poisonous_good", "prob_poisonous_bad", "problem_description")
@@ -29,35 +31,6 @@ METRICS = ("normalised_regret", "reward_ratio", "cumulative_regret", "seconds")
 
 class CompareError(ValueError):
     """Runs that cannot be compared (one line naming the problem and the fix)."""
-
-
-def t_quantile_975(dof: int) -> float:
-    """The 97.5 % quantile of Student's t with ``dof`` degrees of freedom (two-sided 95 % interval)."""
-    from scipy.stats import t
-
-    return float(t.ppf(0.975, dof))
-
-
-def paired_difference(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
-    """Mean of a − b over paired seeds and its 95 % t-interval (nan half-width below two pairs)."""
-    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
-    n = len(d)
-    mean = float(d.mean())
-    if n < 2:
-        return mean, math.nan, math.nan
-    half = t_quantile_975(n - 1) * float(d.std(ddof=1)) / math.sqrt(n)
-    return mean, mean - half, mean + half
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``0-4`` or ``0,2,5``."""
-    try:
-        if "-" in text.strip("-"):
-            lo, hi = text.split("-")
-            return list(range(int(lo), int(hi) + 1))
-        return [int(s) for s in text.split(",") if s.strip()]
-    except ValueError:
-        raise CompareError(f"--seeds {text!r}: give a range such as 0-9 or a list such as 0,1,4") from None
 
 
 def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[tuple[str, int], dict]]:
@@ -119,11 +92,11 @@ def compare_table(table: dict[tuple[str, int], dict], reference: str, seeds: lis
         if agent == reference or not paired:
             diff, lower = "", ""
         else:
-            a = np.array([own[s]["normalised_regret"] for s in paired])
-            b = np.array([ref[s]["normalised_regret"] for s in paired])
-            mean, lo, hi = paired_difference(a, b)
+            a = {s: own[s]["normalised_regret"] for s in paired}
+            b = {s: ref[s]["normalised_regret"] for s in paired}
+            _, mean, lo, hi = paired_difference(a, b)
             diff = f"{mean:+.2f} [{lo:+.2f}, {hi:+.2f}]" if math.isfinite(lo) else f"{mean:+.2f}"
-            lower = f"{int((a < b).sum())}/{len(paired)}"
+            lower = f"{sum(a[s] < b[s] for s in paired)}/{len(paired)}"
         row = (f"| {agent} | {len(own)} | {reg.mean():.2f} ± {_std(reg):.2f} | "
                f"{ratio.mean():.3f} ± {_std(ratio):.3f} | {diff} | {lower} | {secs:.0f} |")
         rows.append((float(reg.mean()), row))
@@ -142,8 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         config, table = load_runs(args.runs)
-        text = compare_table(table, args.reference, parse_seeds(args.seeds) if args.seeds else None)
-    except CompareError as e:
+        text = compare_table(table, args.reference, parse_range_list(args.seeds, "--seeds") if args.seeds else None)
+    except ValueError as e:  # CompareError and a bad --seeds
         p.error(str(e))
     header = (f"**{config['problem']}**, {config['rounds']} rounds; mean ± std over seeds; paired differences of the "
               f"normalised regret to {args.reference} over the seeds both have (negative: lower regret).\n\n")

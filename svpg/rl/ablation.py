@@ -55,6 +55,7 @@ from svpg.grid import add_backend_arguments
 from svpg.rl import experiments
 from svpg.rl.config import ESTIMATORS, METHODS, TASKS
 from svpg.rl.experiments import finished_iterations, job_label, run_folder, unfinished
+from svpg.stats import mean_se, paired_difference, parse_range_list
 
 #: config fields a cell sets; typed as training options they are refused with the grid flag to use instead
 CELL_FIELDS = {"householder": "--householders or --cells", "prior": "--priors or --cells", "alpha": "--alphas or --cells",
@@ -146,15 +147,7 @@ def default_alphas(preset_alpha: float) -> list[float]:
 # -- command-line values -------------------------------------------------------------------------
 def parse_seeds(text: str) -> list[int]:
     """``100-104`` → [100, …, 104]; ranges and single seeds may be joined by commas (``0-4,7``)."""
-    seeds: list[int] = []
-    for part in text.replace(" ", "").split(","):
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        if not m or (m[2] is not None and int(m[2]) < int(m[1])):
-            raise ValueError(f"--seeds {text!r}: expected a range of seeds ≥ 0 such as 100-104, or a list such as 0-4,7")
-        seeds += range(int(m[1]), int(m[2] or m[1]) + 1)
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"--seeds {text!r} names a seed twice: give each seed once")
-    return seeds
+    return parse_range_list(text, "--seeds")
 
 
 def parse_cells(text: str) -> list[Cell]:
@@ -260,35 +253,6 @@ def seconds_per_iteration(out: Path, cell: str, estimator: str, seeds: list[int]
         if set(record["seeds"]) <= set(seeds):
             seconds, iterations = seconds + record["seconds"], iterations + record["iterations"]
     return seconds / iterations if iterations else math.nan
-
-
-# -- statistics -------------------------------------------------------------------------------------
-def t_quantile(p: float, df: int) -> float:
-    """The p-quantile of Student's t with df degrees of freedom."""
-    from scipy.stats import t as student_t
-
-    return float(student_t.ppf(p, df))
-
-
-def mean_se(values) -> tuple[float, float]:
-    """Mean and standard error (sample std / √n) of the finite values; NaN where undefined."""
-    x = [v for v in values if math.isfinite(v)]
-    if not x:
-        return math.nan, math.nan
-    mean = sum(x) / len(x)
-    if len(x) < 2:
-        return mean, math.nan
-    return mean, math.sqrt(sum((v - mean) ** 2 for v in x) / (len(x) - 1) / len(x))
-
-
-def paired_difference(a: dict, b: dict) -> tuple[int, float, float, float]:
-    """Over the seeds both have (finite values): (pairs, mean of a − b, 95 % t-interval low, high)."""
-    d = [a[s] - b[s] for s in sorted(set(a) & set(b)) if math.isfinite(a[s]) and math.isfinite(b[s])]
-    mean, se = mean_se(d)
-    if len(d) < 2:
-        return len(d), mean, math.nan, math.nan
-    half = t_quantile(0.975, len(d) - 1) * se
-    return len(d), mean, mean - half, mean + half
 
 
 # -- per-run metrics ----------------------------------------------------------------------------------

@@ -61,9 +61,9 @@ from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_j
                        run_name, write_json)
 from svpg.runtime import DEFAULT_THREADS, StopRequest, resolve_device
 from svpg.seeding import int_seed, numpy_rng
+from svpg.stats import mean_se
 from svpg.supervised.data import (DATASETS, PROTOCOLS, STANDARD_SPLIT_ROWS, STANDARD_SPLITS, Dataset, load_dataset,
                                   standard_splits, train_test_split)
-from svpg.supervised.metrics import mean_and_stderr
 from svpg.supervised.models import LR_SCHEDULES, METHODS, BayesianClassifier, BayesianRegressor
 
 RESUME_HINT = "python train.py supervised --resume"
@@ -313,7 +313,7 @@ def format_table(results: dict[str, list[dict]], task: str, cfg: SupervisedConfi
     for method, rows in results.items():
         cells = [method_label(method, cfg)]
         for key, _, scale, digits in cols:
-            mean, se = mean_and_stderr([r[key] * scale for r in rows])
+            mean, se = mean_se([r[key] * scale for r in rows])
             cells.append(f"{mean:.{digits}f} ± {se:.{digits}f}" if len(rows) > 1 else f"{mean:.{digits}f}")
         cells.append(str(len(rows)))
         cells.append(f"{np.median([r[time_col[0]] for r in rows]):.2f}")

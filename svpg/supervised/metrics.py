@@ -5,7 +5,6 @@ target's original units. Classification: the mean of the particles' softmax.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import torch
@@ -81,11 +80,3 @@ def classification_metrics(y, probs) -> dict[str, float]:
         raise ValueError(f"labels must be class indices 0…{classes - 1} (the classes the model was fitted on), "
                          f"got {labels.min()}…{labels.max()}")
     return {"error": error_rate(y, probs), "nll": nll(y, probs), "ece": expected_calibration_error(y, probs)}
-
-
-def mean_and_stderr(values) -> tuple[float, float]:
-    """Mean and standard error (sample std / √n; 0 for one value) over splits."""
-    v = np.asarray(values, dtype=np.float64)
-    if len(v) < 2:
-        return float(v.mean()), 0.0
-    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(len(v)))
