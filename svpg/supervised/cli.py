@@ -379,7 +379,7 @@ def split_file(run_dir: Path, method: str, k: int) -> Path:
     return Path(run_dir) / SPLITS_DIR / f"{method}_split{k:02d}.json"
 
 
-def _read_finished(run_dir: Path, methods: list[str]) -> dict[str, dict[int, dict]]:
+def read_finished(run_dir: Path, methods: list[str]) -> dict[str, dict[int, dict]]:
     """The saved row of every finished (method, split), by method and split."""
     finished: dict[str, dict[int, dict]] = {m: {} for m in methods}
     folder = Path(run_dir) / SPLITS_DIR
@@ -455,7 +455,7 @@ def _resumed_run(parser: argparse.ArgumentParser, args: argparse.Namespace, argv
         what = "data set" if "data" in changed else "resolved settings"
         raise ValueError(f"{path}: its {what} differ from what its options give now (it was edited, or the data or svpg "
                          f"changed since the run started); start a new run")
-    finished = _read_finished(run_dir, cfg.methods())
+    finished = read_finished(run_dir, cfg.methods())
     needed = 1 + max((k for rows in finished.values() for k in rows), default=-1)
     if needed > settings["splits"]:
         raise ValueError(f"--splits {settings['splits']} is fewer than the {needed} splits {run_dir} has (partly) finished; "
@@ -569,7 +569,7 @@ def _train_on_workers(run: _Run, backend: str, workers: int) -> None:
     bar = tqdm(total=len(todo), disable=not (run.cfg.progress and todo), unit="fit", dynamic_ncols=True)
 
     def done(job: dict, result: dict) -> None:
-        run.finished = _read_finished(run.run_dir, run.methods)
+        run.finished = read_finished(run.run_dir, run.methods)
         run.save_results()
         _show(bar, run, job["method"], run.finished[job["method"]].get(job["split"]))
 
@@ -578,7 +578,7 @@ def _train_on_workers(run: _Run, backend: str, workers: int) -> None:
                  storage=run.run_dir / RAY_DIR, on_done=done)
     finally:
         bar.close()
-    run.finished = _read_finished(run.run_dir, run.methods)
+    run.finished = read_finished(run.run_dir, run.methods)
     missing = run.todo()
     if missing:
         raise ValueError(f"the jobs of {missing} (split, method) finished but left no split file in {run.run_dir}: with "
@@ -653,7 +653,7 @@ def main(argv: list[str] | None = None) -> int:
             if run is None:
                 print("interrupted before the run started", file=sys.stderr)
             else:  # counted from the split files: exact even if the signal came while one was being written
-                saved = _read_finished(run.run_dir, run.methods)
+                saved = read_finished(run.run_dir, run.methods)
                 print(f"interrupted: {run.count(saved)} finished and saved; continue with: {RESUME_HINT} {run.run_dir}",
                       file=sys.stderr)
             return stop.exit_status or 130

@@ -1,0 +1,151 @@
+"""Compare the methods of several supervised runs on the same data and splits, paired by split.
+
+    python -m svpg.supervised.compare runs/concrete-standard-particles runs/concrete-standard-parametric
+    python -m svpg.supervised.compare runs/boston-a runs/boston-b --reference svgd --splits 0-9 --out boston.md
+
+Runs of ``train.py supervised`` on the same data (same rows: config.json records their digest) with the
+same ``--protocol``, ``--seed``, ``--test-fraction`` and ``--max-train`` fit every method on the same
+training and test rows of split k, whatever methods they hold, so their per-split results can be set
+side by side (for example the particle methods of one run beside the parametric methods of another).
+This reads each run's finished splits (``splits/``; a run still fitting contributes what it has
+finished), refuses runs whose data or splits differ, checks that a method present in two runs gave the
+same numbers there, and prints one table: every metric as mean ± standard error over splits, and each
+method's paired difference to ``--reference`` on the splits both have (mean and 95 % Student-t
+interval, and the splits on which the method is better).
+"""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from svpg.stats import mean_se, paired_difference, parse_range_list
+
+#: config.json entries that must agree for two runs to fit the same rows of every split
+SPLIT_KEYS = ("protocol", "seed", "test_fraction", "max_train")
+#: (key, column name, short name, scale, digits, higher is better) per task; the first two are paired
+METRICS = {
+    "regression": [("rmse", "test RMSE", "RMSE", 1.0, 3, False), ("test_ll", "test log-likelihood", "LL", 1.0, 3, True)],
+    "classification": [("error", "test error (%)", "error", 100.0, 2, False), ("nll", "test NLL", "NLL", 1.0, 4, False),
+                       ("ece", "ECE", "ECE", 1.0, 4, False)],
+}
+TIME_KEY = {"regression": "seconds", "classification": "seconds_per_epoch"}
+
+
+class CompareError(ValueError):
+    """Runs that cannot be compared (one line naming the problem and the fix)."""
+
+
+def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[str, dict[int, dict]], dict[str, str]]:
+    """(the shared data and split settings, {method: {split: row}}, {method: its label}) of the runs'
+    finished splits, after the checks above."""
+    from svpg.runs import read_run_record
+    from svpg.supervised.cli import BUILT, CONFIG_FILE, SupervisedConfig, method_label, read_finished
+
+    shared, shared_dir = None, None
+    table: dict[str, dict[int, dict]] = {}
+    labels: dict[str, str] = {}
+    for run_dir in map(Path, run_dirs):
+        if not (run_dir / CONFIG_FILE).exists():
+            raise CompareError(f"{run_dir} is not a supervised run folder (no {CONFIG_FILE}): "
+                               "pass folders written by train.py supervised")
+        cfg, built = read_run_record(run_dir, SupervisedConfig, BUILT, "train.py supervised", CONFIG_FILE)
+        setting = {"dataset": cfg.dataset, "data": built["data"]["sha256"],
+                   **{k: getattr(cfg, k) for k in SPLIT_KEYS}}
+        if shared is None:
+            shared, shared_dir = setting, run_dir
+        elif setting != shared:
+            differs = ", ".join(k for k in setting if setting[k] != shared[k])
+            raise CompareError(f"{run_dir} and {shared_dir} do not fit the same rows ({differs} differ): "
+                               "compare runs of one data set, protocol and seed")
+        finished = read_finished(run_dir, cfg.methods())
+        if not any(finished.values()):
+            raise CompareError(f"{run_dir} has no finished split yet: fit it with python train.py supervised --resume {run_dir}")
+        for method, rows in finished.items():
+            for k, row in rows.items():
+                seen = table.setdefault(method, {}).get(k)
+                if seen is not None and any(not math.isclose(seen[m], row[m]) for m in ("rmse", "test_ll", "error", "nll")
+                                            if m in row):
+                    raise CompareError(f"method {method} split {k} gave different results in two runs "
+                                       "(different options or code): compare runs whose shared methods agree")
+                table[method].setdefault(k, row)
+            labels.setdefault(method, method_label(method, cfg))
+    return shared, table, labels
+
+
+def table_task(table: dict[str, dict[int, dict]]) -> str:
+    """``"regression"`` if the rows hold an RMSE, else ``"classification"``."""
+    return "regression" if any("rmse" in row for rows in table.values() for row in rows.values()) else "classification"
+
+
+def compare_table(table: dict[str, dict[int, dict]], reference: str, splits: list[int] | None = None,
+                  labels: dict[str, str] | None = None) -> str:
+    """The Markdown comparison (see the module docstring)."""
+    if reference not in table:
+        raise CompareError(f"--reference {reference!r} is in none of the runs: choose one of {', '.join(table)}")
+    labels = labels or {}
+    task = table_task(table)
+    metrics, time_key = METRICS[task], TIME_KEY[task]
+    paired = metrics[:2]
+    head = ["method", "splits", *[m[1] for m in metrics], *[f"{m[2]} − {reference} [95 % CI]" for m in paired],
+            f"better on ({' / '.join(m[2] for m in paired)})", f"{time_key.replace('_', ' ')} (median)"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    ref = table[reference]
+    rows = []
+    for method, by_split in table.items():
+        own = {k: row for k, row in by_split.items() if splits is None or k in splits}
+        if not own:
+            continue
+        cells = [labels.get(method, method), str(len(own))]
+        for key, _, _, scale, digits, _ in metrics:
+            mean, se = mean_se([row[key] * scale for row in own.values()])
+            cells.append(f"{mean:.{digits}f} ± {se:.{digits}f}" if math.isfinite(se) else f"{mean:.{digits}f}")
+        better, pairs = [], 0
+        for key, _, _, scale, digits, higher in paired:
+            if method == reference:
+                cells.append("")
+                continue
+            a = {k: row[key] * scale for k, row in own.items()}
+            b = {k: row[key] * scale for k, row in ref.items() if k in a}
+            pairs, mean, lo, hi = paired_difference(a, b)
+            cells.append(f"{mean:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]" if math.isfinite(lo)
+                         else (f"{mean:+.{digits}f}" if pairs else ""))
+            better.append(str(sum((a[k] > b[k]) if higher else (a[k] < b[k]) for k in b)))
+        cells.append(f"{' / '.join(better)} of {pairs}" if better else "")
+        cells.append(f"{np.median([row[time_key] for row in own.values()]):.1f}")
+        rows.append((float(np.mean([row[metrics[0][0]] for row in own.values()])), "| " + " | ".join(cells) + " |"))
+    lines += [row for _, row in sorted(rows, key=lambda r: r[0])]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from svpg.cli import Parser
+
+    p = Parser(prog="python -m svpg.supervised.compare", description=__doc__)
+    p.add_argument("runs", nargs="+", help="supervised run folders (runs/<run-name>)")
+    p.add_argument("--reference", default="s2vgd", help="the method every other is paired with (default: s2vgd)")
+    p.add_argument("--splits", default=None, help="only these splits, e.g. 0-9 or 0,2 (default: every split of any run)")
+    p.add_argument("--out", default=None, help="also write the table to this Markdown file")
+    args = p.parse_args(argv)
+    try:
+        shared, table, labels = load_runs(args.runs)
+        splits = parse_range_list(args.splits, "--splits") if args.splits else None
+        text = compare_table(table, args.reference, splits, labels)
+    except ValueError as e:  # CompareError, a bad --splits, an unreadable config.json
+        p.error(str(e))
+    task_metrics = "RMSE and log-likelihood" if table_task(table) == "regression" else "error and NLL"
+    header = (f"**{shared['dataset']}**, --protocol {shared['protocol']}, --seed {shared['seed']}; mean ± standard error over splits; paired "
+              f"differences of the {task_metrics} to {args.reference} over the splits both have; *better on*: "
+              f"splits where the method is better on each.\n\n")
+    print(header + text, end="")
+    if args.out:
+        from svpg.io import atomic_write
+
+        atomic_write(Path(args.out), lambda tmp: Path(tmp).write_text(header + text))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
