@@ -106,6 +106,11 @@ REGRESSION_METHOD_DEFAULTS: dict[str, dict[str, dict]] = {
         "s2vgd": {"epochs": 3200},  # Concrete's validation curves still rise at 2400 epochs
         "svgd": {"epochs": 3200},
         "map": {"epochs": 3200},
+        "bbb": {"optimizer": "rmsprop", "lr": 3e-3, "lr_schedule": "cosine", "epochs": 1600},
+        "vmg": {"optimizer": "adam", "lr": 3e-3, "lr_schedule": "cosine", "epochs": 6400},
+        "kflow-linear": {"optimizer": "rmsprop", "lr": 1e-3, "lr_schedule": "cosine", "epochs": 1600},
+        "kflow-diag": {"optimizer": "adam", "lr": 1e-2, "lr_schedule": "cosine", "epochs": 6400},
+        "badam": {"optimizer": "adam", "lr": 1e-3, "lr_schedule": "cosine", "epochs": 1600},  # the grid's shortest, as on Boston
     },
 }
 # Posterior draws per training step of bbb, vmg and kflow-*: one, as the VMG paper's regression runs;
