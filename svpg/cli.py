@@ -139,3 +139,25 @@ def explicit_options(parser: argparse.ArgumentParser, argv: list[str]) -> set[st
             probe.add_argument(*action.option_strings, dest=action.dest, type=action.type, nargs=action.nargs)
     known, _ = probe.parse_known_args(argv)
     return set(vars(known))
+
+
+def comparison_parser(prog: str, description: str, runs_help: str, reference: str, keys: str) -> "Parser":
+    """The options every ``compare`` tool shares: run folders, ``--reference``, ``--<keys>`` (the seeds or
+    splits to pair on) and ``--out``."""
+    p = Parser(prog=prog, description=description)
+    p.add_argument("runs", nargs="+", help=runs_help)
+    p.add_argument("--reference", default="s2vgd", help=f"the {reference} every other is paired with (default: s2vgd)")
+    p.add_argument(f"--{keys}", default=None, help=f"only these {keys}, e.g. 0-9 or 0,2 (default: every one any run has)")
+    p.add_argument("--out", default=None, help="also write the table to this Markdown file")
+    return p
+
+
+def emit_markdown(text: str, out: str | None) -> None:
+    """Print ``text`` and, with ``out``, also write it there (atomically)."""
+    from pathlib import Path
+
+    from svpg.io import atomic_write
+
+    print(text, end="")
+    if out:
+        atomic_write(Path(out), lambda tmp: Path(tmp).write_text(text))

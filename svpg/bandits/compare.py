@@ -105,13 +105,10 @@ def compare_table(table: dict[tuple[str, int], dict], reference: str, seeds: lis
 
 
 def main(argv: list[str] | None = None) -> int:
-    from svpg.cli import Parser
+    from svpg.cli import comparison_parser, emit_markdown
 
-    p = Parser(prog="python -m svpg.bandits.compare", description=__doc__)
-    p.add_argument("runs", nargs="+", help="finished bandit run folders (runs/<run-name>)")
-    p.add_argument("--reference", default="s2vgd", help="the agent every other is paired with (default: s2vgd)")
-    p.add_argument("--seeds", default=None, help="only these seeds, e.g. 0-4 or 0,2 (default: every seed of any run)")
-    p.add_argument("--out", default=None, help="also write the table to this Markdown file")
+    p = comparison_parser("python -m svpg.bandits.compare", __doc__, "finished bandit run folders (runs/<run-name>)",
+                          "agent", "seeds")
     args = p.parse_args(argv)
     try:
         config, table = load_runs(args.runs)
@@ -120,11 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(str(e))
     header = (f"**{config['problem']}**, {config['rounds']} rounds; mean ± std over seeds; paired differences of the "
               f"normalised regret to {args.reference} over the seeds both have (negative: lower regret).\n\n")
-    print(header + text, end="")
-    if args.out:
-        from svpg.io import atomic_write
-
-        atomic_write(Path(args.out), lambda tmp: Path(tmp).write_text(header + text))
+    emit_markdown(header + text, args.out)
     return 0
 
 

@@ -121,13 +121,10 @@ def compare_table(table: dict[str, dict[int, dict]], reference: str, splits: lis
 
 
 def main(argv: list[str] | None = None) -> int:
-    from svpg.cli import Parser
+    from svpg.cli import comparison_parser, emit_markdown
 
-    p = Parser(prog="python -m svpg.supervised.compare", description=__doc__)
-    p.add_argument("runs", nargs="+", help="supervised run folders (runs/<run-name>)")
-    p.add_argument("--reference", default="s2vgd", help="the method every other is paired with (default: s2vgd)")
-    p.add_argument("--splits", default=None, help="only these splits, e.g. 0-9 or 0,2 (default: every split of any run)")
-    p.add_argument("--out", default=None, help="also write the table to this Markdown file")
+    p = comparison_parser("python -m svpg.supervised.compare", __doc__, "supervised run folders (runs/<run-name>)",
+                          "method", "splits")
     args = p.parse_args(argv)
     try:
         shared, table, labels = load_runs(args.runs)
@@ -139,11 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     header = (f"**{shared['dataset']}**, --protocol {shared['protocol']}, --seed {shared['seed']}; mean ± standard error over splits; paired "
               f"differences of the {task_metrics} to {args.reference} over the splits both have; *better on*: "
               f"splits where the method is better on each.\n\n")
-    print(header + text, end="")
-    if args.out:
-        from svpg.io import atomic_write
-
-        atomic_write(Path(args.out), lambda tmp: Path(tmp).write_text(header + text))
+    emit_markdown(header + text, args.out)
     return 0
 
 
