@@ -31,6 +31,8 @@ METRICS = {
     "classification": [("error", "test error (%)", "error", 100.0, 2, False), ("nll", "test NLL", "NLL", 1.0, 4, False),
                        ("ece", "ECE", "ECE", 1.0, 4, False)],
 }
+#: the metrics two runs' rows of one (method, split) must agree on
+RESULT_KEYS = tuple(m[0] for metrics in METRICS.values() for m in metrics)
 TIME_KEY = {"regression": "seconds", "classification": "seconds_per_epoch"}
 
 
@@ -66,8 +68,7 @@ def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[str, dict[int, dic
         for method, rows in finished.items():
             for k, row in rows.items():
                 seen = table.setdefault(method, {}).get(k)
-                if seen is not None and any(not math.isclose(seen[m], row[m]) for m in ("rmse", "test_ll", "error", "nll")
-                                            if m in row):
+                if seen is not None and any(not math.isclose(seen[m], row[m]) for m in RESULT_KEYS if m in row):
                     raise CompareError(f"method {method} split {k} gave different results in two runs "
                                        "(different options or code): compare runs whose shared methods agree")
                 table[method].setdefault(k, row)
