@@ -29,18 +29,23 @@ TASKS = {
 
 
 def iteration(trainer):
-    """One training iteration with the thread counts of ``SVPGTrainer.train``."""
+    """One training iteration with the thread counts of ``SVPGTrainer.train``: (batch, scalars,
+    seconds of the rollout, seconds of the learning step: advantages, critic fit, SVGD update)."""
     from svpg.runtime import torch_threads
 
+    t0 = time.perf_counter()
     with torch_threads(1):
         batch = trainer.collect()
+    t1 = time.perf_counter()
     with torch_threads(trainer.update_threads):
-        return batch, trainer.learn(batch)
+        scalars = trainer.learn(batch)
+    return batch, scalars, t1 - t0, time.perf_counter() - t1
 
 
-def svpg_steps_per_second(env_id: str, variants: dict[str, dict], args) -> dict[str, float]:
+def svpg_steps_per_second(env_id: str, variants: dict[str, dict], args) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
     """Best-of-repeats steps/s of whole iterations for each variant (config fields), timed in
-    alternating blocks so that background load affects every variant alike (the ratios stay fair)."""
+    alternating blocks so that background load affects every variant alike (the ratios stay fair),
+    and the best block's milliseconds per iteration in the rollout and in the learning step."""
     from svpg.rl.config import SVPGConfig
     from svpg.rl.trainer import SVPGTrainer
 
@@ -55,16 +60,21 @@ def svpg_steps_per_second(env_id: str, variants: dict[str, dict], args) -> dict[
         for _ in range(args.warmup):
             iteration(trainers[label])
     best = dict.fromkeys(variants, 0.0)
+    phases = {}
     for _ in range(args.repeats):
         for label, trainer in trainers.items():
-            steps = 0
+            steps, rollout, learn = 0, 0.0, 0.0
             t0 = time.perf_counter()
             for _ in range(args.iterations):
-                batch, scalars = iteration(trainer)
+                batch, scalars, seconds_rollout, seconds_learn = iteration(trainer)
                 steps += batch.num_steps
+                rollout, learn = rollout + seconds_rollout, learn + seconds_learn
             scalars["rollout/ep_rew_mean"].tolist()  # wait for the device
-            best[label] = max(best[label], steps / (time.perf_counter() - t0))
-    return best
+            rate = steps / (time.perf_counter() - t0)
+            if rate > best[label]:
+                best[label] = rate
+                phases[label] = (1e3 * rollout / args.iterations, 1e3 * learn / args.iterations)
+    return best, phases
 
 
 def sb3_a2c_steps_per_second(env_id: str, steps: int) -> float:
@@ -106,16 +116,22 @@ def main() -> None:
                     f"svpg s2vgd (K = {args.householder}), {args.num_seeds} seeds batched": {"method": "s2vgd", "num_seeds": args.num_seeds}}
     else:
         variants = {f"svpg s2vgd (K = {args.householder})": {"method": "s2vgd"}, "svpg svgd (plain layers)": {"method": "svgd"}}
-    rates = svpg_steps_per_second(env_id, variants, args)
+    rates, phases = svpg_steps_per_second(env_id, variants, args)
     torch.set_num_threads(args.threads)  # SB3 runs with the same thread budget
     sb3 = sb3_a2c_steps_per_second(env_id, args.sb3_steps)
-    print("\n| agent | env steps/s (whole iterations) | × SB3 A2C |\n|---|---:|---:|")
+    print("\n| agent | env steps/s (whole iterations) | × SB3 A2C | ms / iteration: rollout | learning step |\n"
+          "|---|---:|---:|---:|---:|")
     for label, rate in rates.items():
-        print(f"| {label} | {rate:,.0f} | {rate / sb3:,.0f}× |")
-    print(f"| SB3 A2C (MlpPolicy, 8 envs) | {sb3:,.0f} | 1× |")
+        rollout, learn = phases[label]
+        print(f"| {label} | {rate:,.0f} | {rate / sb3:,.0f}× | {rollout:,.0f} | {learn:,.0f} |")
+    print(f"| SB3 A2C (MlpPolicy, 8 envs) | {sb3:,.0f} | 1× | | |")
     first, second = rates.values()
     what = "batched seeds relative to one seed" if args.num_seeds > 1 else "S²VGD throughput relative to plain SVGD"
     print(f"\n{what}: {second / first:.2f}×" if args.num_seeds > 1 else f"\n{what}: {100 * (first / second - 1):+.1f} %")
+    if args.num_seeds > 1:  # batching pays only where per-op overhead, not per-row work, sets the time
+        (r1, l1), (rs, ls) = phases.values()
+        print(f"time per iteration, {args.num_seeds} seeds batched ÷ 1 seed: rollout {rs / r1:.2f}×, learning step "
+              f"{ls / l1:.2f}× (the ideal is 1×, the cost of {args.num_seeds} separate runs {args.num_seeds}×)")
 
 
 if __name__ == "__main__":
