@@ -159,31 +159,48 @@ class SVPGTrainer:
         return collect_rollout(self.env, self.policy, obs, self.steps_per_iteration, noise[0] if len(noise) == 1 else noise,
                                keep_final_obs=self.estimator.needs_final_obs)
 
-    def policy_gradient_surrogate(self, batch: Rollout, advantages: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def policy_gradient_surrogate(self, batch: Rollout, advantages: torch.Tensor, theta: torch.Tensor | None = None,
+                                  rows: slice = slice(None)) -> tuple[torch.Tensor, torch.Tensor]:
         """Σ_t log π(a_t|s_t) Â_t over each particle's batch: (M,), and the policy entropy (M,).
 
         Its gradient estimates ∇J up to a positive scale. Summing (not averaging) over the batch
         scales the "likelihood" exp(J/α) with the number of samples, as a Bayesian likelihood scales
         with the data-set size; α then sets how strongly these samples outweigh the prior p(θ).
+
+        :param theta: the particles ``rows`` of the batch (default: all, ``policy.theta``).
         """
-        m = self.policy.num_particles
-        logp, entropy = self.policy.log_prob_entropy(self.policy.theta, per_particle(batch.obs, m), per_particle(batch.actions, m))
-        return (logp * per_particle(advantages, m)).sum(1), entropy
+        theta = self.policy.theta if theta is None else theta
+        m = theta.shape[0]
+        obs, actions = per_particle(batch.obs[:, rows], m), per_particle(batch.actions[:, rows], m)
+        logp, entropy = self.policy.log_prob_entropy(theta, obs, actions)
+        return (logp * per_particle(advantages[:, rows], m)).sum(1), entropy
 
     def update(self, batch: Rollout, advantages: torch.Tensor) -> dict[str, torch.Tensor]:
         """One SVGD step on ∇log q = ∇J/α + λ ∇log p (eq. 19; λ = ``prior_weight``, 1 in the paper)."""
         theta = self.policy.theta
-        with self.policy.layout.split(theta):  # one backward concatenation instead of one per block
-            surrogate, entropy = self.policy_gradient_surrogate(batch, advantages)
-            log_q = surrogate / self.config.alpha + self.config.prior_weight * self.policy.log_prior(theta)
-        (grad,) = torch.autograd.grad(log_q.sum(), theta)
+        grad, entropy = torch.empty_like(theta), []
+        # One seed at a time: the gradient is per-row work (a forward and backward pass over every
+        # sample), which runs faster on one seed's activations, small enough to stay in cache, than on
+        # all S·M particles' at once; each seed's gradient is then computed as its single-seed run does.
+        for rows in self._seed_rows():
+            block = theta.detach()[rows].requires_grad_()
+            with self.policy.layout.split(block):  # one backward concatenation instead of one per block
+                surrogate, block_entropy = self.policy_gradient_surrogate(batch, advantages, block, rows)
+                log_q = surrogate / self.config.alpha + self.config.prior_weight * self.policy.log_prior(block)
+            grad[rows] = torch.autograd.grad(log_q.sum(), block)[0]
+            entropy.append(block_entropy.detach())
         self._check_finite(grad, "the gradient of log q(θ)")  # before the step: the optimizer state stays good
         terms = self.svgd.step(grad)
         self._check_finite(theta.detach(), "θ after the SVGD step")
         # the likelihood sees only the directions of the Householder vectors: keep them on the unit sphere
         min_norm = torch.stack([self.policy.net.normalise_householder_(block) for block in self._per_seed(theta.detach())])
-        return {**terms.diagnostics(theta.detach()), "policy/entropy": self._per_seed(entropy).mean(-1),
+        return {**terms.diagnostics(theta.detach()), "policy/entropy": torch.stack([e.mean() for e in entropy]),
                 "structure/min_householder_norm": min_norm}
+
+    def _seed_rows(self) -> list[slice]:
+        """Each seed's rows of the (S·M, …) particle tensors."""
+        m = self.config.num_particles
+        return [slice(k * m, (k + 1) * m) for k in range(len(self.seeds))]
 
     def _check_finite(self, x: torch.Tensor, what: str) -> None:
         finite = torch.isfinite(x).view(len(self.seeds), -1).all(-1)
