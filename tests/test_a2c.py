@@ -6,7 +6,7 @@ from gymnasium import spaces
 
 from svpg.rl.config import SVPGConfig, load_preset, parameter_count, widen_to_match
 from svpg.rl.evaluation import evaluate_particles
-from svpg.rl.returns import gae_advantages
+from svpg.rl.returns import gae_advantages, standardize
 from svpg.rl.trainer import SVPGTrainer
 
 
@@ -50,6 +50,25 @@ def test_bootstrap_on_truncation_not_on_termination():
     term = torch.tensor([[True, False]])
     adv = gae_advantages(r, v, nv, term, torch.tensor([[True, True]]), gamma=0.5, lam=1.0)
     torch.testing.assert_close(adv, torch.tensor([[1.0, 1.0 + 0.5 * 10]]))
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "svpg/DoublePendulum-v0"])
+def test_advantages_bootstrap_from_the_true_next_state_of_every_step(tmp_runs, env_id):
+    # A2C reads V(s'_t) off the critic pass over s_{t+1} where the episode goes on; a horizon of 37 in
+    # batches of 40 steps puts time limits inside the batch, and CartPole also terminates. The result
+    # must equal GAE with a critic pass over every true next state s'_t.
+    cfg = SVPGConfig(env_id=env_id, estimator="a2c", num_particles=3, samples_per_particle=400, horizon=37, num_seeds=2,
+                     log_dir=str(tmp_runs), progress=False)
+    trainer = SVPGTrainer(cfg)
+    batch = trainer.collect()
+    assert (batch.truncated[:-1] & ~batch.terminated[:-1]).any()
+    critic = trainer.estimator
+    with torch.no_grad():
+        values, next_values = critic.values(batch.obs), critic.values(batch.final_obs)
+        advantages, targets, _ = critic.advantages(batch)
+    expected = gae_advantages(batch.rewards, values, next_values, batch.terminated, batch.dones, cfg.gamma, cfg.gae_lambda)
+    torch.testing.assert_close(targets, expected + values, rtol=1e-6, atol=1e-5)
+    torch.testing.assert_close(advantages, standardize(expected, dims=(0, 2)), rtol=1e-5, atol=1e-5)
 
 
 def test_a2c_learns_cartpole(tmp_runs):

@@ -60,6 +60,10 @@ class Reinforce:
         explained = explained_variance(adv, returns, self.groups)
         return standardize(adv, dims=(0, 2)), None, {"baseline/explained_variance": explained}
 
+    def _group_values(self, obs: torch.Tensor) -> torch.Tensor:
+        """V of obs (T, M, N, obs_dim), one group at a time (per-row work, faster on blocks that stay in cache)."""
+        return torch.cat([self.values(x, theta) for x, theta in zip(obs.chunk(self.groups, 1), self.theta.chunk(self.groups))], 1)
+
     def fit(self, batch: Rollout, targets: None, generators: list[torch.Generator] | None = None) -> dict[str, torch.Tensor]:
         """Nothing to train: the linear baseline is refitted inside :meth:`advantages`."""
         return {}
@@ -121,14 +125,23 @@ class A2C:
     def advantages(self, batch: Rollout) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
         """Standardised GAE advantages (T, M, N), the critics' regression targets (TD(λ) returns) and
         the explained variance, all with the critics as they were during the rollout."""
-        # one group at a time: per-row work, faster on blocks that stay in cache
-        blocks = self.theta.chunk(self.groups)
-        values = torch.cat([self.values(obs, theta) for obs, theta in zip(batch.obs.chunk(self.groups, 1), blocks)], 1)
-        next_values = torch.cat([self.values(obs, theta) for obs, theta in zip(batch.final_obs.chunk(self.groups, 1), blocks)], 1)
+        # Where an episode goes on, s'_t is s_{t+1}: one critic pass over s_0 … s_{T−1} and the last s'
+        # gives V(s_t) and V(s'_t), where a pass over every s' would double the work. (After a
+        # termination V(s'_t) is multiplied by 0, so the reset state's value there does no harm.)
+        values = self._group_values(torch.cat([batch.obs, batch.final_obs[-1:]]))
+        values, next_values = values[:-1], values[1:]
+        cut = batch.truncated[:-1] & ~batch.terminated[:-1]  # time limit inside the batch: s'_t ≠ s_{t+1}
+        if cut.any():
+            cut = torch.cat([cut, torch.zeros_like(cut[:1])])
+            next_values = torch.where(cut, self._group_values(batch.final_obs), next_values)
         adv = gae_advantages(batch.rewards, values, next_values, batch.terminated, batch.dones, self.gamma, self.gae_lambda)
         returns = adv + values
         explained = explained_variance(adv, returns, self.groups)
         return standardize(adv, dims=(0, 2)), returns, {"critic/explained_variance": explained}
+
+    def _group_values(self, obs: torch.Tensor) -> torch.Tensor:
+        """V of obs (T, M, N, obs_dim), one group at a time (per-row work, faster on blocks that stay in cache)."""
+        return torch.cat([self.values(x, theta) for x, theta in zip(obs.chunk(self.groups, 1), self.theta.chunk(self.groups))], 1)
 
     def fit(self, batch: Rollout, targets: torch.Tensor, generators: list[torch.Generator] | None = None) -> dict[str, torch.Tensor]:
         """Regress every particle's critic on its own (obs, target) pairs with minibatch Adam.
