@@ -41,6 +41,10 @@ def add_backend_arguments(parser, units: str, shared: str = "the run folder", de
                              f"local Ray, or the cluster in RAY_ADDRESS: {shared} must then be on a file system every Ray "
                              f"node can reach) (default: {sequential})")
     parser.add_argument("--jobs", type=_positive_int, default=2, help=f"{units} run at once (default: 2)")
+    parser.add_argument("--gpus-per-job", type=_non_negative_float, default=None,
+                        help="GPUs each Ray trial declares, e.g. 0.5 to run two trials on each GPU; Ray hides the GPUs "
+                             "from a trial that declares none (default: 1 when --device is cuda, else 0; the local "
+                             "backend's processes share the devices without declaring them)")
 
 
 def _positive_int(text: str) -> int:
@@ -50,6 +54,23 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be ≥ 1, got {value}")
     return value
+
+
+def _non_negative_float(text: str) -> float:
+    import argparse
+
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be ≥ 0, got {text}")
+    return value
+
+
+def gpus_per_job(requested: float | None, device: str) -> float:
+    """What a Ray trial declares: ``requested`` (``--gpus-per-job``), else one GPU for a CUDA ``device``
+    and none otherwise."""
+    if requested is not None:
+        return requested
+    return 1.0 if str(device).startswith("cuda") else 0.0
 
 
 def _resolve(fn: str) -> Callable:

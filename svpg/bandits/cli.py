@@ -45,7 +45,7 @@ from svpg.allocator import keep_freed_memory
 from svpg.core.networks import ACTIVATIONS
 from svpg.core.priors import PRIORS
 from svpg.core.svgd import OPTIMIZERS
-from svpg.grid import add_backend_arguments, run_jobs
+from svpg.grid import add_backend_arguments, gpus_per_job, run_jobs
 from svpg.io import WriteError
 from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_run_record,
                        remove_stray_temporaries, resumed_config,
@@ -59,7 +59,7 @@ RESUME_OPTIONS = ("seeds", "progress", "threads", "device", "log_points")
 # written to config.json beside the options, and checked on --resume: what the options build
 BUILT = ("problem_description", "agent_names", "agent_hyperparameters")
 # how this invocation plays the seeds, not what they are: never part of config.json
-DRIVER_OPTIONS = ("resume", "backend", "jobs")
+DRIVER_OPTIONS = ("resume", "backend", "jobs", "gpus_per_job")
 RAY_DIR = ".ray"  # Ray Tune's experiment state (for a restarted driver), inside the run folder
 
 
@@ -329,7 +329,7 @@ def play_seed_job(job: dict, report=None) -> dict:
     return {"seconds": time.perf_counter() - start}
 
 
-def _play_on_workers(run_dir: Path, seeds: list[int], backend: str, workers: int, progress: bool) -> None:
+def _play_on_workers(run_dir: Path, seeds: list[int], backend: str, workers: int, progress: bool, gpus: float) -> None:
     """Play ``seeds`` as jobs of :func:`svpg.grid.run_jobs`, one per seed, with a progress bar over seeds."""
     jobs = [{"run_dir": str(run_dir.resolve()), "seed": s, "cwd": str(Path.cwd())} for s in seeds]
     with tqdm(total=len(jobs), unit="seed", disable=not (progress and jobs), dynamic_ncols=True) as bar:
@@ -338,7 +338,7 @@ def _play_on_workers(run_dir: Path, seeds: list[int], backend: str, workers: int
             bar.update(1)
 
         run_jobs("svpg.bandits.cli:play_seed_job", jobs, backend=backend, workers=workers, storage=run_dir / RAY_DIR,
-                 on_done=done)
+                 gpus_per_job=gpus, on_done=done)
     missing = [s for s in seeds if not seed_file(run_dir, s).exists()]
     if missing:
         raise ValueError(f"the jobs of seed(s) {missing} finished but left no seed file in {run_dir}: with Ray, the run "
@@ -375,7 +375,7 @@ def _main(parser, args, argv: list[str], stop: StopRequest) -> int:
               + (f", {len(todo)} to play" if todo else "; nothing to do (rewriting the reports)"))
     try:
         if args.backend:
-            _play_on_workers(run_dir, todo, args.backend, args.jobs, config.progress)
+            _play_on_workers(run_dir, todo, args.backend, args.jobs, config.progress, gpus_per_job(args.gpus_per_job, config.device))
         else:
             _play(run_dir, problem, factories, config, todo, stop)
         results = load_results(run_dir, problem.describe(), config.rounds, seeds, names)

@@ -61,7 +61,7 @@ from svpg.stats import mean_se, paired_difference, parse_range_list
 CELL_FIELDS = {"householder": "--householders or --cells", "prior": "--priors or --cells", "alpha": "--alphas or --cells",
                "method": "--cells", "estimator": "--estimators", "seed": "--seeds", "num_seeds": "--seeds"}
 OWN_OPTIONS = {"task", "seeds", "cells", "householders", "priors", "alphas", "estimators", "reference", "window",
-               "threshold", "select", "report_only", "jobs", "out", "backend"}
+               "threshold", "select", "report_only", "jobs", "out", "backend", "gpus_per_job"}
 CONTROLS = ("svgd", "svgd-star")
 PRIOR_NAMES = ("flat", "mvg")  # svpg.core.priors.PRIORS; fixed here so that cell names parse the same everywhere
 ALPHA_FACTORS = (0.3, 1.0, 3.0)  # the default --alphas: the preset's α times these
@@ -586,7 +586,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report_only:
         jobs = plan(out, args.task, cells, estimators, seeds, overrides)
         print(f"{len(cells)} cells × {len(estimators)} estimators × {len(seeds)} seeds: {', '.join(c.name for c in cells)}")
-        status = experiments.run_grid(p.prog, jobs, out, args.backend, args.jobs, fn="svpg.rl.ablation:train_cell")
+        status = experiments.run_grid(p.prog, jobs, out, args.backend, args.jobs, fn="svpg.rl.ablation:train_cell",
+                                      gpus=args.gpus_per_job)
         if status:
             return status
     wall = time.perf_counter() - t0

@@ -26,12 +26,12 @@ import sys
 import time
 from pathlib import Path
 
-from svpg.grid import add_backend_arguments, run_jobs
+from svpg.grid import add_backend_arguments, gpus_per_job, run_jobs
 from svpg.rl.config import ESTIMATORS, METHODS, TASKS
 
 #: config fields the harness sets per run (not overridable)
 HARNESS_FIELDS = ("method", "estimator", "seed", "num_seeds", "log_dir", "run_name", "progress", "eval_episodes", "threads")
-OWN_OPTIONS = {"task", "seeds", "methods", "estimators", "jobs", "out", "report_only", "backend"}
+OWN_OPTIONS = {"task", "seeds", "methods", "estimators", "jobs", "out", "report_only", "backend", "gpus_per_job"}
 
 
 def run_folder(out: Path, label: str, estimator: str, seed: int) -> Path:
@@ -223,14 +223,18 @@ def typed_overrides(parser, argv: list[str], args, own: set[str]) -> dict:
 
 
 def run_grid(prog: str, jobs: list[dict], out: Path, backend: str, workers: int,
-             fn: str = "svpg.rl.experiments:train_batch") -> int:
+             fn: str = "svpg.rl.experiments:train_batch", gpus: float | None = None) -> int:
     """Validate every job's configuration, then train the unfinished seeds of every job (one seed batch
-    each) with :func:`svpg.grid.run_jobs`; 0, or 2 after a one-line error."""
+    each) with :func:`svpg.grid.run_jobs`; 0, or 2 after a one-line error.
+
+    :param gpus: GPUs per Ray trial (``--gpus-per-job``; default: one if the runs train on CUDA)."""
     from svpg.rl.config import SVPGConfig, load_preset
 
+    devices = set()
     try:
         for job in jobs:
-            SVPGConfig(**(load_preset(job["task"]) | job["overrides"]), method=job["method"]).validate()
+            config = SVPGConfig(**(load_preset(job["task"]) | job["overrides"]), method=job["method"]).validate()
+            devices.add(config.device)
         out.mkdir(parents=True, exist_ok=True)
     except (ValueError, OSError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
@@ -252,7 +256,8 @@ def run_grid(prog: str, jobs: list[dict], out: Path, backend: str, workers: int,
             bar.update(1)
 
         try:
-            run_jobs(fn, jobs, backend=backend, workers=workers, storage=out / ".ray", on_done=done)
+            run_jobs(fn, jobs, backend=backend, workers=workers, storage=out / ".ray", on_done=done,
+                     gpus_per_job=max((gpus_per_job(gpus, d) for d in devices), default=0.0))
         except ValueError as e:
             print(f"{prog}: error: {e}", file=sys.stderr)
             return 2
@@ -291,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     overrides = typed_overrides(p, argv, args, OWN_OPTIONS)
     t0 = time.perf_counter()
     if not args.report_only:
-        status = run_grid(p.prog, plan(out, args.task, methods, estimators, args.seeds, overrides), out, args.backend, args.jobs)
+        status = run_grid(p.prog, plan(out, args.task, methods, estimators, args.seeds, overrides), out, args.backend, args.jobs,
+                          gpus=args.gpus_per_job)
         if status:
             return status
     wall = time.perf_counter() - t0

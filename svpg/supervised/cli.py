@@ -54,7 +54,7 @@ from svpg.cli import option as _f
 from svpg.allocator import keep_freed_memory
 from svpg.core.svgd import OPTIMIZERS
 from svpg.core.variational import FAMILIES
-from svpg.grid import add_backend_arguments, run_jobs
+from svpg.grid import add_backend_arguments, gpus_per_job, run_jobs
 from svpg.io import atomic_write
 from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_json_object, read_run_record,
                        remove_stray_temporaries, resumed_config,
@@ -76,7 +76,7 @@ SPLITS_DIR, _SPLIT_FILE = "splits", re.compile(r"(?P<method>[a-z0-9-]+)_split(?P
 # written to config.json beside the options and checked on --resume: what the options resolve to on the data
 BUILT = ("resolved", "data")
 # how this invocation runs the splits, not what they are: never part of config.json
-DRIVER_OPTIONS = ("resume", "backend", "jobs")
+DRIVER_OPTIONS = ("resume", "backend", "jobs", "gpus_per_job")
 RAY_DIR = ".ray"  # Ray Tune's experiment state (for a restarted driver), inside the run folder
 
 # Defaults chosen on validation rows carved from the training part of Boston/Concrete splits 0–4
@@ -566,7 +566,7 @@ def fit_split_job(job: dict, report=None) -> dict:
     return {"seconds": time.perf_counter() - start}
 
 
-def _train_on_workers(run: _Run, backend: str, workers: int) -> None:
+def _train_on_workers(run: _Run, backend: str, workers: int, gpus: float | None = None) -> None:
     """Fit every (split, method) without a result as jobs of :func:`svpg.grid.run_jobs`, one per pair;
     results.json follows the split files as they appear."""
     todo = run.todo()
@@ -580,7 +580,7 @@ def _train_on_workers(run: _Run, backend: str, workers: int) -> None:
 
     try:
         run_jobs("svpg.supervised.cli:fit_split_job", jobs, backend=backend, workers=workers,
-                 storage=run.run_dir / RAY_DIR, on_done=done)
+                 storage=run.run_dir / RAY_DIR, gpus_per_job=gpus_per_job(gpus, run.cfg.device), on_done=done)
     finally:
         bar.close()
     run.finished = read_finished(run.run_dir, run.methods)
@@ -642,7 +642,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"resuming: {run.count()} finished; "
                       + (f"running the other {len(todo)}" if todo else "nothing to do (rewriting results.md)"), flush=True)
             if args.backend:
-                _train_on_workers(run, args.backend, args.jobs)
+                _train_on_workers(run, args.backend, args.jobs, args.gpus_per_job)
             else:
                 _train(run)
             table = _report(run)

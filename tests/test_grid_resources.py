@@ -1,0 +1,68 @@
+"""What each front end's Ray trials declare: ``--gpus-per-job``, by default one GPU per trial for a CUDA
+device (Ray hides every GPU from a trial that declares none), none for the CPU. No Ray needed: the grid
+runner is replaced by one that records its arguments."""
+from __future__ import annotations
+
+import pytest
+
+from svpg import grid
+from svpg.bandits import cli as bandit_cli
+from svpg.rl import ablation
+from svpg.rl import experiments as harness
+from svpg.supervised import cli as supervised_cli
+
+
+def test_a_cuda_device_declares_one_gpu_per_trial_unless_told_otherwise():
+    assert grid.gpus_per_job(None, "cuda") == grid.gpus_per_job(None, "cuda:1") == 1.0
+    assert grid.gpus_per_job(None, "cpu") == 0.0
+    assert grid.gpus_per_job(0.5, "cuda") == 0.5 and grid.gpus_per_job(0.0, "cuda") == 0.0
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """Replace the grid runner of every front end; it records its keyword arguments and stops the run."""
+    seen = {}
+
+    def run_jobs(fn, jobs, **kwargs):
+        seen.update(kwargs, jobs=len(jobs))
+        raise ValueError("recorded")
+
+    for module in (harness, bandit_cli, supervised_cli):
+        monkeypatch.setattr(module, "run_jobs", run_jobs)
+    return seen
+
+
+RL = ["--task", "balance", "--iterations", "1", "--samples-per-particle", "200", "--num-particles", "2",
+      "--estimators", "reinforce", "--seeds", "1", "--backend", "ray"]
+
+
+@pytest.mark.parametrize("extra, gpus", [([], 0.0), (["--gpus-per-job", "0.5"], 0.5)])
+def test_rl_grids_declare_the_gpus_asked_for(recorded, tmp_path, extra, gpus):
+    assert harness.main([*RL, "--methods", "svgd", "--out", str(tmp_path / "grid"), *extra]) == 2
+    assert recorded["gpus_per_job"] == gpus and recorded["backend"] == "ray"
+    recorded.clear()
+    assert ablation.main([*RL, "--cells", "svgd", "--out", str(tmp_path / "ablation"), *extra]) == 2
+    assert recorded["gpus_per_job"] == gpus and recorded["jobs"] == 1
+
+
+def test_bandit_and_supervised_runs_declare_the_gpus_asked_for(recorded, tmp_path, csv_file):
+    bandit = ["--problem", "wheel", "--rounds", "20", "--agents", "uniform", "--seeds", "1", "--progress", "false",
+              "--log-dir", str(tmp_path), "--backend", "ray", "--gpus-per-job", "0.25"]
+    assert bandit_cli.main([*bandit, "--run-name", "bandit"]) == 2
+    assert recorded["gpus_per_job"] == 0.25
+    recorded.clear()
+    supervised = ["--dataset", "csv", "--data-path", str(csv_file), "--target", "price", "--method", "map",
+                  "--splits", "1", "--epochs", "2", "--log-dir", str(tmp_path), "--run-name", "supervised",
+                  "--progress", "false", "--backend", "ray"]
+    assert supervised_cli.main(supervised) == 2
+    assert recorded["gpus_per_job"] == 0.0
+    # a driver option, not part of the run: allowed on resume
+    assert supervised_cli.main(["--resume", str(tmp_path / "supervised"), "--backend", "ray", "--gpus-per-job", "1"]) == 2
+    assert recorded["gpus_per_job"] == 1.0
+
+
+def test_a_negative_gpu_count_is_refused(capsys, tmp_path):
+    with pytest.raises(SystemExit) as stop:
+        harness.main([*RL, "--out", str(tmp_path), "--gpus-per-job", "-1"])
+    assert stop.value.code == 2
+    assert "argument --gpus-per-job: must be ≥ 0, got -1" in capsys.readouterr().err
