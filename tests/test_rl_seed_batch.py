@@ -9,11 +9,13 @@ from svpg.rl.config import SVPGConfig
 from svpg.rl.trainer import SVPGTrainer
 from svpg.seeding import int_seed
 
-CASES = [
-    ("CartPole-v1", "reinforce", "s2vgd"),
-    ("svpg/CartPoleSwingUp-v0", "a2c", "s2vgd"),
-    ("svpg/DoublePendulum-v0", "reinforce", "svgd"),
-    ("Pendulum-v1", "a2c", "independent"),  # the generic Gymnasium path
+CASES = [  # (task, estimator, method, horizon)
+    ("CartPole-v1", "reinforce", "s2vgd", 100),
+    ("svpg/CartPoleSwingUp-v0", "a2c", "s2vgd", 100),
+    # the double pendulum is chaotic: a summation-order difference in μ grows along an episode past any
+    # fixed tolerance on some CPUs, so its episodes are kept short
+    ("svpg/DoublePendulum-v0", "reinforce", "svgd", 25),
+    ("Pendulum-v1", "a2c", "independent", 100),  # the generic Gymnasium path
 ]
 
 
@@ -23,11 +25,12 @@ def config(tmp_runs, env_id, estimator, method, **kw):
     return SVPGConfig(**(base | kw))
 
 
-@pytest.mark.parametrize("env_id, estimator, method", CASES)
-def test_each_seed_of_a_batch_is_its_single_seed_run(tmp_runs, env_id, estimator, method):
-    batched = SVPGTrainer(config(tmp_runs, env_id, estimator, method, iterations=3, seed=4, num_seeds=3, run_name="b"))
-    singles = [SVPGTrainer(config(tmp_runs, env_id, estimator, method, iterations=3, seed=s, run_name=f"s{s}"))
-               for s in (4, 5, 6)]
+@pytest.mark.parametrize("env_id, estimator, method, horizon", CASES)
+def test_each_seed_of_a_batch_is_its_single_seed_run(tmp_runs, env_id, estimator, method, horizon):
+    batched = SVPGTrainer(config(tmp_runs, env_id, estimator, method, horizon=horizon, iterations=3, seed=4,
+                                 num_seeds=3, run_name="b"))
+    singles = [SVPGTrainer(config(tmp_runs, env_id, estimator, method, horizon=horizon, iterations=3, seed=s,
+                                  run_name=f"s{s}")) for s in (4, 5, 6)]
     # the first iteration's rollout is the same: identical discrete actions; Gaussian actions μ + σε
     # whose μ is computed by a batched product of another size (float summation order)
     both = batched.collect()
