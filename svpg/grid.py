@@ -23,6 +23,7 @@ import multiprocessing as mp
 import os
 import shutil
 import signal
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -89,7 +90,13 @@ def _ignore_sigint() -> None:
 
 def _run_local(args: tuple) -> tuple[dict, dict]:
     fn, job = args
-    return job, _resolve(fn)(job, _ignore)
+    try:
+        return job, _resolve(fn)(job, _ignore)
+    except KeyboardInterrupt as e:
+        # A signal stopped the job after it saved its work; the driver, signalled too, reports it. SystemExit
+        # ends the worker quietly: a KeyboardInterrupt would print a traceback, and a result sent after the
+        # driver stopped the pool would block the worker on the closed result queue.
+        sys.exit(getattr(e, "exit_status", 130))
 
 
 def _ray_trainable(config: dict) -> dict:

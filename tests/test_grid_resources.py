@@ -66,3 +66,18 @@ def test_a_negative_gpu_count_is_refused(capsys, tmp_path):
         harness.main([*RL, "--out", str(tmp_path), "--gpus-per-job", "-1"])
     assert stop.value.code == 2
     assert "argument --gpus-per-job: must be ≥ 0, got -1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("stop, status", [(KeyboardInterrupt(), 130), (SystemExit(143), 143)])
+def test_an_interrupted_grid_says_how_to_resume_in_one_line(monkeypatch, capsys, tmp_path, stop, status):
+    """Ctrl-C, or SIGTERM (the driver's handler exits with 143) while the grid runs: one line and the
+    signal's exit status, no traceback. The workers, signalled too, save a checkpoint and exit quietly."""
+    def run_jobs(fn, jobs, **kwargs):
+        raise stop
+
+    monkeypatch.setattr(harness, "run_jobs", run_jobs)
+    assert harness.main([*RL[:-2], "--methods", "svgd", "--out", str(tmp_path / "grid")]) == status
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == ("python -m svpg.rl.experiments: interrupted; every run keeps its last checkpoint, "
+                       "and the same command resumes the grid")
+    assert not any("Traceback" in line for line in err)

@@ -261,6 +261,11 @@ def run_grid(prog: str, jobs: list[dict], out: Path, backend: str, workers: int,
         except ValueError as e:
             print(f"{prog}: error: {e}", file=sys.stderr)
             return 2
+        except (KeyboardInterrupt, SystemExit) as e:  # Ctrl-C, SIGTERM (workers signalled too save and leave)
+            bar.close()
+            print(f"{prog}: interrupted; every run keeps its last checkpoint, and the same command resumes the grid",
+                  file=sys.stderr)
+            return e.code if isinstance(e, SystemExit) else 130
     return 0
 
 
