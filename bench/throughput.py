@@ -6,10 +6,13 @@ beside Stable-Baselines3 A2C's steps per second measured in the same run.
     python bench/throughput.py --task swingup       # svpg/CartPoleSwingUp-v0
     python bench/throughput.py --task pendulum --device cuda
     python bench/throughput.py --num-seeds 5        # S²VGD: 5 seeds as one batched run beside 1 seed
+    python bench/throughput.py --task swingup --cells svgd,svgd-star,s2vgd-K1,s2vgd-K4,s2vgd-K1-mvg
 
 With ``--num-seeds S`` the S²VGD rows compare S seeds trained as one batched computation
 (``train.py --num-seeds S``; steps of all seeds count) with a single seed, instead of S²VGD with
-plain SVGD.
+plain SVGD. With ``--cells`` the rows are cells of the structure ablation (:mod:`svpg.rl.ablation`
+names) trained on the task's preset, and the cost of an iteration is given relative to the first cell;
+SB3 is not run.
 """
 from __future__ import annotations
 
@@ -51,11 +54,11 @@ def svpg_steps_per_second(env_id: str, variants: dict[str, dict], args) -> tuple
 
     trainers = {}
     for label, fields in variants.items():
-        cfg = SVPGConfig(
-            env_id=env_id, householder=args.householder, num_particles=args.particles,
-            samples_per_particle=args.samples, iterations=1, device=args.device, threads=args.threads,
-            log_dir=tempfile.mkdtemp(), progress=False, estimator=args.estimator, **fields,
-        )
+        cfg = SVPGConfig(**({
+            "env_id": env_id, "householder": args.householder, "num_particles": args.particles,
+            "samples_per_particle": args.samples} | fields | {
+            "iterations": 1, "device": args.device, "threads": args.threads, "log_dir": tempfile.mkdtemp(),
+            "progress": False, "estimator": args.estimator}))
         trainers[label] = SVPGTrainer(cfg)
         for _ in range(args.warmup):
             iteration(trainers[label])
@@ -105,8 +108,12 @@ def main() -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--num-seeds", type=int, default=1, help="compare S seeds batched with 1 seed (S²VGD) instead of "
                    "S²VGD with plain SVGD (default: 1)")
+    p.add_argument("--cells", default=None, help="time these structure-ablation cells on the task's preset, e.g. "
+                   "svgd,svgd-star,s2vgd-K4-mvg (see python -m svpg.rl.ablation), instead of S²VGD against SVGD")
     args = p.parse_args()
     env_id = TASKS[args.task]
+    if args.cells:
+        return compare_cells(p, args)
     torch.set_num_threads(args.threads)
     print(f"task {env_id}: M = {args.particles}, {args.samples} samples/particle/iteration, "
           f"{args.estimator}, device {args.device}, {args.threads} torch thread(s), {os.cpu_count()} cores, "
@@ -132,6 +139,33 @@ def main() -> None:
         (r1, l1), (rs, ls) = phases.values()
         print(f"time per iteration, {args.num_seeds} seeds batched ÷ 1 seed: rollout {rs / r1:.2f}×, learning step "
               f"{ls / l1:.2f}× (the ideal is 1×, the cost of {args.num_seeds} separate runs {args.num_seeds}×)")
+
+
+def compare_cells(parser, args) -> None:
+    """Steps/s and seconds per iteration of ablation cells on the task's preset, in alternating blocks."""
+    from svpg.rl.ablation import parse_cells
+    from svpg.rl.config import TASKS as PRESETS, load_preset
+
+    if args.task not in PRESETS:
+        parser.error(f"--cells needs a task with a preset ({', '.join(PRESETS)}), not {args.task!r}")
+    try:
+        cells = parse_cells(args.cells)
+    except ValueError as e:
+        parser.error(str(e))
+    preset = load_preset(args.task)
+    preset.pop("iterations", None)
+    variants = {c.name: preset | {"method": c.method} | c.settings() for c in cells}
+    print(f"task {preset['env_id']} preset: M = {preset['num_particles']}, {preset['samples_per_particle']} "
+          f"samples/particle/iteration, {args.estimator}, device {args.device}, {args.threads} torch thread(s), "
+          f"{os.cpu_count()} cores, torch {torch.__version__}")
+    rates, phases = svpg_steps_per_second(preset["env_id"], variants, args)
+    first = next(iter(rates.values()))
+    print("\n| cell | env steps/s (whole iterations) | s / iteration | ms / iteration: rollout | learning step | "
+          f"cost ÷ {cells[0].name} |\n|---|---:|---:|---:|---:|---:|")
+    steps = preset["num_particles"] * preset["samples_per_particle"]
+    for label, rate in rates.items():
+        rollout, learn = phases[label]
+        print(f"| {label} | {rate:,.0f} | {steps / rate:.3f} | {rollout:,.0f} | {learn:,.0f} | {first / rate:.2f}× |")
 
 
 if __name__ == "__main__":
