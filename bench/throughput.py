@@ -112,9 +112,9 @@ def main() -> None:
                    "svgd,svgd-star,s2vgd-K4-mvg (see python -m svpg.rl.ablation), instead of S²VGD against SVGD")
     args = p.parse_args()
     env_id = TASKS[args.task]
+    torch.set_num_threads(args.threads)
     if args.cells:
         return compare_cells(p, args)
-    torch.set_num_threads(args.threads)
     print(f"task {env_id}: M = {args.particles}, {args.samples} samples/particle/iteration, "
           f"{args.estimator}, device {args.device}, {args.threads} torch thread(s), {os.cpu_count()} cores, "
           f"torch {torch.__version__}")
@@ -152,8 +152,7 @@ def compare_cells(parser, args) -> None:
         cells = parse_cells(args.cells)
     except ValueError as e:
         parser.error(str(e))
-    preset = load_preset(args.task)
-    preset.pop("iterations", None)
+    preset = load_preset(args.task)  # its iterations give way to the benchmark's own blocks
     variants = {c.name: preset | {"method": c.method} | c.settings() for c in cells}
     print(f"task {preset['env_id']} preset: M = {preset['num_particles']}, {preset['samples_per_particle']} "
           f"samples/particle/iteration, {args.estimator}, device {args.device}, {args.threads} torch thread(s), "
