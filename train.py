@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     from svpg.io import WriteError
     from svpg.rl.trainer import NonFiniteError, TrainingInterrupted
+    from svpg.runs import RunFolderInUse
 
     cfg = trainer.config
     folders = " ".join(map(str, trainer.run_dirs))
@@ -120,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"train.py: error: {e}; nothing was saved over the last checkpoint. Start a new run with a smaller --lr "
               f"(or a larger --alpha)", file=sys.stderr)
         return 1
+    except RunFolderInUse as e:
+        print(f"train.py: error: {e}", file=sys.stderr)
+        return 2
     except (WriteError, CheckpointError) as e:
         print(f"train.py: error: {e}; once fixed, continue with: {resume_hint}", file=sys.stderr)
         return 2
@@ -129,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for k, (seed, run_dir) in enumerate(zip(trainer.seeds, trainer.run_dirs)):
                 returns = evaluate_particles(trainer.seed_policy(k), cfg.env_id, cfg.eval_episodes,
-                                             seed=int_seed(seed, "evaluation"), max_episode_steps=trainer.horizon)
+                                             seed=int_seed(seed, "evaluation"), max_episode_steps=trainer.horizon,
+                                             env_kwargs=cfg.env_kwargs)
                 print(f"\nevaluation of {run_dir}: {cfg.eval_episodes} deterministic episodes per particle on {cfg.env_id}\n")
                 print(format_table(returns))
         except KeyboardInterrupt:

@@ -41,7 +41,7 @@ def iteration(trainer):
         batch = trainer.collect()
     t1 = time.perf_counter()
     with torch_threads(trainer.update_threads):
-        scalars = trainer.learn(batch)
+        scalars = trainer.train_iteration(batch)
     return batch, scalars, t1 - t0, time.perf_counter() - t1
 
 

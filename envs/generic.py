@@ -1,7 +1,8 @@
-"""Generic (slow) path: any Gymnasium environment id as a :class:`~envs.base.BatchedEnv`.
+"""Generic (slow) path: any Gymnasium environment as a :class:`~envs.base.BatchedEnv`.
 
-Wraps ``gym.make_vec(env_id, num_envs, vectorization_mode="sync")`` with same-step autoreset and
-converts numpy <-> torch at every step (a host round trip, so this path is for coverage, not speed).
+Wraps ``gym.make_vec(env_id, num_envs, vectorization_mode="sync")`` (or a ``SyncVectorEnv`` of a
+factory's environments, or a user's vector env) with same-step autoreset and converts numpy <-> torch
+at every step (a host round trip, so this path is for coverage, not speed).
 Observations are flattened (``Discrete`` observations are one-hot encoded); ``Box`` actions are clipped
 to the action space before they are applied, as Stable-Baselines3 does.
 """
@@ -18,11 +19,13 @@ from .base import BatchedEnv, StepResult
 class GymVectorEnv(BatchedEnv):
     """``num_envs`` copies of a Gymnasium environment in a ``SyncVectorEnv``, torch in and out.
 
-    :param env_id: a registered Gymnasium id.
+    :param env_id: a registered Gymnasium id (also ``module:Id``), or a zero-argument callable that
+        returns a new ``gym.Env`` (each of the ``num_envs`` environments is one call), or a
+        ``gym.vector.VectorEnv`` with ``num_envs`` environments and same-step autoreset.
     :param num_envs: number of environments (>= 1).
     :param max_episode_steps: time limit override (default: the id's registered limit; ``None`` if it
         has none).
-    :param env_kwargs: extra keyword arguments for ``gym.make``.
+    :param env_kwargs: extra keyword arguments for ``gym.make`` (ids only).
     """
 
     def __init__(
@@ -39,18 +42,39 @@ class GymVectorEnv(BatchedEnv):
         super().__init__(
             num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed
         )
-        self.env_id = env_id
-        if max_episode_steps is not None:
-            env_kwargs["max_episode_steps"] = int(max_episode_steps)
-        self.vec_env = gym.make_vec(
-            env_id,
-            num_envs=self.num_envs,
-            vectorization_mode="sync",
-            vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP},
-            **env_kwargs,
-        )
-        if self.max_episode_steps is None:
-            self.max_episode_steps = gym.spec(env_id).max_episode_steps
+        same_step = gym.vector.AutoresetMode.SAME_STEP
+        if isinstance(env_id, gym.vector.VectorEnv):
+            self.env_id = type(env_id.unwrapped).__name__
+            if env_id.num_envs != self.num_envs:
+                raise ValueError(f"the vector env has {env_id.num_envs} environments, {self.num_envs} are needed")
+            if env_id.metadata.get("autoreset_mode") != same_step:
+                raise ValueError("the vector env must reset on the same step (create it with vector_kwargs="
+                                 "{'autoreset_mode': gym.vector.AutoresetMode.SAME_STEP}), or pass its id or a factory")
+            self.vec_env = env_id
+        elif callable(env_id):
+            self.env_id = getattr(env_id, "__name__", type(env_id).__name__)
+            steps = max_episode_steps
+
+            def make() -> gym.Env:
+                env = env_id()
+                if not isinstance(env, gym.Env):
+                    raise ValueError(f"the env factory returned a {type(env).__name__}, not a gymnasium.Env")
+                return gym.wrappers.TimeLimit(env, int(steps)) if steps else env
+
+            self.vec_env = gym.vector.SyncVectorEnv([make] * self.num_envs, autoreset_mode=same_step)
+        else:
+            self.env_id = env_id
+            if max_episode_steps is not None:
+                env_kwargs["max_episode_steps"] = int(max_episode_steps)
+            self.vec_env = gym.make_vec(
+                env_id,
+                num_envs=self.num_envs,
+                vectorization_mode="sync",
+                vector_kwargs={"autoreset_mode": same_step},
+                **env_kwargs,
+            )
+            if self.max_episode_steps is None:
+                self.max_episode_steps = gym.spec(env_id.split(":")[-1]).max_episode_steps
         self._seed = seed
         obs_space = self.vec_env.single_observation_space
         if isinstance(obs_space, gym.spaces.Discrete):

@@ -30,6 +30,23 @@ def option(default, help: str, **kw):
     return dataclasses.field(default=default, metadata={"help": help, **kw})
 
 
+def option_factory(factory, help: str, **kw):
+    """:func:`option` for a mutable default (a dict), built fresh for every instance."""
+    return dataclasses.field(default_factory=factory, metadata={"help": help, **kw})
+
+
+def _json_object(text: str) -> dict:
+    import json
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"key\": 1}}', got {text!r} ({e})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"key\": 1}}', got {text!r}")
+    return value
+
+
 def _parse_bool(text: str) -> bool:
     value = text.strip().lower()
     if value in ("1", "true", "yes", "on"):
@@ -71,6 +88,9 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[st
         elif hint == tuple[int, ...]:
             kwargs.update(type=_int_tuple, metavar="W1,W2")
             kwargs["help"] = f.metadata.get("help", "") + f" (default: {','.join(map(str, default))})"
+        elif hint is dict:
+            kwargs.update(type=_json_object, metavar="JSON")
+            kwargs["help"] = f.metadata.get("help", "") + f" (default: {json_text(default)})"
         elif hint == tuple[float, ...]:
             kwargs.update(type=_float_tuple, metavar="S1,S2,…")
             kwargs["help"] = f.metadata.get("help", "") + f" (default: {','.join(map(str, default)) or 'none'})"
@@ -79,6 +99,12 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[st
         if "choices" in f.metadata:
             kwargs["choices"] = f.metadata["choices"]
         parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, **kwargs)
+
+
+def json_text(value) -> str:
+    import json
+
+    return json.dumps(value)
 
 
 def dataclass_from_args(cls, args: argparse.Namespace):
@@ -107,6 +133,10 @@ def _typed(name: str, hint, value, source: str):
         if not isinstance(value, str):
             raise bad("a string")
         return value
+    if hint is dict:
+        if not isinstance(value, dict):
+            raise bad("a JSON object")
+        return dict(value)
     if typing.get_origin(hint) is tuple:
         (item, _) = typing.get_args(hint)
         if not isinstance(value, (list, tuple)):

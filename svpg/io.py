@@ -85,6 +85,8 @@ def resolve_checkpoint(path: str | Path) -> Path:
     path = Path(path)
     if path.is_dir():
         path = path / MODEL_FILE
+    if not path.exists() and not path.suffix and path.with_suffix(".safetensors").exists():
+        path = path.with_suffix(".safetensors")  # model.save("name") wrote name.safetensors
     if not path.exists():
         raise FileNotFoundError(
             f"no checkpoint at {path}: pass a run folder (runs/<run-name>) or a .safetensors file written by svpg"
@@ -137,3 +139,42 @@ def load_state(path: str | Path) -> dict:
                               f"it was not loaded") from None
     except Exception as e:  # torch raises several types for damaged zip files
         raise CheckpointError(f"{path} is corrupt or truncated ({type(e).__name__})") from None
+
+
+def flatten_state(state, prefix: str) -> tuple[dict[str, torch.Tensor], object]:
+    """A nested state (dicts, lists, tensors, numbers, strings) as safetensors tensors plus a JSON
+    skeleton that names them, so optimizer and critic state is saved without pickle.
+
+    Dict keys keep their type (an optimizer's state is keyed by int); see :func:`unflatten_state`.
+    """
+    tensors: dict[str, torch.Tensor] = {}
+
+    def walk(obj, path: str):
+        if isinstance(obj, torch.Tensor):
+            tensors[path] = obj.detach()
+            return {"__tensor__": path}
+        if isinstance(obj, dict):
+            return {"__dict__": [[k, walk(v, f"{path}.{k}")] for k, v in obj.items()]}
+        if isinstance(obj, (list, tuple)):
+            return {"__list__": [walk(v, f"{path}.{i}") for i, v in enumerate(obj)], "tuple": isinstance(obj, tuple)}
+        if obj is None or isinstance(obj, (bool, int, float, str)):
+            return obj
+        raise TypeError(f"cannot save a {type(obj).__name__} in a checkpoint ({path})")
+
+    return tensors, walk(state, prefix)
+
+
+def unflatten_state(skeleton, tensors: dict[str, torch.Tensor]):
+    """The inverse of :func:`flatten_state`; a CheckpointError if a named tensor is missing."""
+    if isinstance(skeleton, dict):
+        if "__tensor__" in skeleton:
+            try:
+                return tensors[skeleton["__tensor__"]]
+            except KeyError:
+                raise CheckpointError(f"the checkpoint lacks the tensor {skeleton['__tensor__']!r}") from None
+        if "__dict__" in skeleton:
+            return {k: unflatten_state(v, tensors) for k, v in skeleton["__dict__"]}
+        if "__list__" in skeleton:
+            items = [unflatten_state(v, tensors) for v in skeleton["__list__"]]
+            return tuple(items) if skeleton.get("tuple") else items
+    return skeleton

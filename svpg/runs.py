@@ -139,6 +139,91 @@ def resumed_config(run_dir: Path, cls, typed: set[str], values: dict, allowed: t
     return dataclasses.replace(config, **{k: values[k] for k in typed}), recorded
 
 
+LOCK_FILE = ".lock"
+
+
+class RunFolderInUse(ValueError):
+    """Another process is writing the run folder."""
+
+
+class RunLock:
+    """One writer per run folder: an advisory lock (``flock``) on ``<run>/.lock`` that names its holder.
+
+    The kernel releases it whenever the holding process ends, however it ends, so a lock file left by
+    a killed process is stale by construction and the next writer simply takes it over. Every front end
+    takes it before it trains, resumes or grids into a folder.
+
+    >>> lock = RunLock(run_dir).acquire()    # RunFolderInUse if another process holds it
+    >>> lock.release()
+    """
+
+    def __init__(self, run_dir: str | Path):
+        self.path = Path(run_dir) / LOCK_FILE
+        self.file = None
+        self.previous: dict | None = None  # the holder recorded by a process that has ended
+
+    @property
+    def held(self) -> bool:
+        return self.file is not None
+
+    def acquire(self) -> "RunLock":
+        import fcntl
+        import socket
+        import sys
+
+        if self.file is not None:
+            return self
+        try:
+            f = open(self.path, "a+")
+        except OSError as e:
+            raise ValueError(f"cannot lock {self.path.parent} ({_os_reason(e)}): make it writable") from None
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.seek(0)
+            holder = _parse_holder(f.read())
+            f.close()
+            who = (f"process {holder.get('pid', '?')} on {holder.get('host', '?')} ({holder.get('command', '?')})"
+                   if holder else "another process")
+            raise RunFolderInUse(f"run folder {self.path.parent} is in use by {who}: wait for it to finish or stop it "
+                                 f"(one writer per run folder)") from None
+        f.seek(0)
+        self.previous = _parse_holder(f.read()) or None
+        f.seek(0)
+        f.truncate()
+        f.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv)[:200],
+                            "since": int(time.time())}))
+        f.flush()
+        self.file = f
+        return self
+
+    def release(self) -> None:
+        if self.file is not None:
+            import fcntl
+
+            try:
+                self.file.seek(0)
+                self.file.truncate()
+                fcntl.flock(self.file.fileno(), fcntl.LOCK_UN)
+            finally:
+                self.file.close()
+                self.file = None
+
+    def __enter__(self) -> "RunLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _parse_holder(text: str) -> dict:
+    try:
+        holder = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    return holder if isinstance(holder, dict) else {}
+
+
 class TensorBoardLogger:
     """Scalars to TensorBoard with one host sync per call (values may be 0-d tensors).
 

@@ -41,7 +41,7 @@ def check_consistent(run: Path, reference_rows: list[dict]) -> int:
     count = ProgressCSV.count(run / "progress.csv")
     assert [deterministic(r) for r in rows[:count]] == reference_rows[:count], "rows equal the uninterrupted run's"
     complete = checkpoints.listed(run)
-    thetas = [checkpoints.load_checkpoint(path, count).policy.theta for _, path in complete]  # raises if inconsistent
+    thetas = [load_policy(checkpoints.load_checkpoint(path, count).path).theta for _, path in complete]  # raises if inconsistent
     if (run / "model.safetensors").exists():
         model = load_policy(run).theta
         assert any(torch.equal(model, t) for t in thetas[:2]), "model.safetensors is the newest or the one before"

@@ -15,6 +15,7 @@ import envs
 from svpg.io import CheckpointError
 from svpg.rl import checkpoints
 from svpg.rl.config import SVPGConfig
+from svpg.rl.policies import load_policy, save_policy
 from svpg.rl.trainer import NonFiniteError, SVPGTrainer
 from svpg.seeding import int_seed, torch_generator
 
@@ -120,11 +121,12 @@ def test_an_incomplete_latest_checkpoint_falls_back_to_the_newest_consistent_one
     straight = SVPGTrainer(small(tmp_runs, run_name="straight"))
     straight.train()
     folder = straight.run_dir / "checkpoints"
-    # as if killed while iteration 4's pair was written: its state is iteration 2's
-    (folder / "iter_000004.state.pt").write_bytes((folder / "iter_000002.state.pt").read_bytes())
+    # as if the disk lost the end of iteration 4's checkpoint
+    data = (folder / "iter_000004.safetensors").read_bytes()
+    (folder / "iter_000004.safetensors").write_bytes(data[: len(data) // 2])
     resumed = SVPGTrainer.resume(straight.run_dir, iterations=4)
     assert resumed.iteration == 2
-    assert any("skipped iter_000004.safetensors" in n and "stamps" in n for n in resumed.notes)
+    assert any("skipped iter_000004.safetensors" in n and "corrupt or truncated" in n for n in resumed.notes)
     assert torch.equal(resumed.train().theta, straight.policy.theta)
 
 
@@ -132,34 +134,32 @@ def test_a_model_file_left_behind_its_checkpoint_is_refreshed_on_resume(tmp_runs
     trainer = SVPGTrainer(small(tmp_runs, run_name="behind"))
     trainer.train()
     # as if killed between iteration 4's checkpoint and the copy to model.safetensors
-    checkpoints.save_policy(checkpoints.load_policy(trainer.run_dir / "checkpoints" / "iter_000002.safetensors"),
-                            trainer.run_dir / "model.safetensors")
+    (trainer.run_dir / "model.safetensors").write_bytes((trainer.run_dir / "checkpoints" / "iter_000002.safetensors").read_bytes())
     resumed = SVPGTrainer.resume(trainer.run_dir)
     assert resumed.finished and any("model.safetensors now holds iter_000004" in n for n in resumed.notes)
-    assert torch.equal(checkpoints.load_policy(trainer.run_dir).theta, trainer.policy.theta)
+    assert torch.equal(load_policy(trainer.run_dir).theta, trainer.policy.theta)
 
 
 def test_no_consistent_checkpoint_is_a_one_line_refusal(tmp_runs):
     trainer = SVPGTrainer(small(tmp_runs, checkpoint_every=0, run_name="broken"))
     trainer.train()
-    (trainer.run_dir / "checkpoints" / "iter_000004.state.pt").write_bytes(b"garbage")
+    (trainer.run_dir / "checkpoints" / "iter_000004.safetensors").write_bytes(b"garbage")
     with pytest.raises(CheckpointError, match="no consistent checkpoint"):
         SVPGTrainer.resume(trainer.run_dir, iterations=6)
 
 
-def test_a_state_file_holding_foreign_objects_is_never_unpickled(tmp_runs):
-    import pickle
-
+def test_a_policy_only_file_is_not_a_checkpoint(tmp_runs):
+    # svpg.load's format (θ and spec only) carries no training state: resume refuses it, saying so
     trainer = SVPGTrainer(small(tmp_runs, checkpoint_every=0, run_name="foreign"))
     trainer.train()
-    (trainer.run_dir / "checkpoints" / "iter_000004.state.pt").write_bytes(pickle.dumps(Path(".")))
+    save_policy(load_policy(trainer.run_dir), trainer.run_dir / "checkpoints" / "iter_000004.safetensors")
     with pytest.raises(CheckpointError) as err:
         SVPGTrainer.resume(trainer.run_dir, iterations=6)
-    assert "weights_only" not in str(err.value) and "not written by svpg" in str(err.value)
+    assert "not a complete checkpoint" in str(err.value)
 
 
 @pytest.mark.parametrize("spelling", ["iter_000002", "iter_2", "2", "iter_000002.safetensors",
-                                      "runs/x/checkpoints/iter_000002.safetensors", "iter_000002.state.pt"])
+                                      "runs/x/checkpoints/iter_000002.safetensors"])
 def test_from_accepts_any_spelling_of_a_checkpoint(spelling):
     assert checkpoints.parse_checkpoint(spelling) == 2
 
@@ -296,20 +296,22 @@ def test_a_full_disk_is_one_line_and_keeps_the_last_checkpoint(tmp_path, cli, mo
     import errno
 
     args = ["train.py", *SMALL, "--iterations", "4", "--checkpoint-every", "2", "--log-dir", tmp_path, "--run-name", "d"]
-    real_save = torch.save
+    import svpg.io
+
+    real_save = svpg.io.save_file
     calls = []
 
-    def save(obj, f, *a, **kw):  # the second checkpoint's state file hits a full disk
+    def save(tensors, f, *a, **kw):  # the second checkpoint (after iteration 2's and its model copy) hits a full disk
         calls.append(f)
-        if len(calls) == 2:
+        if len(calls) == 3:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real_save(obj, f, *a, **kw)
+        return real_save(tensors, f, *a, **kw)
 
-    monkeypatch.setattr(torch, "save", save)
+    monkeypatch.setattr(svpg.io, "save_file", save)
     out = cli(*args)
     one_line_error(out, "No space left on device", "--resume")
     run = tmp_path / "d"
     assert [it for it, _ in checkpoints.listed(run)] == [2] and not list(run.rglob(".*.tmp"))
-    monkeypatch.setattr(torch, "save", real_save)
+    monkeypatch.setattr(svpg.io, "save_file", real_save)
     assert cli("train.py", "--resume", run).returncode == 0
     assert [it for it, _ in checkpoints.listed(run)] == [4, 2]

@@ -94,7 +94,7 @@ def test_checkpoint_writes_are_atomic(run_dir):
     path, _ = run_dir
     leftovers = [p.name for p in path.rglob("*.tmp")]
     assert leftovers == []
-    assert sorted(p.name for p in (path / "checkpoints").iterdir()) == ["iter_000002.safetensors", "iter_000002.state.pt"]
+    assert sorted(p.name for p in (path / "checkpoints").iterdir()) == ["iter_000002.safetensors"]
 
 
 def test_obs_scale_survives_save_and_load_and_old_checkpoints_load_without_it(tmp_path):

@@ -1,15 +1,11 @@
-"""RL checkpoints: one consistent unit per saved iteration, and the choice of where to resume.
+"""RL checkpoints: one file per saved iteration, and the choice of where to resume.
 
-A checkpoint of iteration n is a pair in ``<run>/checkpoints/``:
-
-* ``iter_<n>.safetensors``: the particles θ with the policy spec and config (what ``svpg.load`` reads),
-* ``iter_<n>.state.pt``: the optimizer, the critics and the last returns,
-
-both stamped with the same ``{iteration, progress_rows, theta_sha256}``. The pair is written state first,
-model second, each atomically, after ``progress.csv`` is durable up to row n; a run folder's
-``model.safetensors`` is a copy of the newest pair's model. A process killed at any moment therefore
-leaves either a complete pair or a state file without its model (an incomplete checkpoint, skipped on
-resume), and ``progress.csv`` is never behind a complete pair.
+A checkpoint of iteration n is ``<run>/checkpoints/iter_<n>.safetensors``, a :meth:`svpg.SVPG.save`
+file (θ, the SVGD optimizer, the critics, the last returns, the config and the iteration) stamped with
+``{iteration, progress_rows, theta_sha256}``. It is written atomically after ``progress.csv`` is
+durable up to row n, and a run folder's ``model.safetensors`` is then a copy of it. A process killed at
+any moment therefore leaves complete checkpoints only (and perhaps a ``.*.tmp`` file, removed on
+resume), and ``progress.csv`` is never behind one.
 """
 from __future__ import annotations
 
@@ -21,12 +17,11 @@ from pathlib import Path
 
 import torch
 
-from svpg.io import CheckpointError, load_state, save_state
-from svpg.rl.policies import ParticlePolicy, load_policy, save_policy
+from svpg.io import CheckpointError, load_tensors, save_tensors
+from svpg.rl.policies import POLICY_KIND
 
 CHECKPOINT_DIR = "checkpoints"
 MODEL_SUFFIX = ".safetensors"
-STATE_SUFFIX = ".state.pt"
 _NAME = re.compile(r"^iter_(\d+)\.safetensors$")
 
 
@@ -35,31 +30,27 @@ def checkpoint_name(iteration: int) -> str:
 
 
 def theta_digest(theta: torch.Tensor) -> str:
-    """SHA-256 of θ's bytes: ties a state file to the exact particles it was saved with."""
+    """SHA-256 of θ's bytes: ties a stamp to the exact particles it was saved with."""
     return hashlib.sha256(theta.detach().cpu().contiguous().numpy().tobytes()).hexdigest()
 
 
-def stamp(policy: ParticlePolicy, iteration: int, progress_rows: int) -> dict:
-    return {"iteration": int(iteration), "progress_rows": int(progress_rows), "theta_sha256": theta_digest(policy.theta)}
-
-
-def save_checkpoint(run_dir: Path, policy: ParticlePolicy, state: dict, metadata: dict, stamp_: dict) -> Path:
-    """Write the pair for ``stamp_['iteration']`` (state, then model), then refresh ``model.safetensors``."""
-    folder = Path(run_dir) / CHECKPOINT_DIR
-    base = folder / checkpoint_name(stamp_["iteration"])
-    save_state(base.with_name(base.name + STATE_SUFFIX), {**state, "stamp": stamp_})
-    model = save_policy(policy, base.with_name(base.name + MODEL_SUFFIX), {**metadata, "stamp": stamp_})
-    save_policy(policy, Path(run_dir) / "model.safetensors", {**metadata, "stamp": stamp_})
-    return model
+def save_checkpoint(run_dir: Path, model, seed_index: int, progress_rows: int) -> Path:
+    """Write seed ``seed_index``'s state of ``model`` as the checkpoint of its iteration, then refresh
+    ``model.safetensors``."""
+    tensors, metadata = model.seed_state(seed_index)
+    metadata["stamp"] = {"iteration": int(model.iteration), "progress_rows": int(progress_rows),
+                         "theta_sha256": theta_digest(tensors["theta"])}
+    path = Path(run_dir) / CHECKPOINT_DIR / (checkpoint_name(model.iteration) + MODEL_SUFFIX)
+    save_tensors(path, tensors, POLICY_KIND, metadata)
+    save_tensors(Path(run_dir) / "model.safetensors", tensors, POLICY_KIND, metadata)
+    return path
 
 
 @dataclass
 class Checkpoint:
-    """A verified pair: the loaded policy and state, and the stamp they share."""
+    """A verified checkpoint file and its stamp."""
 
-    path: Path  # the model file
-    policy: ParticlePolicy
-    state: dict
+    path: Path
     stamp: dict
 
     @property
@@ -68,30 +59,24 @@ class Checkpoint:
 
 
 def listed(run_dir: Path) -> list[tuple[int, Path]]:
-    """(iteration, model path) of every checkpoint model file, newest first."""
+    """(iteration, path) of every checkpoint file, newest first."""
     folder = Path(run_dir) / CHECKPOINT_DIR
     found = [(int(m.group(1)), p) for p in folder.glob("iter_*" + MODEL_SUFFIX) if (m := _NAME.match(p.name))]
     return sorted(found, reverse=True)
 
 
-def load_checkpoint(model_path: Path, progress_rows: int, device="cpu") -> Checkpoint:
-    """Load and verify one pair; a CheckpointError says what disagrees."""
-    model_path = Path(model_path)
-    state_path = model_path.with_name(model_path.name[: -len(MODEL_SUFFIX)] + STATE_SUFFIX)
-    policy = load_policy(model_path, device=device)
-    model_stamp = policy.metadata.get("stamp")
-    if not state_path.exists():
-        raise CheckpointError(f"{model_path.name} has no {state_path.name}")
-    state = load_state(state_path)
-    if model_stamp is None or state.get("stamp") != model_stamp:
-        raise CheckpointError(f"{model_path.name} and {state_path.name} carry different stamps")
-    if theta_digest(policy.theta) != model_stamp["theta_sha256"]:
-        raise CheckpointError(f"θ in {model_path.name} does not match its stamp")
-    if progress_rows < model_stamp["progress_rows"]:
-        raise CheckpointError(
-            f"progress.csv has {progress_rows} rows but {model_path.name} was saved after {model_stamp['progress_rows']}"
-        )
-    return Checkpoint(model_path, policy, state, model_stamp)
+def load_checkpoint(path: Path, progress_rows: int, device="cpu") -> Checkpoint:
+    """Read and verify one checkpoint; a CheckpointError says what disagrees."""
+    path = Path(path)
+    tensors, meta, _ = load_tensors(path, expected_kind=POLICY_KIND)
+    stamp = meta.get("stamp")
+    if not isinstance(stamp, dict) or "optimizer" not in meta:
+        raise CheckpointError(f"{path.name} is not a complete checkpoint (no stamp or training state)")
+    if "theta" not in tensors or theta_digest(tensors["theta"]) != stamp.get("theta_sha256"):
+        raise CheckpointError(f"θ in {path.name} does not match its stamp")
+    if progress_rows < stamp["progress_rows"]:
+        raise CheckpointError(f"progress.csv has {progress_rows} rows but {path.name} was saved after {stamp['progress_rows']}")
+    return Checkpoint(path, stamp)
 
 
 def refresh_model(run_dir: Path, point: Checkpoint) -> bool:
@@ -99,18 +84,27 @@ def refresh_model(run_dir: Path, point: Checkpoint) -> bool:
     between a checkpoint and the copy leaves it one checkpoint behind); True if it was rewritten."""
     path = Path(run_dir) / "model.safetensors"
     try:
-        if load_policy(path).metadata.get("stamp") == point.stamp:
+        if load_tensors(path)[1].get("stamp") == point.stamp:
             return False
     except (CheckpointError, FileNotFoundError):
         pass
-    save_policy(point.policy, path, point.policy.metadata)
+    tensors, meta, _ = load_tensors(point.path)
+    save_tensors(path, tensors, POLICY_KIND, meta)
     return True
+
+
+def prune(run_dir: Path, keep: int) -> list[Path]:
+    """Delete all but the newest ``keep`` checkpoints (a CheckpointCallback with ``keep_last``)."""
+    old = [p for _, p in listed(run_dir)[keep:]]
+    for p in old:
+        p.unlink(missing_ok=True)
+    return old
 
 
 def parse_checkpoint(text: str) -> int:
     """The iteration named by ``iter_000040``, ``iter_40``, ``40``, a file name or a path."""
     name = Path(str(text)).name
-    m = re.fullmatch(r"(?:iter_)?0*(\d+)(?:\.safetensors|\.state\.pt)?", name)
+    m = re.fullmatch(r"(?:iter_)?0*(\d+)(?:\.safetensors)?", name)
     if not m:
         raise ValueError(f"--from {text!r} does not name a checkpoint: use e.g. iter_000040 or 40")
     return int(m.group(1))
@@ -145,7 +139,7 @@ def find_resume_point(run_dir: Path, progress_rows: int, iteration: int | None =
 
 
 def files_after(run_dir: Path, iteration: int) -> list[Path]:
-    """Checkpoint files (complete or not) of iterations after ``iteration``."""
+    """Checkpoint files of iterations after ``iteration`` (also other files named ``iter_<n>.*``)."""
     found = []
     for p in (Path(run_dir) / CHECKPOINT_DIR).glob("iter_*"):
         m = re.match(r"^iter_(\d+)\.", p.name)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from svpg.cli import dataclass_from_dict
 from svpg.cli import option as _f
+from svpg.cli import option_factory
 from svpg.core.priors import PRIORS
 from svpg.core.svgd import OPTIMIZERS
 from svpg.runtime import DEFAULT_THREADS
@@ -23,16 +24,23 @@ METHODS = {
 ESTIMATORS = ("reinforce", "a2c")
 BASELINES = ("linear", "none")  # REINFORCE's
 #: Options that ``--resume`` may change: how long to train and how, not what is trained.
-RESUMABLE_OPTIONS = ("iterations", "total_steps", "eval_episodes", "progress", "threads", "device", "checkpoint_every")
+RESUMABLE_OPTIONS = ("iterations", "total_steps", "eval_episodes", "progress", "threads", "device", "checkpoint_every",
+                     "keep_checkpoints")
 DEFAULT_HORIZON = 1000  # for Gymnasium ids registered without a time limit
 
 
-def default_horizon(env_id: str) -> int:
-    """The id's registered time limit, or :data:`DEFAULT_HORIZON`."""
+def default_horizon(env_id) -> int:
+    """The id's registered time limit (``module:Id`` imports ``module``), or :data:`DEFAULT_HORIZON`
+    (also for factories and env instances, whose time limit, if any, stays in force)."""
     import gymnasium as gym
 
+    if not isinstance(env_id, str):
+        return DEFAULT_HORIZON
     try:
-        steps = gym.spec(env_id).max_episode_steps
+        import envs
+
+        envs.check_registered(env_id)
+        steps = gym.spec(env_id.rpartition(":")[2]).max_episode_steps
     except Exception:
         steps = None
     return int(steps or DEFAULT_HORIZON)
@@ -42,7 +50,9 @@ def default_horizon(env_id: str) -> int:
 class SVPGConfig:
     """Stein variational policy gradient (eq. 19 of S²VGD) on a vectorized Gymnasium task."""
 
-    env_id: str = _f("CartPole-v1", "Gymnasium environment id (svpg/* and CartPole-v1 run on the fast batched path)")
+    env_id: str = _f("CartPole-v1", "Gymnasium environment id, also Gymnasium's module:Id form for your own package's envs "
+                     "(svpg/* and CartPole-v1 run on the fast batched path)")
+    env_kwargs: dict = option_factory(dict, "keyword arguments of gym.make for --env-id, as a JSON object, e.g. '{\"g\": 9.81}'")
     method: str = _f("s2vgd", " | ".join(METHODS) + " (see the list below)", choices=tuple(METHODS))
     estimator: str = _f("reinforce", "reinforce (standardised reward-to-go) | a2c (GAE with a critic per particle)", choices=ESTIMATORS)
     num_particles: int = _f(16, "M, the number of policy particles")
@@ -81,10 +91,23 @@ class SVPGConfig:
     log_dir: str = _f("runs", "parent folder of run folders")
     run_name: str = _f("", "run folder name; an existing one is refused (empty: <env>__<method>__<seed>__<time>)")
     checkpoint_every: int = _f(10, "save a checkpoint every this many iterations (0: only at the end)")
+    keep_checkpoints: int = _f(0, "keep only the newest this many checkpoints (0: all); the run's model.safetensors is always kept")
     eval_episodes: int = _f(20, "episodes per particle in the final evaluation (0: skip)")
     progress: bool = _f(True, "show a progress bar")
 
     def validate(self) -> "SVPGConfig":
+        """Self, checked: a one-line ValueError naming every wrong field (type first, then range)."""
+        import dataclasses
+        import typing
+
+        from svpg.cli import _typed
+
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):  # e.g. num_particles="16" from Python: refused, not compared as a string
+            try:
+                object.__setattr__(self, f.name, _typed(f.name, hints[f.name], getattr(self, f.name), "invalid configuration"))
+            except ValueError as e:
+                raise ValueError(f"{e} (argument {f.name})") from None
         problems = []
         if self.method not in METHODS:
             problems.append(f"--method {self.method!r}: choose from {', '.join(METHODS)}")
@@ -93,7 +116,8 @@ class SVPGConfig:
         for name in ("num_particles", "samples_per_particle", "num_seeds"):
             if getattr(self, name) < 1:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 1, got {getattr(self, name)}")
-        for name in ("iterations", "total_steps", "horizon", "householder", "checkpoint_every", "eval_episodes", "threads"):
+        for name in ("iterations", "total_steps", "horizon", "householder", "checkpoint_every", "eval_episodes", "threads",
+                     "keep_checkpoints"):
             if getattr(self, name) < 0:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 0, got {getattr(self, name)}")
         if self.iterations == 0 and self.total_steps == 0:
@@ -122,7 +146,7 @@ class SVPGConfig:
             if not ok:
                 problems.append(f"--bandwidth must be 'median' or a positive number, got {self.bandwidth!r}")
         if problems:
-            raise ValueError("invalid configuration:\n  " + "\n  ".join(problems))
+            raise ValueError("invalid configuration: " + "; ".join(problems))
         return self
 
     def kernel_spec(self) -> str | float:

@@ -12,20 +12,23 @@ from svpg.seeding import int_seed, torch_generator
 @torch.no_grad()
 def evaluate_particles(
     policy: ParticlePolicy,
-    env_id: str,
+    env_id,
     episodes: int = 20,
     *,
     seed: int = 0,
     particles: list[int] | None = None,
     deterministic: bool = True,
     max_episode_steps: int | None = None,
+    env_kwargs: dict | None = None,
 ) -> torch.Tensor:
     """Undiscounted returns of ``episodes`` episodes of each chosen particle: (P, episodes).
 
     All particles × episodes run at once, one episode per environment. The start states and the
     action noise (``deterministic=False``) come from separate streams of ``seed``.
+
+    :param env_id: an id (with ``env_kwargs``) or a zero-argument env factory.
     """
-    if max_episode_steps is None and not envs.is_fast(env_id):
+    if max_episode_steps is None and not (isinstance(env_id, str) and envs.is_fast(env_id)):
         max_episode_steps = default_horizon(env_id)
     if episodes < 1:
         raise ValueError(f"episodes must be ≥ 1, got {episodes}")
@@ -35,7 +38,7 @@ def evaluate_particles(
             raise ValueError(f"particle {i} does not exist: this ensemble has {policy.num_particles} (0…{policy.num_particles - 1})")
     p = len(idx)
     env = envs.make_batched(env_id, p * episodes, device=policy.device, seed=int_seed(seed, "env_reset"),
-                            max_episode_steps=max_episode_steps)
+                            max_episode_steps=max_episode_steps, env_kwargs=env_kwargs)
     if env.obs_dim != policy.spec.obs_dim or env.is_discrete != policy.spec.discrete:
         raise ValueError(
             f"{env_id} has observations of size {env.obs_dim} and {'discrete' if env.is_discrete else 'continuous'} "

@@ -97,8 +97,16 @@ def train_batch(job: dict, report=None) -> dict:
     label = job_label(job)
     t0 = time.perf_counter()
 
-    def forward(iteration: int, per_seed: list[dict]) -> None:
-        report({"iteration": iteration, "ep_rew_mean": sum(v["rollout/ep_rew_mean"] for v in per_seed) / len(per_seed)})
+    from svpg.rl.callbacks import BaseCallback
+
+    class Forward(BaseCallback):
+        """Each iteration's mean return over seeds to ``report`` (Ray Tune's)."""
+
+        def _on_step(self) -> bool:
+            per_seed = self.model.scalars
+            report({"iteration": self.model.iteration,
+                    "ep_rew_mean": sum(v["rollout/ep_rew_mean"] for v in per_seed) / len(per_seed)})
+            return True
 
     for (exists, _), seeds in unfinished(job).items():
         if exists:
@@ -111,7 +119,7 @@ def train_batch(job: dict, report=None) -> dict:
                                 eval_episodes=0, threads=1)
             trainer = SVPGTrainer(config, seeds=seeds)
         if not trainer.finished:
-            trainer.train(callback=forward if report else None)
+            trainer.train(callback=Forward() if report else None)
     return {"seconds": time.perf_counter() - t0}
 
 

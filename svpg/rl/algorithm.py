@@ -1,0 +1,574 @@
+"""``svpg.SVPG``: Stein variational policy gradient as a library, with Stable-Baselines3's interface.
+
+    model = svpg.SVPG("CartPole-v1", seed=0)
+    model.learn(100_000, callback=cb)
+    model.save("cartpole")                       # cartpole.safetensors: everything needed to continue
+    model = svpg.SVPG.load("cartpole")           # continues bit for bit
+    action, _ = model.predict(obs, deterministic=True)
+
+Each iteration every particle collects its own batch, estimates ∇J(θ_j), and all particles take one
+SVGD step on ∇log q(θ) = ∇J(θ)/α + λ ∇log p(θ) (eqs. 17–19 of S²VGD,
+https://proceedings.mlr.press/v84/zhang18a.html; SVPG, https://arxiv.org/abs/1704.02399).
+
+Randomness: the initial particles and critics have their own streams of the seed, and iteration n
+draws its environment resets, action noise and critic minibatch order from streams keyed by n
+(:mod:`svpg.seeding`). The iteration counter is therefore the whole position of every random stream,
+and a saved model continues exactly as the uninterrupted run would.
+
+With ``num_seeds`` S > 1 the seeds ``seed, …, seed + S − 1`` train as one batched computation: an
+(S·M, D) particle tensor, one environment batch, an SVGD kernel per seed (no particle sees another
+seed's), each seed's streams spawned exactly as its single-seed run spawns them. Each seed's run is the
+single-seed run up to float summation order; :meth:`SVPG.seed_state` and :meth:`SVPG.save` (per seed)
+write what that single-seed run would have written.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import envs
+from svpg.core.svgd import SVGD
+from svpg.io import CheckpointError, flatten_state, load_tensors, save_tensors, unflatten_state
+from svpg.rl.config import DEFAULT_HORIZON, SVPGConfig, default_horizon, load_preset
+from svpg.rl.environments import EnvSource, is_custom, resolve_env
+from svpg.rl.estimators import A2C, Reinforce
+from svpg.rl.policies import POLICY_KIND, ParticlePolicy, PolicySpec
+from svpg.rl.returns import episode_statistics
+from svpg.rl.rollout import Rollout, collect_rollout, per_particle
+from svpg.runtime import resolve_device, torch_threads
+from svpg.seeding import int_seed, torch_generator
+
+#: config fields that describe a run folder or its length, not the algorithm: not ``SVPG`` options
+RUN_FIELDS = ("env_id", "env_kwargs", "log_dir", "run_name", "checkpoint_every", "keep_checkpoints", "eval_episodes",
+              "progress", "iterations", "total_steps")
+#: the format tag of a saved model's metadata
+MODEL_FORMAT = "svpg-model-v1"
+
+
+class NonFiniteError(RuntimeError):
+    """θ, its gradient or the environment's output became NaN/inf; nothing was saved over the last
+    good checkpoint."""
+
+
+def _split_rows(state, parts: int):
+    """Split every tensor of a (nested) state along its first axis into ``parts`` (per-seed optimizer
+    and critic state of a seed-batched run); other values are copied to every part."""
+    if parts == 1:
+        return [state]
+    if isinstance(state, torch.Tensor) and state.ndim >= 1:
+        return [t.clone() for t in state.chunk(parts)]
+    if isinstance(state, dict):
+        split = {k: _split_rows(v, parts) for k, v in state.items()}
+        return [{k: v[i] for k, v in split.items()} for i in range(parts)]
+    if isinstance(state, list):
+        split = [_split_rows(v, parts) for v in state]
+        return [[v[i] for v in split] for i in range(parts)]
+    return [state] * parts
+
+
+def _join_rows(states: list):
+    """The inverse of :func:`_split_rows`."""
+    if len(states) == 1:
+        return states[0]
+    first = states[0]
+    if isinstance(first, torch.Tensor) and first.ndim >= 1:
+        return torch.cat(states)
+    if isinstance(first, dict):
+        return {k: _join_rows([s[k] for s in states]) for k in first}
+    if isinstance(first, list):
+        return [_join_rows([s[i] for s in states]) for i in range(len(first))]
+    return first
+
+
+class SVPG:
+    """M policy particles trained jointly by Stein variational policy gradient (S²VGD, SVGD or M
+    independent learners), with Stable-Baselines3's ``learn`` / ``predict`` / ``save`` / ``load``.
+
+    Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD), https://arxiv.org/abs/1704.02399 (SVPG)
+
+    :param env: a registered Gymnasium id (also ``"my_pkg.my_module:MyEnv-v0"``, which imports the
+        module first), a ``gym.Env`` instance (copied once per particle environment), a zero-argument
+        factory returning a new ``gym.Env`` (e.g. an ``Env`` subclass), or a ``gym.vector.VectorEnv``
+        with same-step autoreset whose ``num_envs`` is a multiple of ``num_particles``.
+    :param method: ``"s2vgd"`` (default), ``"svgd"``, ``"svgd-star"`` or ``"independent"``.
+    :param estimator: ``"reinforce"`` (default) or ``"a2c"``.
+    :param num_particles: M (default 16).
+    :param seed: the run seed; every random stream is spawned from it.
+    :param device: torch device.
+    :param preset: a preset name (``svpg.rl.config.available_presets()``) or JSON file whose fields are
+        the defaults; explicit arguments override it.
+    :param tensorboard_log: a folder for TensorBoard events (``<tb_log_name>_<n>/``); ``None`` writes nothing.
+    :param verbose: 0 silent, 1 a line at the start of ``learn`` and every ``log_interval`` iterations.
+    :param env_kwargs: ``gym.make`` keyword arguments of an id (recorded in saved models).
+    :param options: any other training option of :class:`~svpg.rl.config.SVPGConfig` (``alpha``,
+        ``lr``, ``samples_per_particle``, ``hidden``, ``num_seeds``, …); ``python train.py --help``
+        documents each.
+    """
+
+    def __init__(self, env="CartPole-v1", *, method: str | None = None, estimator: str | None = None,
+                 num_particles: int | None = None, seed: int = 0, device: str = "cpu", preset: str | None = None,
+                 tensorboard_log: str | None = None, verbose: int = 1, env_kwargs: dict | None = None, **options):
+        fields = load_preset(preset) if preset is not None else {}
+        given = {"method": method, "estimator": estimator, "num_particles": num_particles}
+        fields.update({k: v for k, v in given.items() if v is not None})
+        known = {f.name for f in dataclasses.fields(SVPGConfig)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ValueError(f"unknown option(s) {unknown}: see help(svpg.SVPG) and python train.py --help for the valid names")
+        run_only = sorted(set(options) & set(RUN_FIELDS))
+        if run_only:
+            raise ValueError(f"{run_only} are not SVPG options: pass the env as env (and env_kwargs), the length to "
+                             f"learn(total_timesteps), and use CheckpointCallback / EvalCallback for files and evaluation")
+        source = resolve_env(env, env_kwargs)
+        fields.update(options, seed=seed, device=device, env_id=source.env_id, env_kwargs=source.env_kwargs)
+        self._init(SVPGConfig(**fields), source, tensorboard_log=tensorboard_log, verbose=verbose)
+
+    @classmethod
+    def from_config(cls, config: SVPGConfig, *, seeds: list[int] | None = None, env=None, tensorboard_log: str | None = None,
+                    verbose: int = 0) -> "SVPG":
+        """A model of a whole :class:`SVPGConfig` (``env_id`` and ``env_kwargs`` included; ``env``
+        overrides them with an object or factory). The run-folder layer builds its models this way."""
+        source = resolve_env(config.env_id, config.env_kwargs) if env is None else resolve_env(env)
+        if env is not None:
+            config = dataclasses.replace(config, env_id=source.env_id, env_kwargs=source.env_kwargs)
+        model = cls.__new__(cls)
+        model._init(config, source, seeds=seeds, tensorboard_log=tensorboard_log, verbose=verbose)
+        return model
+
+    def _init(self, config: SVPGConfig, source: EnvSource, *, seeds: list[int] | None = None,
+              tensorboard_log: str | None = None, verbose: int = 0) -> None:
+        self.config = cfg = config.validate()
+        self.env_source = source
+        self.tensorboard_log, self.verbose = tensorboard_log, int(verbose)
+        self.seeds = list(seeds) if seeds is not None else [cfg.seed + k for k in range(cfg.num_seeds)]
+        self.device = resolve_device(cfg.device)
+        self.update_threads = cfg.threads or os.cpu_count() or 1
+        m, s = cfg.num_particles, len(self.seeds)
+        if source.factory is None:
+            self.horizon = cfg.horizon or default_horizon(cfg.env_id)
+        else:
+            self.horizon = cfg.horizon or source.time_limit or DEFAULT_HORIZON
+        # rllab's sampler: every iteration each environment starts afresh and may run a full horizon
+        self.envs_per_particle = max(1, cfg.samples_per_particle // self.horizon)
+        if source.num_envs is not None:  # a user's vector env fixes the number of environments
+            if source.num_envs % (s * m):
+                raise ValueError(f"the vector env has {source.num_envs} environments: give a multiple of "
+                                 f"num_particles × num_seeds = {s * m} (each particle runs its own)")
+            self.envs_per_particle = source.num_envs // (s * m)
+        self.steps_per_iteration = math.ceil(cfg.samples_per_particle / self.envs_per_particle)
+        self.env = envs.make_batched(source.target, s * m * self.envs_per_particle, device=self.device,
+                                     max_episode_steps=None if source.num_envs else self.horizon,
+                                     env_kwargs=source.env_kwargs if source.factory is None else None)
+        self.spec = PolicySpec.for_spaces(
+            self.env.single_observation_space, self.env.single_action_space,
+            cfg.network_kwargs(self.env.obs_dim, self.env.action_dim), m, obs_scale=cfg.obs_scale,
+        )
+        # each seed's particles drawn from its own stream, exactly as its single-seed run draws them
+        theta = torch.cat([ParticlePolicy(self.spec, device=self.device, seed=seed).theta.detach() for seed in self.seeds])
+        self.policy = ParticlePolicy(dataclasses.replace(self.spec, num_particles=s * m), theta)
+        self.svgd = SVGD(self.policy.theta, cfg.kernel_spec(), cfg.optimizer, cfg.lr, groups=s)
+        if cfg.estimator == "a2c":
+            self.estimator = A2C(
+                self.spec.obs_dim, s * m, cfg.gamma, gae_lambda=cfg.gae_lambda, hidden=cfg.critic_hidden,
+                lr=cfg.critic_lr, value_steps=cfg.value_steps, value_epochs=cfg.value_epochs, device=self.device,
+                seed=self.seeds, obs_scale=cfg.obs_scale,
+            )
+        else:
+            self.estimator = Reinforce(cfg.gamma, cfg.baseline, cfg.obs_scale, groups=s)
+        self.steps_per_update = m * self.envs_per_particle * self.steps_per_iteration  # per seed: all particles' steps
+        self.iteration = 0  # SVGD updates so far: also the position of every random stream
+        self.num_timesteps = 0  # environment steps (of one seed) since the last reset_num_timesteps
+        self._schedule = (0, 0)  # the iterations the learning-rate schedule runs from and to
+        self.last_returns = torch.zeros(s * m, device=self.device)  # per-particle returns of the latest iteration
+        self.scalars: list[dict[str, float]] = []  # the latest iteration's logged scalars, one dict per seed
+        self._tb_dirs: list[Path] | None = None  # set by the run-folder layer: log into the run folders
+        self._tb_purge_step: int | None = None
+        self._writers: list = []
+
+    # -- one iteration -----------------------------------------------------------------------
+    def collect(self) -> Rollout:
+        """Every particle runs its policy on its own freshly reset environments (rllab's sampler), with
+        iteration n's reset and action-noise streams."""
+        resets = [int_seed(seed, "env_reset", self.iteration) for seed in self.seeds]
+        obs = self.env.reset(seed=resets[0] if len(resets) == 1 else resets)
+        noise = self._streams("action_noise")
+        return collect_rollout(self.env, self.policy, obs, self.steps_per_iteration, noise[0] if len(noise) == 1 else noise,
+                               keep_final_obs=self.estimator.needs_final_obs)
+
+    def train_iteration(self, batch: Rollout | None = None) -> dict[str, torch.Tensor]:
+        """One SVPG iteration (eqs. 17–19): every particle collects its own batch, advantages and the
+        critics' fit, one SVGD step on all particles. Returns the iteration's scalars, one value per
+        seed (shape (S,)), still on the device.
+
+        :param batch: this iteration's rollout if already collected (benchmarks time the parts).
+        """
+        lr = self.learning_rate()
+        for group in self.svgd.optimizer.param_groups:
+            group["lr"] = lr
+        if batch is None:
+            # The rollout is thousands of tiny ops that gain nothing from threads (and lose a lot on
+            # shared cores); only the update's batched matmuls use --threads.
+            with torch_threads(1):
+                batch = self.collect()
+        self._check_environment_output(batch)
+        with torch_threads(self.update_threads):
+            advantages, value_targets, estimator_info = self.estimator.advantages(batch)
+            critic_info = self.estimator.fit(batch, value_targets, self._streams("critic_minibatch"))
+            svgd_info = self.svgd_step(batch, advantages)
+        returns, length = episode_statistics(batch.rewards, batch.dones)
+        self.last_returns = returns.detach()
+        self.iteration += 1
+        returns, length = self._per_seed(returns), self._per_seed(length)
+        mean, std = returns.mean(-1), returns.std(-1, unbiased=False)
+        scalars = {
+            "rollout/ep_rew_mean": mean,
+            "rollout/ep_rew_max": returns.max(-1).values,
+            "rollout/ep_rew_min": returns.min(-1).values,
+            "rollout/ep_rew_std": std,
+            "rollout/ep_rew_lower": mean - std,
+            "rollout/ep_rew_upper": mean + std,
+            "rollout/ep_len_mean": length.mean(-1),
+            "train/learning_rate": mean.new_full(mean.shape, lr),
+            **svgd_info,
+            **estimator_info,
+            **critic_info,
+        }
+        return {k: v.reshape(len(self.seeds)) for k, v in scalars.items()}
+
+    def policy_gradient_surrogate(self, batch: Rollout, advantages: torch.Tensor, theta: torch.Tensor | None = None,
+                                  rows: slice = slice(None)) -> tuple[torch.Tensor, torch.Tensor]:
+        """Σ_t log π(a_t|s_t) Â_t over each particle's batch: (M,), and the policy entropy (M,).
+
+        Its gradient estimates ∇J up to a positive scale. Summing (not averaging) over the batch
+        scales the "likelihood" exp(J/α) with the number of samples, as a Bayesian likelihood scales
+        with the data-set size; α then sets how strongly these samples outweigh the prior p(θ).
+
+        :param theta: the particles ``rows`` of the batch (default: all, ``policy.theta``).
+        """
+        theta = self.policy.theta if theta is None else theta
+        m = theta.shape[0]
+        obs, actions = per_particle(batch.obs[:, rows], m), per_particle(batch.actions[:, rows], m)
+        logp, entropy = self.policy.log_prob_entropy(theta, obs, actions)
+        return (logp * per_particle(advantages[:, rows], m)).sum(1), entropy
+
+    def svgd_step(self, batch: Rollout, advantages: torch.Tensor) -> dict[str, torch.Tensor]:
+        """One SVGD step on ∇log q = ∇J/α + λ ∇log p (eq. 19; λ = ``prior_weight``, 1 in the paper)."""
+        theta = self.policy.theta
+        grad, entropy, loss = torch.empty_like(theta), [], []
+        samples = self.envs_per_particle * self.steps_per_iteration
+        # One seed at a time: the gradient is per-row work (a forward and backward pass over every
+        # sample), which runs faster on one seed's activations, small enough to stay in cache, than on
+        # all S·M particles' at once; each seed's gradient is then computed as its single-seed run does.
+        for rows in self._seed_rows():
+            block = theta.detach()[rows].requires_grad_()
+            with self.policy.layout.split(block):  # one backward concatenation instead of one per block
+                surrogate, block_entropy = self.policy_gradient_surrogate(batch, advantages, block, rows)
+                log_q = surrogate / self.config.alpha + self.config.prior_weight * self.policy.log_prior(block)
+            grad[rows] = torch.autograd.grad(log_q.sum(), block)[0]
+            entropy.append(block_entropy.detach())
+            loss.append(-surrogate.detach().mean() / samples)  # SB3's train/policy_loss: −mean of log π · Â
+        self._check_finite(grad, "the gradient of log q(θ)")  # before the step: the optimizer state stays good
+        terms = self.svgd.step(grad)
+        self._check_finite(theta.detach(), "θ after the SVGD step")
+        # the likelihood sees only the directions of the Householder vectors: keep them on the unit sphere
+        min_norm = torch.stack([self.policy.net.normalise_householder_(block) for block in self._per_seed(theta.detach())])
+        return {**terms.diagnostics(theta.detach()), "train/policy_loss": torch.stack(loss),
+                "policy/entropy": torch.stack([e.mean() for e in entropy]), "structure/min_householder_norm": min_norm}
+
+    def learning_rate(self) -> float:
+        """lr of the next iteration: with ``anneal_lr``, linear decay to 0 over the current ``learn``
+        schedule (CleanRL's anneal_lr; SB3's progress_remaining, which ``reset_num_timesteps=False``
+        continues)."""
+        if not self.config.anneal_lr:
+            return self.config.lr
+        start, end = self._schedule
+        return (1.0 - (self.iteration - start) / max(end - start, 1)) * self.config.lr
+
+    # -- the loop ----------------------------------------------------------------------------
+    def learn(self, total_timesteps: int, callback=None, log_interval: int = 10, tb_log_name: str = "SVPG",
+              reset_num_timesteps: bool = True, progress_bar: bool = False) -> "SVPG":
+        """Train for ``total_timesteps`` environment steps (all particles' steps of one seed count),
+        rounded up to whole iterations of :attr:`steps_per_update` steps; returns ``self``.
+
+        :param callback: a :class:`~svpg.rl.callbacks.BaseCallback`, a list of them, or a plain
+            callable ``fn(locals, globals) -> bool`` (SB3's); returning ``False`` from ``on_step``
+            stops training after the current iteration.
+        :param log_interval: with ``verbose`` ≥ 1, print a line every this many iterations.
+        :param tb_log_name: the TensorBoard run name under ``tensorboard_log``.
+        :param reset_num_timesteps: start counting ``num_timesteps`` (and the learning-rate schedule)
+            afresh; ``False`` continues a previous ``learn`` or a loaded model's schedule, so a split
+            run equals the uninterrupted one.
+        :param progress_bar: show a tqdm progress bar over iterations.
+        """
+        from svpg.rl.callbacks import make_callback
+
+        if isinstance(total_timesteps, bool) or not isinstance(total_timesteps, (int, np.integer)) or total_timesteps < 1:
+            raise ValueError(f"total_timesteps must be a positive integer, got {total_timesteps!r}")
+        iterations = math.ceil(int(total_timesteps) / self.steps_per_update)
+        if reset_num_timesteps:
+            self.num_timesteps = 0
+            self._schedule = (self.iteration, self.iteration + iterations)
+        else:
+            self._schedule = (self._schedule[0], self.iteration + iterations)
+        target = self.iteration + iterations
+        if self.verbose >= 1:
+            extra = iterations * self.steps_per_update - int(total_timesteps)
+            over = f" ({extra:,} more than asked: an iteration is {self.steps_per_update:,} steps)" if extra else ""
+            print(f"SVPG: {iterations} iterations × {self.config.num_particles} particles × {self.envs_per_particle} envs × "
+                  f"{self.steps_per_iteration} steps = {iterations * self.steps_per_update:,} steps on {self.config.env_id}{over}")
+        callback = make_callback(callback, progress_bar)
+        callback.init_callback(self)
+        self._open_writers(tb_log_name, reset_num_timesteps)
+        try:
+            callback.on_training_start(locals(), globals())
+            while self.iteration < target:
+                t0 = time.perf_counter()
+                scalars = self.train_iteration()
+                self.num_timesteps += self.steps_per_update
+                self._record(scalars, fps=self.steps_per_update * len(self.seeds) / (time.perf_counter() - t0))
+                if self.verbose >= 1 and log_interval and self.iteration % log_interval == 0:
+                    first = self.scalars[0]
+                    print(f"iteration {self.iteration}: {self.num_timesteps:,} steps, return mean {first['rollout/ep_rew_mean']:.1f} "
+                          f"max {first['rollout/ep_rew_max']:.1f}, {first['time/fps']:,.0f} steps/s")
+                callback.update_locals(locals())
+                callback.on_rollout_end()
+                if not callback.on_step():
+                    break
+            self.set_best_particles()
+            callback.on_training_end()
+        finally:
+            self._close_writers()
+        return self
+
+    def _record(self, scalars: dict[str, torch.Tensor], fps: float) -> None:
+        """The iteration's one host sync: every scalar of every seed; then TensorBoard."""
+        table = torch.stack([v.to(torch.float64) for v in scalars.values()], 1).tolist()
+        self.scalars = [{**dict(zip(scalars, row)), "time/fps": fps} for row in table]
+        if self._writers:
+            returns = self._per_seed(self.last_returns).cpu()
+            for writer, values, seed_returns in zip(self._writers, self.scalars, returns):
+                writer.write(values, self.num_timesteps)
+                writer.writer.add_histogram("rollout/particle_returns", seed_returns, self.num_timesteps)
+
+    def _open_writers(self, tb_log_name: str, reset_num_timesteps: bool) -> None:
+        from svpg.runs import TensorBoardLogger
+
+        dirs = self._tb_dirs
+        if dirs is None and self.tensorboard_log is not None:
+            root = Path(self.tensorboard_log)
+            taken = [int(p.name.rsplit("_", 1)[1]) for p in root.glob(f"{tb_log_name}_*") if p.name.rsplit("_", 1)[1].isdigit()]
+            n = max(taken, default=0) + (1 if reset_num_timesteps or not taken else 0)
+            base = root / f"{tb_log_name}_{n}"
+            dirs = [base] if len(self.seeds) == 1 else [base / f"seed{s}" for s in self.seeds]
+        if dirs is None:
+            return
+        from svpg.rl.trainer import CHART_LAYOUT
+
+        self._writers = [TensorBoardLogger(d, CHART_LAYOUT, purge_step=self._tb_purge_step) for d in dirs]
+        self._tb_purge_step = None
+
+    def _close_writers(self) -> None:
+        for writer in self._writers:
+            writer.close()
+        self._writers = []
+
+    @property
+    def logger(self):
+        """The TensorBoard writer of the first seed (``torch.utils.tensorboard.SummaryWriter``) while
+        ``learn`` runs with ``tensorboard_log``; ``None`` otherwise. Callbacks log through it."""
+        return self._writers[0].writer if self._writers else None
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _streams(self, name: str) -> list[torch.Generator]:
+        """Iteration n's generator of stream ``name`` for every seed."""
+        return [torch_generator(seed, name, self.iteration, device=self.device) for seed in self.seeds]
+
+    def _seed_rows(self) -> list[slice]:
+        """Each seed's rows of the (S·M, …) particle tensors."""
+        m = self.config.num_particles
+        return [slice(k * m, (k + 1) * m) for k in range(len(self.seeds))]
+
+    def _per_seed(self, x: torch.Tensor) -> torch.Tensor:
+        """A per-particle tensor (S·M, …) → (S, M, …)."""
+        return x.view(len(self.seeds), -1, *x.shape[1:])
+
+    def _check_finite(self, x: torch.Tensor, what: str) -> None:
+        finite = torch.isfinite(x).view(len(self.seeds), -1).all(-1)
+        if not finite.all():
+            bad = [seed for seed, ok in zip(self.seeds, finite.tolist()) if not ok]
+            raise NonFiniteError(f"iteration {self.iteration + 1}: {what} is not finite (seed {', '.join(map(str, bad))})")
+
+    def _check_environment_output(self, batch: Rollout) -> None:
+        """The environment's rewards and observations must be finite: name the first bad one."""
+        if bool(torch.isfinite(batch.rewards).all() & torch.isfinite(batch.obs).all()):
+            return
+        m = self.policy.num_particles
+        for what, x in (("observation", batch.obs), ("reward", batch.rewards)):
+            bad = ~torch.isfinite(x)
+            if x.ndim == 4:
+                bad = bad.any(-1)
+            if bad.any():
+                t, j, e = (int(i) for i in bad.nonzero()[0])
+                seed = self.seeds[j // self.config.num_particles] if m else self.seeds[0]
+                raise NonFiniteError(f"iteration {self.iteration + 1}: the environment {self.config.env_id} returned a "
+                                     f"non-finite {what} at step {t} of particle {j % self.config.num_particles}'s "
+                                     f"environment {e} (seed {seed}): fix the environment or clip what it returns")
+
+    def set_best_particles(self) -> list[int]:
+        """Let :meth:`predict` act with the particle that had the highest return in the latest
+        iteration (per seed); returns those particles."""
+        best = self._per_seed(self.last_returns).argmax(-1).tolist()
+        self.policy.set_particle(best[0])
+        return best
+
+    # -- acting --------------------------------------------------------------------------------
+    def predict(self, observation, state=None, episode_start=None, deterministic: bool = False):
+        """SB3's ``predict``: ``(actions, None)`` of the chosen particle (by default the one with the
+        highest return in the latest iteration; :meth:`set_particle` chooses another) for one
+        observation or a batch (n_envs, obs_dim). With ``num_seeds`` > 1, the first seed's particles."""
+        return self.policy.predict(observation, state, episode_start, deterministic)
+
+    def set_particle(self, index: int) -> "SVPG":
+        """Act with particle ``index`` (0 … M − 1) in :meth:`predict`."""
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < self.config.num_particles:
+            raise ValueError(f"particle must be an integer in [0, {self.config.num_particles - 1}], got {index!r}")
+        self.policy.set_particle(int(index))
+        return self
+
+    def seed_policy(self, k: int = 0) -> ParticlePolicy:
+        """Seed k's M particles as an ordinary ensemble (acting with its best particle)."""
+        m = self.config.num_particles
+        policy = ParticlePolicy(self.spec, self.policy.theta.detach()[k * m:(k + 1) * m])
+        return policy.set_particle(self._per_seed(self.last_returns)[k].argmax().item())
+
+    def get_env(self):
+        """The batched training environments (:class:`envs.BatchedEnv`)."""
+        return self.env
+
+    # -- saving and loading ----------------------------------------------------------------------
+    def seed_config(self, k: int = 0) -> SVPGConfig:
+        """The single-seed configuration of seed k."""
+        return dataclasses.replace(self.config, seed=self.seeds[k], num_seeds=1)
+
+    def seed_state(self, k: int = 0) -> tuple[dict[str, torch.Tensor], dict]:
+        """Seed k's whole training state as (tensors, JSON metadata): what :meth:`save` writes."""
+        s = len(self.seeds)
+        optimizer = _split_rows(self.svgd.optimizer.state_dict(), s)[k]
+        estimator = _split_rows(self.estimator.state_dict(), s)[k]
+        policy = self.seed_policy(k)
+        opt_tensors, opt_skeleton = flatten_state(optimizer, "optimizer")
+        est_tensors, est_skeleton = flatten_state(estimator, "estimator")
+        tensors = {"theta": policy.theta, "last_returns": self._per_seed(self.last_returns)[k],
+                   **opt_tensors, **est_tensors}
+        metadata = {
+            "model_format": MODEL_FORMAT, "spec": policy.spec.to_dict(), "particle": policy.particle,
+            "config": dataclasses.asdict(self.seed_config(k)), "env_id": self.config.env_id,
+            "env_kwargs": self.config.env_kwargs, "iteration": self.iteration, "num_timesteps": self.num_timesteps,
+            "schedule": list(self._schedule), "optimizer": opt_skeleton, "estimator": est_skeleton,
+        }
+        return tensors, metadata
+
+    def save(self, path, seed_index: int = 0) -> Path:
+        """Write everything needed to continue training to ``path`` (``.safetensors`` appended if it
+        has no suffix): θ, the SVGD optimizer, the critics, the last returns, the config, the env id
+        and kwargs, and the iteration (the position of every random stream). Safetensors tensors
+        plus JSON metadata: loading never unpickles. ``svpg.load(path)`` reads it for acting only.
+
+        :param seed_index: with ``num_seeds`` > 1, which seed's run to save.
+        """
+        path = Path(path)
+        if not path.suffix:
+            path = path.with_suffix(".safetensors")
+        tensors, metadata = self.seed_state(seed_index)
+        return save_tensors(path, tensors, POLICY_KIND, metadata)
+
+    @classmethod
+    def load(cls, path, env=None, device: str | None = None, *, tensorboard_log: str | None = None, verbose: int = 1,
+             **options) -> "SVPG":
+        """A model saved by :meth:`save` (or a run folder's checkpoint), ready to ``learn`` on from
+        where it stopped (``reset_num_timesteps=False`` continues its learning-rate schedule too).
+
+        :param env: needed when the model was trained on an env object or factory; for an id, the
+            saved id and kwargs are used by default.
+        :param device: where to load it (default: where it was trained).
+        :param options: ``threads`` only (how it runs, not what it is).
+        """
+        return cls.load_seeds([path], env, device, tensorboard_log=tensorboard_log, verbose=verbose, **options)
+
+    @classmethod
+    def load_seeds(cls, paths: list, env=None, device: str | None = None, *, tensorboard_log: str | None = None,
+                   verbose: int = 0, **options) -> "SVPG":
+        """Several saved runs of one configuration that differ only in their seed, continued as one
+        seed-batched model (what ``train.py --resume`` of several folders does)."""
+        refused = sorted(set(options) - {"threads"})
+        if refused:
+            raise ValueError(f"{refused} cannot change when loading a model (it would be a different run); only threads can")
+        states = [read_model(p) for p in paths]
+        config = states[0][2]
+        for path, (_, _, other) in zip(paths[1:], states[1:]):
+            if dataclasses.replace(other, seed=config.seed, run_name=config.run_name) != config:
+                raise ValueError(f"{path} and {paths[0]} are runs of different configurations: load them separately")
+        iterations = {m["iteration"] for _, m, _ in states}
+        if len(iterations) > 1:
+            raise ValueError(f"the runs are at different iterations {sorted(iterations)}: load them separately")
+        config = dataclasses.replace(config, **options, **({"device": device} if device else {}))
+        if env is None:
+            if is_custom(config.env_id):
+                raise ValueError(f"{paths[0]} was trained on an environment given as an object ({config.env_id[7:]}): "
+                                 f"pass it again, SVPG.load(path, env=...)")
+            source = resolve_env(config.env_id, config.env_kwargs)
+        else:
+            source = resolve_env(env)
+            config = dataclasses.replace(config, env_id=source.env_id, env_kwargs=source.env_kwargs)
+        model = cls.__new__(cls)
+        model._init(config, source, seeds=[c.seed for _, _, c in states], tensorboard_log=tensorboard_log, verbose=verbose)
+        model._restore([(t, m) for t, m, _ in states], paths)
+        return model
+
+    def _restore(self, states: list[tuple[dict, dict]], paths: list) -> None:
+        for (tensors, meta), path in zip(states, paths):
+            try:
+                spec = PolicySpec.from_dict(meta["spec"])
+            except (KeyError, TypeError, ValueError) as e:
+                raise CheckpointError(f"{path}: its metadata does not describe a policy ({e})") from None
+            if spec != self.spec:
+                raise CheckpointError(f"{path} holds a different network ({spec}) than its config builds ({self.spec}) "
+                                      f"on this environment: pass the environment it was trained on")
+        try:
+            with torch.no_grad():
+                self.policy.theta.copy_(torch.cat([t["theta"] for t, _ in states]).to(self.device))
+            self.svgd.optimizer.load_state_dict(_join_rows([unflatten_state(m["optimizer"], t) for t, m in states]))
+            self.estimator.load_state_dict(_join_rows([unflatten_state(m["estimator"], t) for t, m in states]))
+            self.last_returns = torch.cat([t["last_returns"] for t, _ in states]).to(self.device)
+        except (KeyError, RuntimeError, ValueError) as e:
+            raise CheckpointError(f"{paths[0]} does not hold a whole training state ({e}); svpg.load(path) still "
+                                  f"loads its particles for acting") from None
+        meta = states[0][1]
+        self.iteration, self.num_timesteps = int(meta["iteration"]), int(meta["num_timesteps"])
+        self._schedule = tuple(meta["schedule"])
+        self.policy.set_particle(int(meta.get("particle", 0)))
+
+    def __repr__(self) -> str:
+        seeds = f", seeds={self.seeds}" if len(self.seeds) > 1 else f", seed={self.seeds[0]}"
+        return (f"SVPG({self.config.env_id!r}, method={self.config.method!r}, estimator={self.config.estimator!r}, "
+                f"num_particles={self.config.num_particles}{seeds}, iteration={self.iteration})")
+
+
+def read_model(path) -> tuple[dict[str, torch.Tensor], dict, SVPGConfig]:
+    """(tensors, metadata, config) of a model written by :meth:`SVPG.save`; a CheckpointError for a
+    file that is not one (a policy-only file, a corrupt one)."""
+    tensors, meta, _ = load_tensors(path, expected_kind=POLICY_KIND)
+    if meta.get("model_format") != MODEL_FORMAT:
+        raise CheckpointError(f"{path} holds particles only, not a training state: svpg.load(path) loads it for acting; "
+                              f"to continue training, load a file written by SVPG.save or a run's checkpoint")
+    try:
+        config = SVPGConfig.from_dict(meta["config"], f"the config in {path}")
+    except (KeyError, ValueError) as e:
+        raise CheckpointError(f"{path}: unreadable config ({e})") from None
+    return tensors, meta, config

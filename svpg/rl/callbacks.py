@@ -1,0 +1,544 @@
+"""Callbacks for :meth:`svpg.SVPG.learn`, with Stable-Baselines3's names and lifecycle.
+
+One SVPG iteration (every particle's rollout and one SVGD step) is one "step" of the callbacks:
+
+* ``_on_training_start()`` once, before the first iteration of a ``learn`` call;
+* ``_on_rollout_end()`` after every iteration, when ``self.model.scalars`` holds its scalars;
+* ``_on_step()`` right after it: returning ``False`` stops training after this iteration;
+* ``_on_training_end()`` once, when ``learn`` finishes or a callback stopped it.
+
+Frequencies (``save_freq``, ``eval_freq``) count iterations.
+
+    from svpg.rl.callbacks import CheckpointCallback, EvalCallback, StopTrainingOnRewardThreshold
+    stop = StopTrainingOnRewardThreshold(reward_threshold=475)
+    model.learn(500_000, callback=[CheckpointCallback(10, "runs/cartpole"),
+                                   EvalCallback("CartPole-v1", eval_freq=5, callback_on_new_best=stop)])
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from svpg.io import WriteError, atomic_write
+
+
+class BaseCallback:
+    """SB3's ``BaseCallback``: subclass it and override the ``_on_*`` hooks.
+
+    Attributes while training: ``model`` (the :class:`~svpg.SVPG`), ``n_calls`` (iterations seen),
+    ``num_timesteps``, ``locals`` / ``globals`` of ``learn``, ``logger`` (a TensorBoard
+    ``SummaryWriter`` when the model logs, else ``None``), ``parent`` (for callbacks run by another).
+    """
+
+    def __init__(self, verbose: int = 0):
+        self.verbose = verbose
+        self.model = None
+        self.n_calls = 0
+        self.num_timesteps = 0
+        self.locals: dict = {}
+        self.globals: dict = {}
+        self.parent: BaseCallback | None = None
+
+    @property
+    def logger(self):
+        return self.model.logger if self.model is not None else None
+
+    @property
+    def scalars(self) -> dict[str, float]:
+        """The latest iteration's scalars (the first seed's, with ``num_seeds`` > 1)."""
+        return self.model.scalars[0] if self.model.scalars else {}
+
+    def init_callback(self, model) -> None:
+        self.model = model
+        self._init_callback()
+
+    def _init_callback(self) -> None:
+        pass
+
+    def on_training_start(self, locals_: dict, globals_: dict) -> None:
+        self.locals, self.globals = locals_, globals_
+        self.num_timesteps = self.model.num_timesteps
+        self._on_training_start()
+
+    def _on_training_start(self) -> None:
+        pass
+
+    def on_rollout_end(self) -> None:
+        self._on_rollout_end()
+
+    def _on_rollout_end(self) -> None:
+        pass
+
+    def on_step(self) -> bool:
+        """Called once per iteration; ``False`` stops training."""
+        self.n_calls += 1
+        self.num_timesteps = self.model.num_timesteps
+        return self._on_step()
+
+    def _on_step(self) -> bool:
+        return True
+
+    def on_training_end(self) -> None:
+        self._on_training_end()
+
+    def _on_training_end(self) -> None:
+        pass
+
+    def update_locals(self, locals_: dict) -> None:
+        self.locals.update(locals_)
+        self.update_child_locals(locals_)
+
+    def update_child_locals(self, locals_: dict) -> None:
+        pass
+
+
+class CallbackList(BaseCallback):
+    """Several callbacks in order; training stops if any ``_on_step`` returns ``False`` (all of them
+    still run for that iteration)."""
+
+    def __init__(self, callbacks: list[BaseCallback]):
+        super().__init__()
+        self.callbacks = list(callbacks)
+
+    def _init_callback(self) -> None:
+        for c in self.callbacks:
+            c.init_callback(self.model)
+            c.parent = self.parent
+
+    def _on_training_start(self) -> None:
+        for c in self.callbacks:
+            c.on_training_start(self.locals, self.globals)
+
+    def _on_rollout_end(self) -> None:
+        for c in self.callbacks:
+            c.on_rollout_end()
+
+    def _on_step(self) -> bool:
+        go_on = True
+        for c in self.callbacks:
+            go_on = c.on_step() and go_on
+        return go_on
+
+    def _on_training_end(self) -> None:
+        for c in self.callbacks:
+            c.on_training_end()
+
+    def update_child_locals(self, locals_: dict) -> None:
+        for c in self.callbacks:
+            c.update_locals(locals_)
+
+
+class ConvertCallback(BaseCallback):
+    """A plain function ``fn(locals, globals) -> bool | None`` as a callback (called every iteration;
+    ``False`` stops training)."""
+
+    def __init__(self, callback: Callable, verbose: int = 0):
+        super().__init__(verbose)
+        self.callback = callback
+
+    def _on_step(self) -> bool:
+        return self.callback(self.locals, self.globals) is not False
+
+
+class EventCallback(BaseCallback):
+    """Runs ``callback`` (a child) when :meth:`_on_event` is called, e.g. on a new best evaluation."""
+
+    def __init__(self, callback: BaseCallback | None = None, verbose: int = 0):
+        super().__init__(verbose)
+        self.callback = callback
+        if callback is not None:
+            callback.parent = self
+
+    def init_callback(self, model) -> None:
+        super().init_callback(model)
+        if self.callback is not None:
+            self.callback.init_callback(model)
+
+    def _on_training_start(self) -> None:
+        if self.callback is not None:
+            self.callback.on_training_start(self.locals, self.globals)
+
+    def _on_event(self) -> bool:
+        return self.callback.on_step() if self.callback is not None else True
+
+    def update_child_locals(self, locals_: dict) -> None:
+        if self.callback is not None:
+            self.callback.update_locals(locals_)
+
+
+class ProgressBarCallback(BaseCallback):
+    """A tqdm bar over the iterations of a ``learn`` call, with the latest mean and best returns."""
+
+    def _on_training_start(self) -> None:
+        from tqdm.auto import tqdm
+
+        start, end = self.model.iteration, self.locals.get("target", self.model.iteration)
+        self.bar = tqdm(total=end, initial=start, unit="it", dynamic_ncols=True)
+
+    def _on_step(self) -> bool:
+        values = self.scalars
+        self.bar.update(1)
+        self.bar.set_postfix(mean=f"{values['rollout/ep_rew_mean']:.1f}", max=f"{values['rollout/ep_rew_max']:.1f}",
+                             sps=f"{values['time/fps']:,.0f}")
+        return True
+
+    def _on_training_end(self) -> None:
+        self.bar.close()
+
+
+def make_callback(callback, progress_bar: bool = False) -> BaseCallback:
+    """A callback from what ``learn`` accepts: ``None``, a BaseCallback, a list, or a callable."""
+    if isinstance(callback, (list, tuple)):
+        callback = CallbackList([make_callback(c) for c in callback])
+    elif callback is None:
+        callback = CallbackList([])
+    elif not isinstance(callback, BaseCallback):
+        if not callable(callback):
+            raise ValueError(f"callback must be a BaseCallback, a list of them or a callable, got a {type(callback).__name__}")
+        callback = ConvertCallback(callback)
+    if progress_bar:
+        callback = CallbackList([callback, ProgressBarCallback()])
+    return callback
+
+
+# -- checkpoints: the run folder ---------------------------------------------------------------
+PROGRESS_FILE = "progress.csv"
+
+
+class ProgressCSV:
+    """Per-iteration scalars (SB3's progress.csv), one row appended per iteration.
+
+    Rows may run ahead of the last checkpoint; on resume the rows after it are dropped (or moved with
+    the later checkpoints), so the file and the checkpoint agree.
+    """
+
+    def __init__(self, path: Path, keep_until: int):
+        self.path = path
+        rows = self.read(path, keep_until)
+        self.rows = len(rows)
+        self.fieldnames = list(rows[0]) if rows else None
+        if rows or path.exists():  # rewrite without the rows of iterations after the checkpoint
+            self._rewrite(rows)
+        self.file = None
+
+    @staticmethod
+    def read(path: Path, keep_until: int | None = None) -> list[dict]:
+        """Complete rows with iteration ≤ keep_until (a torn last line of a killed process is dropped)."""
+        if not path.exists():
+            return []
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            rows = [r for r in reader if None not in r.values() and None not in r]
+        out = []
+        for r in rows:
+            try:
+                it = int(r["iteration"])
+            except (KeyError, ValueError):
+                continue
+            if keep_until is None or it <= keep_until:
+                out.append(r)
+        return out
+
+    @classmethod
+    def count(cls, path: Path) -> int:
+        """Rows 1, 2, … present without a gap: how far the progress file backs a checkpoint."""
+        n = 0
+        for r in cls.read(path):
+            if int(r["iteration"]) == n + 1:
+                n += 1
+        return n
+
+    @classmethod
+    def set_aside(cls, path: Path, iteration: int, target: Path) -> None:
+        later = [r for r in cls.read(path) if int(r["iteration"]) > iteration]
+        if later:
+            cls._write(target, later)
+
+    @staticmethod
+    def _write(path: Path, rows: list[dict]) -> None:
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+        atomic_write(path, lambda tmp: Path(tmp).write_text(buf.getvalue()))
+
+    def _rewrite(self, rows: list[dict]) -> None:
+        if rows:
+            self._write(self.path, rows)
+        else:
+            self.path.unlink()
+
+    def append(self, row: dict) -> None:
+        try:
+            if self.file is None:
+                new = self.fieldnames is None
+                self.fieldnames = self.fieldnames or list(row)
+                self.file = open(self.path, "a", newline="")
+                self.writer = csv.DictWriter(self.file, fieldnames=self.fieldnames, extrasaction="ignore")
+                if new:
+                    self.writer.writeheader()
+            self.writer.writerow(row)
+            self.file.flush()  # live for readers; durable at the next sync()
+        except OSError as e:
+            raise WriteError(f"could not write {self.path} ({e.strerror or e})") from None
+        self.rows += 1
+
+    def sync(self) -> None:
+        """Make every appended row durable (before a checkpoint that counts them is written)."""
+        if self.file is not None:
+            try:
+                os.fsync(self.file.fileno())
+            except OSError as e:
+                raise WriteError(f"could not write {self.path} ({e.strerror or e})") from None
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+
+
+class CheckpointCallback(BaseCallback):
+    """Saves the whole training state every ``save_freq`` iterations and at the end, into a run
+    folder that survives any interruption.
+
+    ``save_path`` gets ``checkpoints/iter_NNNNNN.safetensors`` (each a :meth:`SVPG.save` file stamped
+    with its iteration and the number of ``progress.csv`` rows it follows, written atomically),
+    ``model.safetensors`` (a copy of the newest), and ``progress.csv`` (every iteration's scalars).
+    The folder is locked while training (one writer at a time, see :class:`svpg.runs.RunLock`).
+    ``SVPG.load(checkpoint)`` then ``learn(rest, callback=CheckpointCallback(same folder),
+    reset_num_timesteps=False)`` continues bit for bit; checkpoints and progress rows after the loaded
+    iteration are moved to ``checkpoints/discarded_after_…``, never deleted.
+
+    :param save_freq: iterations between checkpoints (0: only at the end).
+    :param save_path: the run folder; with ``num_seeds`` > 1, one folder per seed.
+    :param keep_last: keep only the newest this many checkpoints (0: all); ``model.safetensors`` and
+        the best model of an :class:`EvalCallback` are separate files and always kept.
+    """
+
+    def __init__(self, save_freq: int, save_path, keep_last: int = 0, verbose: int = 0):
+        super().__init__(verbose)
+        if isinstance(save_freq, bool) or not isinstance(save_freq, int) or save_freq < 0:
+            raise ValueError(f"save_freq must be an integer ≥ 0 (iterations), got {save_freq!r}")
+        if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
+            raise ValueError(f"keep_last must be an integer ≥ 0 (0 keeps every checkpoint), got {keep_last!r}")
+        self.save_freq, self.keep_last = save_freq, keep_last
+        self.save_paths = [Path(p) for p in save_path] if isinstance(save_path, (list, tuple)) else [Path(save_path)]
+        self.progress: list[ProgressCSV] = []
+        self.locks: list = []
+        self.saved = -1
+        self.notes: list[str] = []
+
+    def _init_callback(self) -> None:
+        if len(self.save_paths) != len(self.model.seeds):
+            raise ValueError(f"CheckpointCallback needs one folder per seed ({len(self.model.seeds)}), got {len(self.save_paths)}")
+
+    def _on_training_start(self) -> None:
+        from svpg.rl import checkpoints
+        from svpg.runs import RunLock, remove_stray_temporaries
+
+        start = self.model.iteration
+        for path in self.save_paths:
+            path.mkdir(parents=True, exist_ok=True)
+            if not any(lock.path.parent == path and lock.held for lock in self.locks):
+                self.locks.append(RunLock(path).acquire())
+            remove_stray_temporaries(path)
+            later = checkpoints.files_after(path, start)
+            if later:  # a run continued from an earlier point: later files kept, out of the way
+                aside = checkpoints.set_aside(path, start, later)
+                ProgressCSV.set_aside(path / PROGRESS_FILE, start, aside / PROGRESS_FILE)
+                self.notes.append(f"moved {len(later)} checkpoint(s) after iteration {start} (and their progress rows) to {aside}")
+        self.progress = [ProgressCSV(p / PROGRESS_FILE, start) for p in self.save_paths]
+        self.saved = start
+
+    def _on_rollout_end(self) -> None:
+        model = self.model
+        total = model.iteration * model.steps_per_update
+        for rows, values in zip(self.progress, model.scalars):
+            rows.append({"iteration": model.iteration, "total_steps": total, **values})
+
+    def _on_step(self) -> bool:
+        if self.save_freq and self.model.iteration % self.save_freq == 0:
+            self.save()
+        return True
+
+    def _on_training_end(self) -> None:
+        if self.saved != self.model.iteration:
+            self.save()
+        self.close()
+
+    def save(self) -> list[Path]:
+        """Checkpoint the model's current iteration into every folder."""
+        from svpg.rl import checkpoints
+
+        paths = []
+        for k, (path, rows) in enumerate(zip(self.save_paths, self.progress)):
+            rows.sync()
+            paths.append(checkpoints.save_checkpoint(path, self.model, k, rows.rows))
+            if self.keep_last:
+                checkpoints.prune(path, self.keep_last)
+        self.saved = self.model.iteration
+        if self.verbose >= 1:
+            print(f"saved checkpoint {paths[0]}")
+        return paths
+
+    def close(self) -> None:
+        for rows in self.progress:
+            rows.close()
+        for lock in self.locks:
+            lock.release()
+        self.locks = []
+
+
+# -- evaluation ------------------------------------------------------------------------------
+class EvalCallback(EventCallback):
+    """Evaluates every particle deterministically on a separate environment every ``eval_freq``
+    iterations; logs ``eval/mean_reward`` (of the best particle), ``eval/mean_reward_particles`` (the
+    mean over particles), ``eval/std_reward``, ``eval/best_particle``, ``eval/mean_ep_length`` and
+    every particle's mean as a histogram; saves the best model; runs ``callback_on_new_best`` when
+    the best particle's mean return improves and ``callback_after_eval`` after each evaluation.
+
+    :param eval_env: an id, env, factory or vector env (as ``svpg.SVPG`` takes it); default: the
+        training environment's id (a new set of environments either way).
+    :param best_model_save_path: folder for ``best_model.safetensors`` (a :meth:`SVPG.save` file,
+        acting with the best evaluated particle).
+    :param log_path: folder for ``evaluations.npz`` (timesteps, per-particle returns), as SB3's.
+    """
+
+    def __init__(self, eval_env=None, callback_on_new_best: BaseCallback | None = None,
+                 callback_after_eval: BaseCallback | None = None, n_eval_episodes: int = 5, eval_freq: int = 10,
+                 log_path: str | None = None, best_model_save_path: str | None = None, deterministic: bool = True,
+                 verbose: int = 1):
+        super().__init__(callback_on_new_best, verbose)
+        for name, value, low in (("n_eval_episodes", n_eval_episodes, 1), ("eval_freq", eval_freq, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an integer ≥ {low}, got {value!r}")
+        self.eval_env, self.n_eval_episodes, self.eval_freq = eval_env, n_eval_episodes, eval_freq
+        self.callback_after_eval = callback_after_eval
+        if callback_after_eval is not None:
+            callback_after_eval.parent = self
+        self.log_path = Path(log_path) if log_path else None
+        self.best_model_save_path = Path(best_model_save_path) if best_model_save_path else None
+        self.deterministic = deterministic
+        self.best_mean_reward = -np.inf
+        self.last_mean_reward = -np.inf
+        self.evaluations_timesteps: list[int] = []
+        self.evaluations_results: list[np.ndarray] = []
+
+    def _init_callback(self) -> None:
+        from svpg.rl.environments import resolve_env
+
+        if self.eval_env is None:
+            self.source = self.model.env_source
+            if self.source.factory is not None and self.source.num_envs is not None:
+                raise ValueError("EvalCallback needs eval_env when training on a vector env object")
+        else:
+            self.source = resolve_env(self.eval_env)
+        if self.callback_after_eval is not None:
+            self.callback_after_eval.init_callback(self.model)
+
+    def _on_step(self) -> bool:
+        if self.n_calls % self.eval_freq:
+            return True
+        from svpg.rl.evaluation import evaluate_particles
+        from svpg.seeding import int_seed
+
+        model = self.model
+        policy = model.seed_policy(0)
+        returns = evaluate_particles(policy, self.source.target, self.n_eval_episodes,
+                                     seed=int_seed(model.seeds[0], "evaluation", model.iteration),
+                                     deterministic=self.deterministic, max_episode_steps=model.horizon,
+                                     env_kwargs=self.source.env_kwargs if self.source.factory is None else None)
+        per_particle = returns.mean(1)
+        best = int(per_particle.argmax())
+        self.last_mean_reward = float(per_particle[best])
+        std = float(returns[best].std(unbiased=False))
+        self.evaluations_timesteps.append(model.num_timesteps)
+        self.evaluations_results.append(returns.cpu().numpy())
+        if self.log_path is not None:
+            self.log_path.mkdir(parents=True, exist_ok=True)
+            data = {"timesteps": np.array(self.evaluations_timesteps), "results": np.stack(self.evaluations_results)}
+            atomic_write(self.log_path / "evaluations.npz", lambda tmp: np.savez(open(tmp, "wb"), **data))
+        if self.logger is not None:
+            step = model.num_timesteps
+            for key, value in (("eval/mean_reward", self.last_mean_reward), ("eval/std_reward", std),
+                               ("eval/mean_reward_particles", float(per_particle.mean())), ("eval/best_particle", best)):
+                self.logger.add_scalar(key, value, step)
+            self.logger.add_histogram("eval/particle_mean_rewards", per_particle.cpu(), step)
+        if self.verbose >= 1:
+            print(f"eval at {model.num_timesteps:,} steps: best particle {best} {self.last_mean_reward:.1f} ± {std:.1f}, "
+                  f"mean over particles {float(per_particle.mean()):.1f}")
+        go_on = True
+        if self.last_mean_reward > self.best_mean_reward:
+            self.best_mean_reward = self.last_mean_reward
+            if self.best_model_save_path is not None:
+                chosen = model.policy.particle
+                model.policy.set_particle(best)
+                try:
+                    model.save(self.best_model_save_path / "best_model.safetensors")
+                finally:
+                    model.policy.set_particle(chosen)
+            go_on = self._on_event()
+        if self.callback_after_eval is not None:
+            go_on = self.callback_after_eval.on_step() and go_on
+        return go_on
+
+
+class StopTrainingOnRewardThreshold(BaseCallback):
+    """Stops training once the parent :class:`EvalCallback`'s best mean reward reaches
+    ``reward_threshold`` (use it as ``callback_on_new_best``)."""
+
+    def __init__(self, reward_threshold: float, verbose: int = 0):
+        super().__init__(verbose)
+        self.reward_threshold = float(reward_threshold)
+
+    def _on_step(self) -> bool:
+        if not isinstance(self.parent, EvalCallback):
+            raise ValueError("StopTrainingOnRewardThreshold must be an EvalCallback's callback_on_new_best")
+        go_on = self.parent.best_mean_reward < self.reward_threshold
+        if not go_on and self.verbose >= 1:
+            print(f"stopping: best mean reward {self.parent.best_mean_reward:.1f} reached {self.reward_threshold}")
+        return go_on
+
+
+class StopTrainingOnNoModelImprovement(BaseCallback):
+    """Stops training when ``max_no_improvement_evals`` evaluations in a row (after ``min_evals``)
+    did not improve the best mean reward (use it as an EvalCallback's ``callback_after_eval``)."""
+
+    def __init__(self, max_no_improvement_evals: int, min_evals: int = 0, verbose: int = 0):
+        super().__init__(verbose)
+        self.max_no_improvement_evals, self.min_evals = max_no_improvement_evals, min_evals
+        self.last_best = -np.inf
+        self.no_improvement = 0
+
+    def _on_step(self) -> bool:
+        if not isinstance(self.parent, EvalCallback):
+            raise ValueError("StopTrainingOnNoModelImprovement must be an EvalCallback's callback_after_eval")
+        go_on = True
+        if self.n_calls > self.min_evals:
+            self.no_improvement = 0 if self.parent.best_mean_reward > self.last_best else self.no_improvement + 1
+            go_on = self.no_improvement <= self.max_no_improvement_evals
+        self.last_best = self.parent.best_mean_reward
+        if not go_on and self.verbose >= 1:
+            print(f"stopping: no improvement in the last {self.no_improvement} evaluations")
+        return go_on
+
+
+class StopOnRequest(BaseCallback):
+    """Stops after the current iteration once ``request.requested`` is set (a
+    :class:`svpg.runtime.StopRequest`: Ctrl-C / SIGTERM)."""
+
+    def __init__(self, request):
+        super().__init__()
+        self.request = request
+
+    def _on_step(self) -> bool:
+        return not self.request.requested
+
+
+__all__ = ["BaseCallback", "CallbackList", "ConvertCallback", "EventCallback", "ProgressBarCallback", "CheckpointCallback",
+           "EvalCallback", "StopTrainingOnRewardThreshold", "StopTrainingOnNoModelImprovement"]

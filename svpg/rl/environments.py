@@ -1,0 +1,106 @@
+"""What a user may pass as an environment, resolved to what the batched rollouts need.
+
+``svpg.SVPG(env)`` takes a registered id (also Gymnasium's ``module:Id`` form), a ``gym.Env``
+instance, a zero-argument factory (a function or an ``Env`` subclass) or a ``gym.vector.VectorEnv``.
+Ids (with their keyword arguments) are recorded in saved models, so a model trained on one can be
+loaded and evaluated without the environment at hand; the others must be passed again to ``load``.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import gymnasium as gym
+
+#: the prefix of the label recorded for an environment that cannot be rebuilt from its id
+CUSTOM_PREFIX = "custom:"
+
+
+@dataclass
+class EnvSource:
+    """How to build the training (or evaluation) environments.
+
+    :param env_id: the Gymnasium id, or ``custom:<module>.<Class>`` for an env given as an object.
+    :param env_kwargs: ``gym.make`` keyword arguments of the id.
+    :param factory: a zero-argument callable returning a new ``gym.Env``, or a ``VectorEnv``; ``None``
+        when the id builds them.
+    :param time_limit: the object's own time limit (a ``TimeLimit`` wrapper), if it has one.
+    """
+
+    env_id: str
+    env_kwargs: dict = field(default_factory=dict)
+    factory: Callable | gym.vector.VectorEnv | None = None
+    time_limit: int | None = None
+
+    @property
+    def target(self):
+        """What :func:`envs.make_batched` takes."""
+        return self.factory if self.factory is not None else self.env_id
+
+    @property
+    def num_envs(self) -> int | None:
+        """The environments of a user's vector env (which fix the sampler's geometry)."""
+        return self.factory.num_envs if isinstance(self.factory, gym.vector.VectorEnv) else None
+
+
+def is_custom(env_id: str) -> bool:
+    return env_id.startswith(CUSTOM_PREFIX)
+
+
+def _label(obj) -> str:
+    cls = obj if isinstance(obj, type) else type(getattr(obj, "unwrapped", obj))
+    if not isinstance(obj, type) and callable(obj) and not isinstance(obj, (gym.Env, gym.vector.VectorEnv)):
+        cls = obj
+    return f"{CUSTOM_PREFIX}{getattr(cls, '__module__', '?')}.{getattr(cls, '__qualname__', type(cls).__name__)}"
+
+
+def _time_limit(env: gym.Env) -> int | None:
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, gym.wrappers.TimeLimit):
+            return int(env._max_episode_steps)
+        env = env.env
+    return None
+
+
+def _json_kwargs(kwargs: dict) -> dict | None:
+    kwargs = {k: v for k, v in kwargs.items() if k != "render_mode"}
+    try:
+        json.dumps(kwargs)
+    except TypeError:
+        return None
+    return kwargs
+
+
+def resolve_env(env, env_kwargs: dict | None = None) -> EnvSource:
+    """An :class:`EnvSource` for anything ``svpg.SVPG`` accepts as ``env``; a one-line ValueError for
+    anything else."""
+    if env_kwargs is not None and not isinstance(env_kwargs, dict):
+        raise ValueError(f"env_kwargs must be a dict of gym.make keyword arguments, got {type(env_kwargs).__name__}")
+    env_kwargs = dict(env_kwargs or {})
+    if isinstance(env, str):
+        import envs
+
+        envs.check_registered(env)
+        return EnvSource(env, env_kwargs)
+    if env_kwargs:
+        raise ValueError("env_kwargs apply to environment ids only; configure the env object or factory itself")
+    if isinstance(env, gym.vector.VectorEnv):
+        return EnvSource(_label(env), factory=env)
+    if isinstance(env, gym.Env):
+        spec = env.spec
+        if spec is not None and spec.id in gym.registry and spec.entry_point is not None:
+            kwargs = _json_kwargs(dict(spec.kwargs or {}))
+            if kwargs is not None and not spec.additional_wrappers:
+                return EnvSource(spec.id, kwargs)  # rebuilt from its id: recorded, reloadable
+        template = env
+
+        def copy_of_env() -> gym.Env:
+            return copy.deepcopy(template)
+
+        return EnvSource(_label(env), factory=copy_of_env, time_limit=_time_limit(env))
+    if callable(env):
+        return EnvSource(_label(env), factory=env)
+    raise ValueError(f"env must be an environment id, a gymnasium.Env, a zero-argument factory or a gymnasium.vector.VectorEnv, "
+                     f"got a {type(env).__name__}")
