@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -22,7 +23,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--particle", default="all", help="'all', 'best' (highest mean return) or a particle index (default: all)")
     p.add_argument("--episodes", type=int, default=20, help="episodes per particle (default: 20)")
     p.add_argument("--seed", type=int, default=0, help="seed of the evaluation environments and action noise (default: 0)")
-    p.add_argument("--env-id", default=None, help="environment id (default: the one the run trained on)")
+    p.add_argument("--env-id", default=None, help="environment id, also module:Id (default: the one the run trained on)")
+    p.add_argument("--env-kwargs", default=None, metavar="JSON",
+                   help="gym.make keyword arguments as a JSON object (default: the run's, or none with --env-id)")
     p.add_argument("--stochastic", action="store_true", help="sample actions instead of the deterministic argmax / mean")
     p.add_argument("--horizon", type=int, default=0, help="episode time limit (default: the run's)")
     p.add_argument("--device", default="cpu", help="torch device (default: cpu)")
@@ -65,13 +68,18 @@ def main(argv: list[str] | None = None) -> int:
         env_id = args.env_id or policy.metadata.get("env_id") or config.get("env_id")
         if env_id is None:
             raise ValueError("the checkpoint does not name its environment: pass --env-id")
+        if env_id.startswith("custom:"):
+            raise ValueError(f"the model was trained on an environment object ({env_id[7:]}), not an id: pass --env-id "
+                             f"(a registered id or module:Id)")
+        env_kwargs = json.loads(args.env_kwargs) if args.env_kwargs else ({} if args.env_id else config.get("env_kwargs", {}))
         horizon = args.horizon or config.get("horizon") or None
         if args.particle == "all":
             particles = None
         elif args.particle == "best":
             # chosen on episodes of their own stream, then reported on the --seed episodes
             scores = evaluate_particles(policy, env_id, args.episodes, seed=int_seed(args.seed, "selection"),
-                                        deterministic=not args.stochastic, max_episode_steps=horizon)
+                                        deterministic=not args.stochastic, max_episode_steps=horizon,
+                                        env_kwargs=env_kwargs)
             particles = [int(scores.mean(1).argmax())]
         else:
             try:
@@ -80,8 +88,11 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError(f"--particle must be 'all', 'best' or an index, got {args.particle!r}") from None
         returns = evaluate_particles(
             policy, env_id, args.episodes, seed=args.seed, particles=particles,
-            deterministic=not args.stochastic, max_episode_steps=horizon,
+            deterministic=not args.stochastic, max_episode_steps=horizon, env_kwargs=env_kwargs,
         )
+    except json.JSONDecodeError as e:
+        print(f"evaluate.py: error: --env-kwargs must be a JSON object such as '{{\"g\": 9.81}}' ({e})", file=sys.stderr)
+        return 2
     except (CheckpointError, FileNotFoundError, ValueError) as e:
         print(f"evaluate.py: error: {e}", file=sys.stderr)
         return 2
@@ -96,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             path, ep_returns = record_gif(
                 policy, env_id, args.gif, seed=args.seed, deterministic=not args.stochastic,
-                max_episode_steps=horizon, frame_skip=max(1, args.gif_frame_skip),
+                max_episode_steps=horizon, frame_skip=max(1, args.gif_frame_skip), env_kwargs=env_kwargs,
             )
         except WriteError as e:
             print(f"evaluate.py: error: {e}", file=sys.stderr)

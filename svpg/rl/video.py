@@ -22,6 +22,7 @@ def record_gif(
     deterministic: bool = True,
     max_episode_steps: int | None = None,
     frame_skip: int = 1,
+    env_kwargs: dict | None = None,
 ) -> tuple[Path, list[float]]:
     """Roll out ``policy.particle`` with ``gym.make(env_id, render_mode="rgb_array")`` and save a GIF.
 
@@ -31,7 +32,9 @@ def record_gif(
     """
     from PIL import Image
 
-    kwargs = {"max_episode_steps": max_episode_steps} if max_episode_steps else {}
+    kwargs = dict(env_kwargs or {})
+    if max_episode_steps:
+        kwargs["max_episode_steps"] = max_episode_steps
     env = gym.make(envs.canonical_id(env_id), render_mode="rgb_array", **kwargs)
     fps = env.metadata.get("render_fps", 30) / frame_skip
     frames, returns = [], []

@@ -1,0 +1,318 @@
+"""svpg.SVPG as a library: learn / predict / save / load, custom environments, callbacks, bad input."""
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import svpg
+from svpg.rl.algorithm import NonFiniteError
+from svpg.rl.callbacks import BaseCallback
+from svpg.rl.policies import load_policy
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = dict(num_particles=4, samples_per_particle=500, verbose=0)
+
+
+class Chase(gym.Env):
+    """An unregistered task: say on which side of 0 the observation is (reward 1 when right); 20 steps."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, bad_reward_at: int | None = None):
+        self.bad_reward_at = bad_reward_at
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        self.x = self.np_random.uniform(-1, 1, 1).astype(np.float32)
+        return self.x, {}
+
+    def step(self, action):
+        reward = float(int(action) == int(self.x[0] > 0))
+        if self.t == self.bad_reward_at:
+            reward = float("nan")
+        self.t += 1
+        self.x = self.np_random.uniform(-1, 1, 1).astype(np.float32)
+        return self.x, reward, False, self.t >= 20, {}
+
+
+def test_learn_predict_save_load_round_trip(tmp_path):
+    model = svpg.SVPG("CartPole-v1", seed=0, **SMALL).learn(4000)
+    assert model.iteration == 2 and model.num_timesteps == 4000
+    path = model.save(tmp_path / "cartpole")
+    assert path.name == "cartpole.safetensors"
+    loaded = svpg.SVPG.load(tmp_path / "cartpole")
+    assert torch.equal(loaded.policy.theta, model.policy.theta) and loaded.iteration == 2
+    obs = np.zeros((3, 4), np.float32)
+    assert np.array_equal(loaded.predict(obs, deterministic=True)[0], model.predict(obs, deterministic=True)[0])
+    acting = svpg.load(path)  # the rollout-only loader reads the same file
+    assert torch.equal(acting.theta, model.policy.theta) and acting.particle == model.policy.particle
+
+
+@pytest.mark.parametrize("estimator", ["reinforce", "a2c"])
+def test_save_load_learn_equals_one_uninterrupted_learn(tmp_path, estimator):
+    settings = dict(SMALL, estimator=estimator, seed=3)
+    straight = svpg.SVPG("CartPole-v1", **settings).learn(8000, callback=svpg.CheckpointCallback(2, tmp_path / "run"))
+    # continue from the iteration-2 checkpoint, with the learning-rate schedule of the whole run
+    resumed = svpg.SVPG.load(tmp_path / "run" / "checkpoints" / "iter_000002.safetensors", verbose=0)
+    resumed.learn(4000, reset_num_timesteps=False)
+    assert torch.equal(resumed.policy.theta, straight.policy.theta)
+    # without annealing, two learn calls of a saved and reloaded model equal one call
+    first = svpg.SVPG("CartPole-v1", **settings, anneal_lr=False).learn(4000)
+    first.save(tmp_path / "half")
+    second = svpg.SVPG.load(tmp_path / "half", verbose=0).learn(4000, reset_num_timesteps=False)
+    whole = svpg.SVPG("CartPole-v1", **settings, anneal_lr=False).learn(8000)
+    assert torch.equal(second.policy.theta, whole.policy.theta)
+    assert torch.equal(second.estimator.state_dict().get("theta", torch.zeros(1)),
+                       whole.estimator.state_dict().get("theta", torch.zeros(1)))
+
+
+def test_the_library_and_train_py_give_the_same_run(tmp_path):
+    import train
+
+    args = ["--num-particles", "4", "--samples-per-particle", "500", "--iterations", "2", "--seed", "5", "--estimator", "a2c",
+            "--eval-episodes", "0", "--progress", "false", "--log-dir", str(tmp_path), "--run-name", "cli"]
+    assert train.main(args) == 0
+    model = svpg.SVPG("CartPole-v1", seed=5, estimator="a2c", **SMALL).learn(4000)
+    assert torch.equal(load_policy(tmp_path / "cli").theta, model.policy.theta)
+
+
+def test_learn_writes_nothing_unless_asked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    svpg.SVPG("CartPole-v1", **SMALL).learn(2000)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_unregistered_env_subclass_learns_past_a_threshold(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    model = svpg.SVPG(Chase, seed=0, num_particles=4, samples_per_particle=400, lr=0.03, anneal_lr=False, verbose=0)
+    start = model.train_iteration()["rollout/ep_rew_max"].item()
+    model.learn(16 * 1600)
+    assert model.scalars[0]["rollout/ep_rew_max"] >= 18 > start + 3  # 20 is perfect; a coin scores 10
+    env = Chase()
+    obs, _ = env.reset(seed=1)
+    total = 0.0
+    for _ in range(20):
+        action, _ = model.predict(obs, deterministic=True)
+        obs, reward, _, _, _ = env.step(action)
+        total += reward
+    assert total >= 18
+    # an env instance is copied per environment; its model must be given the env again to load
+    instance = svpg.SVPG(Chase(), **SMALL)
+    instance.save(tmp_path / "chase")
+    with pytest.raises(ValueError, match="pass it again"):
+        svpg.SVPG.load(tmp_path / "chase")
+    assert svpg.SVPG.load(tmp_path / "chase", env=Chase).iteration == 0
+    assert list(tmp_path.iterdir()) == [tmp_path / "chase.safetensors"]
+
+
+def test_env_instances_of_registered_ids_and_vector_envs():
+    model = svpg.SVPG(gym.make("Pendulum-v1", g=9.0), **SMALL)
+    assert model.config.env_id == "Pendulum-v1" and model.config.env_kwargs == {"g": 9.0}
+    vec = gym.make_vec("CartPole-v1", num_envs=8, vectorization_mode="sync",
+                       vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP})
+    model = svpg.SVPG(vec, num_particles=4, samples_per_particle=100, verbose=0)
+    assert model.envs_per_particle == 2 and model.steps_per_iteration == 50
+    model.learn(400)
+    with pytest.raises(ValueError, match="same step"):
+        svpg.SVPG(gym.make_vec("CartPole-v1", num_envs=4, vectorization_mode="sync"), num_particles=4, verbose=0)
+    with pytest.raises(ValueError, match="multiple of"):
+        svpg.SVPG(vec, num_particles=3, verbose=0)
+
+
+def test_a_callback_returning_false_stops_at_that_iteration():
+    class StopAt(BaseCallback):
+        def _on_step(self):
+            return self.model.iteration < 3
+
+    calls = []
+    model = svpg.SVPG("CartPole-v1", **SMALL).learn(20_000, callback=[StopAt(), lambda loc, glob: calls.append(1)])
+    assert model.iteration == 3 and len(calls) == 3
+    assert svpg.SVPG("CartPole-v1", **SMALL).learn(20_000, callback=lambda loc, glob: False).iteration == 1
+
+
+def test_callback_lifecycle_and_scalars():
+    seen = []
+
+    class Record(BaseCallback):
+        def _on_training_start(self):
+            seen.append("start")
+
+        def _on_rollout_end(self):
+            seen.append(("rollout", self.model.iteration, round(self.scalars["train/learning_rate"], 6)))
+
+        def _on_step(self):
+            seen.append(("step", self.n_calls, self.num_timesteps))
+            return True
+
+        def _on_training_end(self):
+            seen.append("end")
+
+    svpg.SVPG("CartPole-v1", lr=0.01, **SMALL).learn(4000, callback=Record())
+    assert seen == ["start", ("rollout", 1, 0.01), ("step", 1, 2000), ("rollout", 2, 0.005), ("step", 2, 4000), "end"]
+
+
+def test_eval_callback_saves_the_best_and_stops_on_a_threshold(tmp_path):
+    stop = svpg.StopTrainingOnRewardThreshold(reward_threshold=-math.inf)  # any evaluation reaches it
+    evaluation = svpg.EvalCallback("CartPole-v1", callback_on_new_best=stop, eval_freq=2, n_eval_episodes=3,
+                                   best_model_save_path=tmp_path, log_path=tmp_path, verbose=0)
+    model = svpg.SVPG("CartPole-v1", tensorboard_log=tmp_path / "tb", **SMALL).learn(20_000, callback=evaluation)
+    assert model.iteration == 2 and evaluation.best_mean_reward > 0
+    best = svpg.SVPG.load(tmp_path / "best_model.safetensors", verbose=0)
+    returns = svpg.rl.evaluation.evaluate_particles(best.policy, "CartPole-v1", 3, seed=99)
+    assert best.policy.particle in range(4) and returns.shape == (4, 3)
+    data = np.load(tmp_path / "evaluations.npz")
+    assert data["results"].shape == (1, 4, 3) and list(data["timesteps"]) == [4000]
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path / "tb" / "SVPG_1")).Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"eval/mean_reward", "eval/mean_reward_particles", "train/policy_loss", "train/learning_rate",
+            "rollout/ep_rew_mean"} <= tags
+    assert "rollout/particle_returns" in events.Tags()["histograms"]
+
+
+def test_no_model_improvement_stops_training():
+    stop = svpg.StopTrainingOnNoModelImprovement(max_no_improvement_evals=0, min_evals=1)
+    evaluation = svpg.EvalCallback(callback_after_eval=stop, eval_freq=1, n_eval_episodes=1, verbose=0)
+
+    class NeverBetter(BaseCallback):  # fixes the evaluations' best so that none after the first improves it
+        def _on_step(self):
+            evaluation.best_mean_reward = max(evaluation.best_mean_reward, 1e9) if self.n_calls > 1 else evaluation.best_mean_reward
+            return True
+
+    model = svpg.SVPG("CartPole-v1", **SMALL).learn(20_000, callback=[NeverBetter(), evaluation])
+    assert model.iteration < 10
+
+
+def test_checkpoint_callback_keeps_the_last_n(tmp_path):
+    svpg.SVPG("CartPole-v1", num_particles=2, samples_per_particle=100, verbose=0).learn(
+        1200, callback=svpg.CheckpointCallback(1, tmp_path, keep_last=2))
+    names = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
+    assert names == ["iter_000005.safetensors", "iter_000006.safetensors"]
+    assert len(list(open(tmp_path / "progress.csv"))) == 7
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    (dict(num_particles="16"), "num_particles"),
+    (dict(alpha=-1.0), "--alpha"),
+    (dict(lr="fast"), "'lr' must be a number"),
+    (dict(iterations=3), "not SVPG options"),
+    (dict(learning_rate=0.1), "unknown option"),
+])
+def test_bad_arguments_are_one_line_value_errors(kwargs, fragment):
+    with pytest.raises(ValueError, match=fragment) as err:
+        svpg.SVPG("CartPole-v1", **kwargs)
+    assert "\n" not in str(err.value)
+
+
+def test_bad_environments_are_named():
+    with pytest.raises(ValueError, match="not registered"):
+        svpg.SVPG("CartPol-v1")
+    with pytest.raises(ValueError, match="cannot import 'no_such_module'"):
+        svpg.SVPG("no_such_module:Thing-v0")
+    with pytest.raises(ValueError, match="env must be"):
+        svpg.SVPG(42)
+    with pytest.raises(ValueError, match="env_kwargs"):
+        svpg.SVPG("svpg/CartPoleSwingUp-v0", env_kwargs={"x": 1})
+    try:
+        import Box2D  # noqa: F401
+    except ImportError:
+        with pytest.raises(ValueError, match="needs a package that is not installed.*box2d"):
+            svpg.SVPG("CarRacing-v3", verbose=0)
+    with pytest.raises(ValueError, match="total_timesteps"):
+        svpg.SVPG("CartPole-v1", **SMALL).learn(0)
+
+
+def test_a_non_finite_reward_is_reported_as_the_environment_s(tmp_path):
+    model = svpg.SVPG(lambda: Chase(bad_reward_at=3), **SMALL)
+    with pytest.raises(NonFiniteError, match=r"non-finite reward at step 3 of particle 0"):
+        model.learn(1000)
+    assert model.iteration == 0
+
+
+def test_custom_env_module_id_and_kwargs_on_the_command_line(tmp_path, monkeypatch, capsys):
+    import evaluate
+    import train
+
+    (tmp_path / "my_tasks.py").write_text(
+        "import gymnasium as gym\n"
+        "gym.register('Tilted-v0', entry_point='gymnasium.envs.classic_control:PendulumEnv', max_episode_steps=50)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    args = ["--env-id", "my_tasks:Tilted-v0", "--env-kwargs", '{"g": 3.0}', "--num-particles", "2", "--samples-per-particle",
+            "100", "--iterations", "2", "--eval-episodes", "2", "--progress", "false", "--log-dir", str(tmp_path),
+            "--run-name", "tilted"]
+    assert train.main(args) == 0
+    run = tmp_path / "tilted"
+    import json
+
+    config = json.loads((run / "config.json").read_text())
+    assert config["env_id"] == "my_tasks:Tilted-v0" and config["env_kwargs"] == {"g": 3.0}
+    assert evaluate.main([str(run), "--episodes", "2"]) == 0
+    assert train.main(["--resume", str(run), "--iterations", "3", "--progress", "false"]) == 0
+    assert "my_tasks:Tilted-v0" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_:
+        train.main(["--env-kwargs", "[1]"])
+    assert exit_.value.code == 2 and "JSON object" in capsys.readouterr().err
+
+
+def test_a_second_writer_of_a_run_folder_is_refused(tmp_path, capsys):
+    import train
+    from svpg.runs import RunLock
+
+    args = ["--num-particles", "2", "--samples-per-particle", "100", "--iterations", "2", "--eval-episodes", "0",
+            "--progress", "false", "--log-dir", str(tmp_path), "--run-name", "r"]
+    assert train.main(args) == 0
+    run = tmp_path / "r"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom svpg.runs import RunLock\n"
+                               f"lock = RunLock({str(run)!r}).acquire(); print('held', flush=True); time.sleep(60)"],
+                              cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        capsys.readouterr()
+        assert train.main(["--resume", str(run), "--iterations", "4"]) == 2
+        err = capsys.readouterr().err
+        assert f"in use by process {holder.pid}" in err and err.count("\n") == 1
+    finally:
+        holder.kill()
+        holder.wait()
+    # the killed holder's lock is stale: the next writer takes it over
+    assert train.main(["--resume", str(run), "--iterations", "4", "--progress", "false"]) == 0
+    assert RunLock(run).acquire().previous is None  # released cleanly by the resumed run
+    assert os.path.exists(run / "checkpoints" / "iter_000004.safetensors")
+
+
+@pytest.mark.slow
+def test_two_concurrent_resumes_one_is_refused_and_the_folder_stays_consistent(tmp_path):
+    import json
+    import time
+
+    from svpg.rl.callbacks import ProgressCSV
+
+    base = [sys.executable, "train.py"]
+    settings = ["--num-particles", "2", "--samples-per-particle", "200", "--eval-episodes", "0", "--progress", "false"]
+    subprocess.run([*base, *settings, "--iterations", "2", "--log-dir", str(tmp_path), "--run-name", "r"], cwd=ROOT, check=True,
+                   capture_output=True)
+    run = tmp_path / "r"
+    resume = [*base, "--resume", str(run), "--iterations", "60"]
+    first = subprocess.Popen(resume, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:  # until the first one holds the folder
+        text = (run / ".lock").read_text() if (run / ".lock").exists() else ""
+        if text and json.loads(text)["pid"] == first.pid:
+            break
+        time.sleep(0.05)
+    second = subprocess.run(resume, cwd=ROOT, capture_output=True, text=True)
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert second.returncode == 2 and f"in use by process {first.pid}" in second.stderr
+    assert "Traceback" not in second.stderr
+    iterations = [int(r["iteration"]) for r in ProgressCSV.read(run / "progress.csv")]
+    assert iterations == list(range(1, 61))
