@@ -316,3 +316,23 @@ def test_two_concurrent_resumes_one_is_refused_and_the_folder_stays_consistent(t
     assert "Traceback" not in second.stderr
     iterations = [int(r["iteration"]) for r in ProgressCSV.read(run / "progress.csv")]
     assert iterations == list(range(1, 61))
+
+
+def test_a_callback_that_raises_leaves_a_checkpoint_that_resumes_exactly(tmp_path):
+    from svpg.rl.config import SVPGConfig
+    from svpg.rl.trainer import SVPGTrainer
+
+    class Boom(BaseCallback):
+        def _on_step(self):
+            if self.model.iteration == 3:
+                raise RuntimeError("boom")
+            return True
+
+    config = SVPGConfig(num_particles=2, samples_per_particle=200, iterations=6, checkpoint_every=5, progress=False,
+                        log_dir=str(tmp_path), run_name="boom")
+    with pytest.raises(RuntimeError, match="boom"):
+        SVPGTrainer(config).train(callback=Boom())
+    resumed = SVPGTrainer.resume(tmp_path / "boom")
+    assert resumed.iteration == 3  # the iteration that finished before the callback raised was saved
+    straight = SVPGTrainer(SVPGConfig(**{**config.__dict__, "run_name": "straight"})).train()
+    assert torch.equal(resumed.train().theta, straight.theta)

@@ -210,7 +210,7 @@ def test_unknown_id_error_message():
         assert fast_id in msg
     with pytest.raises(ValueError, match="CartPole-v1"):
         make_batched("CartPol-v1", 4)
-    with pytest.raises(ValueError, match="not registered"):
+    with pytest.raises(ValueError, match="cannot import 'nonexistent_module'"):
         make_batched("nonexistent_module:Foo-v0", 4)
     assert not envs.is_fast("Pendulum-v1")
 

@@ -37,7 +37,8 @@ from svpg.core.svgd import SVGD
 from svpg.io import CheckpointError, flatten_state, load_tensors, save_tensors, unflatten_state
 from svpg.rl.config import DEFAULT_HORIZON, SVPGConfig, default_horizon, load_preset
 from svpg.rl.environments import EnvSource, is_custom, resolve_env
-from svpg.rl.estimators import A2C, Reinforce
+from svpg.rl.estimators import A2C, PPO, Reinforce
+from svpg.rl.normalize import Normalizer
 from svpg.rl.policies import POLICY_KIND, ParticlePolicy, PolicySpec
 from svpg.rl.returns import episode_statistics
 from svpg.rl.rollout import Rollout, collect_rollout, per_particle
@@ -173,14 +174,19 @@ class SVPG:
         theta = torch.cat([ParticlePolicy(self.spec, device=self.device, seed=seed).theta.detach() for seed in self.seeds])
         self.policy = ParticlePolicy(dataclasses.replace(self.spec, num_particles=s * m), theta)
         self.svgd = SVGD(self.policy.theta, cfg.kernel_spec(), cfg.optimizer, cfg.lr, groups=s)
-        if cfg.estimator == "a2c":
-            self.estimator = A2C(
+        if cfg.estimator in ("a2c", "ppo"):
+            self.estimator = (A2C if cfg.estimator == "a2c" else PPO)(
                 self.spec.obs_dim, s * m, cfg.gamma, gae_lambda=cfg.gae_lambda, hidden=cfg.critic_hidden,
                 lr=cfg.critic_lr, value_steps=cfg.value_steps, value_epochs=cfg.value_epochs, device=self.device,
                 seed=self.seeds, obs_scale=cfg.obs_scale,
             )
         else:
             self.estimator = Reinforce(cfg.gamma, cfg.baseline, cfg.obs_scale, groups=s)
+        self.normalizer = None
+        if cfg.normalize_obs or cfg.normalize_reward:
+            self.normalizer = Normalizer(self.spec.obs_dim, s, norm_obs=cfg.normalize_obs, norm_reward=cfg.normalize_reward,
+                                         clip_obs=cfg.clip_obs, clip_reward=cfg.clip_reward, gamma=cfg.gamma,
+                                         device=self.device)
         self.steps_per_update = m * self.envs_per_particle * self.steps_per_iteration  # per seed: all particles' steps
         self.iteration = 0  # SVGD updates so far: also the position of every random stream
         self.num_timesteps = 0  # environment steps (of one seed) since the last reset_num_timesteps
@@ -199,7 +205,7 @@ class SVPG:
         obs = self.env.reset(seed=resets[0] if len(resets) == 1 else resets)
         noise = self._streams("action_noise")
         return collect_rollout(self.env, self.policy, obs, self.steps_per_iteration, noise[0] if len(noise) == 1 else noise,
-                               keep_final_obs=self.estimator.needs_final_obs)
+                               keep_final_obs=self.estimator.needs_final_obs, normalizer=self.normalizer)
 
     def train_iteration(self, batch: Rollout | None = None) -> dict[str, torch.Tensor]:
         """One SVPG iteration (eqs. 17–19): every particle collects its own batch, advantages and the
@@ -220,8 +226,10 @@ class SVPG:
         with torch_threads(self.update_threads):
             advantages, value_targets, estimator_info = self.estimator.advantages(batch)
             critic_info = self.estimator.fit(batch, value_targets, self._streams("critic_minibatch"))
-            svgd_info = self.svgd_step(batch, advantages)
-        returns, length = episode_statistics(batch.rewards, batch.dones)
+            svgd_info = self.policy_update(batch, advantages)
+        returns, length = episode_statistics(batch.episode_rewards, batch.dones)
+        if self.iteration:  # a particle none of whose episodes ended keeps its last finished episodes' return
+            returns = torch.where(batch.dones.any(0).any(-1), returns, self.last_returns)
         self.last_returns = returns.detach()
         self.iteration += 1
         returns, length = self._per_seed(returns), self._per_seed(length)
@@ -257,22 +265,63 @@ class SVPG:
         logp, entropy = self.policy.log_prob_entropy(theta, obs, actions)
         return (logp * per_particle(advantages[:, rows], m)).sum(1), entropy
 
+    def policy_update(self, batch: Rollout, advantages: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The iteration's SVGD steps: one on the whole batch (REINFORCE, A2C), or PPO's epochs of
+        minibatch steps on the clipped surrogate (each minibatch one step of all particles)."""
+        if self.config.estimator != "ppo":
+            return self.svgd_step(batch, advantages)
+        cfg, m_all = self.config, self.policy.num_particles
+        obs, actions, adv = (per_particle(x, m_all) for x in (batch.obs, batch.actions, advantages))
+        samples = obs.shape[1]
+        size = max(1, samples // cfg.ppo_minibatches)
+        with torch.no_grad():  # the behaviour policy's log-probabilities, seed by seed
+            old_logp = torch.cat([self.policy.log_prob_entropy(self.policy.theta.detach()[rows], obs[rows], actions[rows])[0]
+                                  for rows in self._seed_rows()])
+        clipped = obs.new_zeros(len(self.seeds))
+        kl = obs.new_zeros(len(self.seeds))
+        steps = 0
+        for epoch in range(cfg.ppo_epochs):
+            orders = [torch.randperm(samples, generator=g, device=obs.device)
+                      for g in self._streams("ppo_minibatch", epoch)]
+            for start in range(0, size * cfg.ppo_minibatches, size):
+                columns = [order[start:start + size] for order in orders]
+
+                def surrogate(block, rows, k, columns=columns):
+                    o, a = obs[rows][:, columns[k]], actions[rows][:, columns[k]]
+                    logp, entropy = self.policy.log_prob_entropy(block, o, a)
+                    log_ratio = logp - old_logp[rows][:, columns[k]]
+                    ratio, a_hat = log_ratio.exp(), adv[rows][:, columns[k]]
+                    clipped[k] += ((ratio - 1).abs() > cfg.clip_range).float().mean().detach()
+                    kl[k] += ((ratio - 1) - log_ratio).mean().detach()  # the low-variance estimator SB3 logs
+                    objective = torch.minimum(ratio * a_hat, ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range) * a_hat)
+                    # the minibatch's estimate of the whole batch's sum, as the one-step estimators use
+                    return objective.sum(1) * (samples / len(columns[k])), entropy
+
+                info = self._svgd_step_on(surrogate, size)
+                steps += 1
+        return {**info, "train/clip_fraction": clipped / steps, "train/approx_kl": kl / steps}
+
     def svgd_step(self, batch: Rollout, advantages: torch.Tensor) -> dict[str, torch.Tensor]:
         """One SVGD step on ∇log q = ∇J/α + λ ∇log p (eq. 19; λ = ``prior_weight``, 1 in the paper)."""
+        return self._svgd_step_on(lambda block, rows, k: self.policy_gradient_surrogate(batch, advantages, block, rows),
+                                  self.envs_per_particle * self.steps_per_iteration)
+
+    def _svgd_step_on(self, surrogate, samples: int) -> dict[str, torch.Tensor]:
+        """One SVGD step of every particle on ∇(surrogate/α + λ log p); ``surrogate(block, rows, k)``
+        gives seed k's (M,) objective and entropy for its particles ``block`` (rows ``rows`` of θ)."""
         theta = self.policy.theta
         grad, entropy, loss = torch.empty_like(theta), [], []
-        samples = self.envs_per_particle * self.steps_per_iteration
         # One seed at a time: the gradient is per-row work (a forward and backward pass over every
         # sample), which runs faster on one seed's activations, small enough to stay in cache, than on
         # all S·M particles' at once; each seed's gradient is then computed as its single-seed run does.
-        for rows in self._seed_rows():
+        for k, rows in enumerate(self._seed_rows()):
             block = theta.detach()[rows].requires_grad_()
             with self.policy.layout.split(block):  # one backward concatenation instead of one per block
-                surrogate, block_entropy = self.policy_gradient_surrogate(batch, advantages, block, rows)
-                log_q = surrogate / self.config.alpha + self.config.prior_weight * self.policy.log_prior(block)
+                objective, block_entropy = surrogate(block, rows, k)
+                log_q = objective / self.config.alpha + self.config.prior_weight * self.policy.log_prior(block)
             grad[rows] = torch.autograd.grad(log_q.sum(), block)[0]
             entropy.append(block_entropy.detach())
-            loss.append(-surrogate.detach().mean() / samples)  # SB3's train/policy_loss: −mean of log π · Â
+            loss.append(-objective.detach().mean() / samples)  # SB3's train/policy_loss: −mean of the objective per sample
         self._check_finite(grad, "the gradient of log q(θ)")  # before the step: the optimizer state stays good
         terms = self.svgd.step(grad)
         self._check_finite(theta.detach(), "θ after the SVGD step")
@@ -385,9 +434,9 @@ class SVPG:
         return self._writers[0].writer if self._writers else None
 
     # -- helpers -----------------------------------------------------------------------------
-    def _streams(self, name: str) -> list[torch.Generator]:
-        """Iteration n's generator of stream ``name`` for every seed."""
-        return [torch_generator(seed, name, self.iteration, device=self.device) for seed in self.seeds]
+    def _streams(self, name: str, *keys: int) -> list[torch.Generator]:
+        """Iteration n's generator of stream ``name`` (and sub-keys) for every seed."""
+        return [torch_generator(seed, name, self.iteration, *keys, device=self.device) for seed in self.seeds]
 
     def _seed_rows(self) -> list[slice]:
         """Each seed's rows of the (S·M, …) particle tensors."""
@@ -431,7 +480,9 @@ class SVPG:
     def predict(self, observation, state=None, episode_start=None, deterministic: bool = False):
         """SB3's ``predict``: ``(actions, None)`` of the chosen particle (by default the one with the
         highest return in the latest iteration; :meth:`set_particle` chooses another) for one
-        observation or a batch (n_envs, obs_dim). With ``num_seeds`` > 1, the first seed's particles."""
+        observation or a batch (n_envs, obs_dim). With ``num_seeds`` > 1, the first seed's particles.
+        Observations are normalised with the statistics frozen at this point, if the model normalises."""
+        self.policy.obs_normalization = self.normalizer.frozen(0) if self.normalizer is not None else None
         return self.policy.predict(observation, state, episode_start, deterministic)
 
     def set_particle(self, index: int) -> "SVPG":
@@ -445,6 +496,7 @@ class SVPG:
         """Seed k's M particles as an ordinary ensemble (acting with its best particle)."""
         m = self.config.num_particles
         policy = ParticlePolicy(self.spec, self.policy.theta.detach()[k * m:(k + 1) * m])
+        policy.obs_normalization = self.normalizer.frozen(k) if self.normalizer is not None else None
         return policy.set_particle(self._per_seed(self.last_returns)[k].argmax().item())
 
     def get_env(self):
@@ -466,12 +518,18 @@ class SVPG:
         est_tensors, est_skeleton = flatten_state(estimator, "estimator")
         tensors = {"theta": policy.theta, "last_returns": self._per_seed(self.last_returns)[k],
                    **opt_tensors, **est_tensors}
+        if self.normalizer is not None:
+            tensors.update({f"normalizer.{name}": value[k] for name, value in self.normalizer.state_dict().items()})
+        if policy.obs_normalization is not None:  # what svpg.load's policy applies to raw observations
+            tensors.update(obs_norm_mean=policy.obs_normalization["mean"], obs_norm_std=policy.obs_normalization["std"])
         metadata = {
             "model_format": MODEL_FORMAT, "spec": policy.spec.to_dict(), "particle": policy.particle,
             "config": dataclasses.asdict(self.seed_config(k)), "env_id": self.config.env_id,
             "env_kwargs": self.config.env_kwargs, "iteration": self.iteration, "num_timesteps": self.num_timesteps,
             "schedule": list(self._schedule), "optimizer": opt_skeleton, "estimator": est_skeleton,
         }
+        if policy.obs_normalization is not None:
+            metadata["obs_norm_clip"] = policy.obs_normalization["clip"]
         return tensors, metadata
 
     def save(self, path, seed_index: int = 0) -> Path:
@@ -546,6 +604,9 @@ class SVPG:
             self.svgd.optimizer.load_state_dict(_join_rows([unflatten_state(m["optimizer"], t) for t, m in states]))
             self.estimator.load_state_dict(_join_rows([unflatten_state(m["estimator"], t) for t, m in states]))
             self.last_returns = torch.cat([t["last_returns"] for t, _ in states]).to(self.device)
+            if self.normalizer is not None:
+                self.normalizer.load_state_dict({name: torch.stack([t[f"normalizer.{name}"] for t, _ in states])
+                                                 for name in self.normalizer.state_dict()})
         except (KeyError, RuntimeError, ValueError) as e:
             raise CheckpointError(f"{paths[0]} does not hold a whole training state ({e}); svpg.load(path) still "
                                   f"loads its particles for acting") from None

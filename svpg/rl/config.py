@@ -21,7 +21,7 @@ METHODS = {
     "svgd-star": "plain dense layers widened to the parameter count of s2vgd with K = 4 (the paper's SVGD*), RBF kernel",
     "independent": "plain dense layers, identity kernel: M independent policy-gradient learners",
 }
-ESTIMATORS = ("reinforce", "a2c")
+ESTIMATORS = ("reinforce", "a2c", "ppo")
 BASELINES = ("linear", "none")  # REINFORCE's
 #: Options that ``--resume`` may change: how long to train and how, not what is trained.
 RESUMABLE_OPTIONS = ("iterations", "total_steps", "eval_episodes", "progress", "threads", "device", "checkpoint_every",
@@ -54,7 +54,9 @@ class SVPGConfig:
                      "(svpg/* and CartPole-v1 run on the fast batched path)")
     env_kwargs: dict = option_factory(dict, "keyword arguments of gym.make for --env-id, as a JSON object, e.g. '{\"g\": 9.81}'")
     method: str = _f("s2vgd", " | ".join(METHODS) + " (see the list below)", choices=tuple(METHODS))
-    estimator: str = _f("reinforce", "reinforce (standardised reward-to-go) | a2c (GAE with a critic per particle)", choices=ESTIMATORS)
+    estimator: str = _f("reinforce", "reinforce (standardised reward-to-go) | a2c (GAE with a critic per particle) | "
+                        "ppo (a2c's advantages, PPO's clipped surrogate over several epochs of minibatches, each minibatch "
+                        "one SVGD step)", choices=ESTIMATORS)
     num_particles: int = _f(16, "M, the number of policy particles")
     householder: int = _f(1, "K, Householder reflections per side of every layer (s2vgd only; capped at min(ℓ1, ℓ2))")
     hidden: tuple[int, ...] = _f((25, 10), "hidden layer widths of the tanh policy MLP")
@@ -80,6 +82,14 @@ class SVPGConfig:
     critic_lr: float = _f(5e-3, "critic learning rate (a2c)")
     value_steps: int = _f(8, "critic minibatches per pass over the batch (a2c)")
     value_epochs: int = _f(2, "critic passes over the batch per iteration (a2c)")
+    ppo_epochs: int = _f(10, "ppo: passes over each iteration's batch")
+    ppo_minibatches: int = _f(32, "ppo: minibatches per pass (each one SVGD step of all particles)")
+    clip_range: float = _f(0.2, "ppo: the clipped surrogate's ε (ratios outside 1 ± ε get no gradient)")
+    normalize_obs: bool = _f(False, "normalise observations by running mean and std, shared by the particles (SB3's VecNormalize); "
+                             "frozen in evaluation and saved with the model")
+    normalize_reward: bool = _f(False, "scale rewards by the running std of the discounted return (SB3's VecNormalize)")
+    clip_obs: float = _f(10.0, "clip normalised observations to ± this")
+    clip_reward: float = _f(10.0, "clip scaled rewards to ± this")
     iterations: int = _f(200, "number of SVGD updates (iterations)")
     total_steps: int = _f(0, "if > 0, train for this many environment steps instead of --iterations")
     seed: int = _f(0, "run seed: every random stream (initial particles, environment resets, action noise, critics) is spawned from it")
@@ -134,6 +144,10 @@ class SVPGConfig:
             problems.append(f"--gae-lambda must be in [0, 1], got {self.gae_lambda}")
         if self.value_steps < 1 or self.value_epochs < 1 or not self.critic_lr > 0 or not self.critic_hidden or min(self.critic_hidden) < 1:
             problems.append("--value-steps ≥ 1, --value-epochs ≥ 1, --critic-lr > 0 and positive --critic-hidden widths are required")
+        if self.ppo_epochs < 1 or self.ppo_minibatches < 1 or not 0 < self.clip_range < 1:
+            problems.append("--ppo-epochs ≥ 1, --ppo-minibatches ≥ 1 and 0 < --clip-range < 1 are required")
+        if not self.clip_obs > 0 or not self.clip_reward > 0:
+            problems.append("--clip-obs and --clip-reward must be > 0")
         if not 0 <= self.gamma <= 1:
             problems.append(f"--gamma must be in [0, 1], got {self.gamma}")
         if not self.hidden or min(self.hidden) < 1:

@@ -177,3 +177,11 @@ class A2C:
         with torch.no_grad():
             self.theta.copy_(state["theta"])
         self.optimizer.load_state_dict(state["optimizer"])
+
+
+class PPO(A2C):
+    """A2C's critics and GAE advantages for PPO's clipped surrogate (Schulman et al. 2017,
+    https://arxiv.org/abs/1707.06347): the policy update takes several epochs of minibatch SVGD steps
+    on one rollout (:meth:`svpg.SVPG.policy_update`)."""
+
+    name = "ppo"

@@ -52,7 +52,7 @@ def evaluate_particles(
     alive = torch.ones(p * episodes, dtype=torch.bool, device=policy.device)
     # every episode ends by the time limit; an id registered without one gets the trainer's default
     for _ in range(env.max_episode_steps or DEFAULT_HORIZON):
-        o = obs.view(p, episodes, -1)
+        o = policy.preprocess(obs).view(p, episodes, -1)
         if deterministic:
             a = policy.mode(weights, o)
         else:

@@ -123,6 +123,15 @@ class ParticlePolicy:
                 f"θ has shape {tuple(theta.shape)} but this policy needs ({spec.num_particles}, {self.layout.size})"
             )
         self.theta = torch.nn.Parameter(theta.detach().clone(), requires_grad=True)
+        #: a frozen observation normalisation ({"mean", "std", "clip"}, see svpg.rl.normalize) applied by
+        #: :meth:`preprocess` before acting on raw observations; None: the policy reads them as they are
+        self.obs_normalization: dict | None = None
+
+    def preprocess(self, obs: torch.Tensor) -> torch.Tensor:
+        """Raw environment observations → what the particles read (the frozen normalisation, if any)."""
+        from svpg.rl.normalize import apply_frozen
+
+        return apply_frozen(obs, self.obs_normalization)
 
     # -- all particles, batched ------------------------------------------------------------
     @property
@@ -214,7 +223,7 @@ class ParticlePolicy:
             )
         i = self.particle
         weights = self.fast_weights(self.theta.detach()[i : i + 1])
-        x = torch.as_tensor(obs, device=self.device).unsqueeze(0)
+        x = self.preprocess(torch.as_tensor(obs, device=self.device)).unsqueeze(0)
         if deterministic:
             act = self.mode(weights, x)
         else:
@@ -241,7 +250,11 @@ def save_policy(policy: ParticlePolicy, path, extra: dict | None = None):
     from svpg.io import save_tensors
 
     meta = {"spec": policy.spec.to_dict(), "particle": policy.particle, **(extra or {})}
-    return save_tensors(path, {"theta": policy.theta}, POLICY_KIND, meta)
+    tensors = {"theta": policy.theta}
+    if policy.obs_normalization is not None:
+        tensors.update(obs_norm_mean=policy.obs_normalization["mean"], obs_norm_std=policy.obs_normalization["std"])
+        meta["obs_norm_clip"] = policy.obs_normalization["clip"]
+    return save_tensors(path, tensors, POLICY_KIND, meta)
 
 
 def load_policy(path, device="cpu") -> ParticlePolicy:
@@ -259,5 +272,8 @@ def load_policy(path, device="cpu") -> ParticlePolicy:
     except ValueError as e:
         raise CheckpointError(f"{path}: θ does not match the network it describes ({e})") from None
     policy.set_particle(int(meta.get("particle", 0)))
+    if "obs_norm_mean" in tensors:
+        policy.obs_normalization = {"mean": tensors["obs_norm_mean"].to(device), "std": tensors["obs_norm_std"].to(device),
+                                    "clip": float(meta.get("obs_norm_clip", 10.0))}
     policy.metadata = meta
     return policy

@@ -24,6 +24,12 @@ class Rollout:
     terminated: torch.Tensor  # (T, M, N) bool
     truncated: torch.Tensor  # (T, M, N) bool
     final_obs: torch.Tensor | None  # (T, M, N, obs_dim): next obs before reset (for bootstrapping)
+    env_rewards: torch.Tensor | None = None  # (T, M, N): the environment's own rewards when ``rewards`` are scaled
+
+    @property
+    def episode_rewards(self) -> torch.Tensor:
+        """The environment's rewards (what episode returns are made of)."""
+        return self.rewards if self.env_rewards is None else self.env_rewards
 
     @property
     def dones(self) -> torch.Tensor:
@@ -48,6 +54,7 @@ def collect_rollout(
     generator: torch.Generator | Sequence[torch.Generator] | None = None,
     *,
     keep_final_obs: bool = False,
+    normalizer=None,
 ) -> Rollout:
     """Run every particle's policy on its own N = env.num_envs / M environments for ``steps`` steps.
 
@@ -55,6 +62,9 @@ def collect_rollout(
     :param generator: the action-noise stream, or one stream per group of particles (seed batching:
         G generators for G equal consecutive groups of the M particles).
     :param keep_final_obs: also store the pre-reset next observations (A2C bootstraps from them).
+    :param normalizer: a :class:`~svpg.rl.normalize.Normalizer` updated with, and applied to, every
+        observation and reward (the rollout stores what the policy saw and the scaled rewards; the
+        environment's rewards go to ``env_rewards``).
     """
     m = policy.num_particles
     n = env.num_envs // m
@@ -64,19 +74,29 @@ def collect_rollout(
         noise = torch.cat([policy.draw_noise((steps, per_group, n), g) for g in generator], dim=1)
     else:
         noise = policy.draw_noise((steps, m, n), generator)
-    obs_l, act_l, rew_l, term_l, trunc_l, final_l = [], [], [], [], [], []
+    obs_l, act_l, rew_l, term_l, trunc_l, final_l, env_rew_l = [], [], [], [], [], [], []
+    if normalizer is not None:
+        normalizer.start_episodes(env.num_envs, obs.device)
+        obs = normalizer.observe(obs)
     for t in range(steps):
         o = obs.view(m, n, -1)
         a = policy.sample(weights, o, noise[t])
         res = env.step(a.reshape(m * n, *a.shape[2:]))
         obs_l.append(o)
         act_l.append(a)
-        rew_l.append(res.reward)
         term_l.append(res.terminated)
         trunc_l.append(res.truncated)
-        if keep_final_obs:
-            final_l.append(res.final_obs)
-        obs = res.obs
+        if normalizer is None:
+            rew_l.append(res.reward)
+            obs = res.obs
+            if keep_final_obs:
+                final_l.append(res.final_obs)
+        else:  # VecNormalize's order: statistics updated with the new observations, then applied
+            env_rew_l.append(res.reward)
+            rew_l.append(normalizer.scale_rewards(res.reward, res.terminated | res.truncated))
+            obs = normalizer.observe(res.obs)
+            if keep_final_obs:
+                final_l.append(normalizer.normalize_obs(res.final_obs))
     shape = (steps, m, n)
     return Rollout(
         obs=torch.stack(obs_l),
@@ -85,4 +105,5 @@ def collect_rollout(
         terminated=torch.stack(term_l).view(shape),
         truncated=torch.stack(trunc_l).view(shape),
         final_obs=torch.stack(final_l).view(*shape, -1) if keep_final_obs else None,
+        env_rewards=torch.stack(env_rew_l).view(shape) if normalizer is not None else None,
     )
