@@ -40,6 +40,10 @@ CANDIDATES = {
     "lr1e-3-m8": dict(lr=1e-3, critic_lr=1e-3, num_particles=8),
     "lr1e-3-gamma95": dict(lr=1e-3, critic_lr=1e-3, gamma=0.95),
     "epochs5": dict(ppo_epochs=5),
+    "a100-lr1e-3": dict(alpha=100.0, lr=1e-3, critic_lr=1e-3),
+    "a1000": dict(alpha=1000.0),
+    "a100-m8": dict(alpha=100.0, num_particles=8),
+    "a100-s1024": dict(alpha=100.0, samples_per_particle=1024),
 }
 
 
