@@ -4,7 +4,9 @@
     python bench/generic_defaults.py --env-id Pendulum-v1 --steps 200000 --seeds 100-104 --jobs 16 --out tune.csv
     python bench/generic_defaults.py --candidates base,m8,gamma95 --env-id Pendulum-v1 --seeds 100-104
 
-Each candidate is a set of ``svpg.SVPG`` options (``CANDIDATES``); every (candidate, seed) trains for
+Each candidate is a set of ``svpg.SVPG`` options (``CANDIDATES``, on top of ``BASE``; ``defaults`` is
+the package's defaults alone, ``sb3-ppo`` Stable-Baselines3's PPO with its defaults, evaluated the
+same way); every (candidate, seed) trains for
 ``--steps`` environment steps (all particles' steps count) and is scored by its best particle's
 deterministic return on 10 fresh episodes (the particle chosen on the last iteration's training
 returns) and the mean over particles. Rows are appended to ``--out`` as they finish (resumable: rows
@@ -56,7 +58,10 @@ def run(env_id: str, name: str, seed: int, steps: int) -> dict:
     from svpg.seeding import int_seed
 
     t0 = time.perf_counter()
-    model = svpg.SVPG(env_id, seed=seed, verbose=0, threads=1, **(BASE | CANDIDATES[name]))
+    if name == "sb3-ppo":
+        return run_sb3(env_id, seed, steps, t0)
+    options = {} if name == "defaults" else BASE | CANDIDATES[name]
+    model = svpg.SVPG(env_id, seed=seed, verbose=0, threads=1, **options)
     model.learn(steps)
     policy = model.seed_policy(0)
     returns = evaluate_particles(policy, env_id, 10, seed=int_seed(seed, "evaluation"), max_episode_steps=model.horizon)
@@ -64,6 +69,22 @@ def run(env_id: str, name: str, seed: int, steps: int) -> dict:
     return {"env_id": env_id, "candidate": name, "seed": seed, "steps": model.num_timesteps,
             "best_particle": float(per_particle[policy.particle]), "mean_particles": float(per_particle.mean()),
             "top_particle": float(per_particle.max()), "train_best": model.scalars[0]["rollout/ep_rew_max"],
+            "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def run_sb3(env_id: str, seed: int, steps: int, t0: float) -> dict:
+    """SB3's PPO with its defaults on ``steps`` steps, its deterministic policy on 10 fresh episodes."""
+    import gymnasium as gym
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.monitor import Monitor
+
+    model = PPO("MlpPolicy", env_id, seed=seed, device="cpu").learn(steps)
+    env = Monitor(gym.make(env_id))
+    env.reset(seed=seed + 10_000)
+    mean, _ = evaluate_policy(model, env, n_eval_episodes=10, deterministic=True)
+    return {"env_id": env_id, "candidate": "sb3-ppo", "seed": seed, "steps": model.num_timesteps, "best_particle": mean,
+            "mean_particles": mean, "top_particle": mean, "train_best": float("nan"),
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
@@ -80,7 +101,7 @@ def main() -> None:
     p.add_argument("--env-id", default="Pendulum-v1")
     p.add_argument("--steps", type=int, default=200_000)
     p.add_argument("--seeds", default="100-104", help="tuning seeds, e.g. 100-104")
-    p.add_argument("--candidates", default=",".join(CANDIDATES))
+    p.add_argument("--candidates", default=",".join(CANDIDATES), help="names of CANDIDATES, defaults, sb3-ppo")
     p.add_argument("--jobs", type=int, default=os.cpu_count())
     p.add_argument("--out", default="generic_defaults.csv")
     args = p.parse_args()

@@ -90,6 +90,20 @@ class Clip(nn.Module):
         return torch.clamp(action, self.low, self.high)
 
 
+class NormalizeObservation(nn.Module):
+    """The frozen observation normalisation of a model trained with ``normalize_obs``:
+    clip((obs − mean) / std, −clip, clip) (:mod:`svpg.rl.normalize`)."""
+
+    def __init__(self, mean: torch.Tensor, std: torch.Tensor, clip: float):
+        super().__init__()
+        self.register_buffer("mean", mean)
+        self.register_buffer("std", std)
+        self.clip = float(clip)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return torch.clamp((obs - self.mean) / self.std, -self.clip, self.clip)
+
+
 def _particle_index(policy: ParticlePolicy, particle) -> int:
     if particle is None:
         return policy.particle
@@ -110,7 +124,8 @@ def to_module(
 
     The layers hold the particle's effective weights (``policy.weights``: for structural layers
     W = P Λ1 C Λ2 Qᵀ, eqs. 10-13 of the S²VGD paper, with the observation scale folded into the first),
-    so the module computes the same function as the ensemble's particle, on CPU in float32.
+    after the frozen observation normalisation if the model has one, so the module computes the same
+    function of raw observations as the ensemble's particle, on CPU in float32.
 
     :param policy: the ensemble (e.g. from ``svpg.load``).
     :param particle: which particle (default: ``policy.particle``, the best one at save time).
@@ -126,6 +141,10 @@ def to_module(
     theta = policy.theta.detach()[i : i + 1]
     layer_weights, log_std = policy.weights(theta)
     layers: list[nn.Module] = []
+    if policy.obs_normalization is not None:  # the statistics frozen at save time
+        norm = policy.obs_normalization
+        layers.append(NormalizeObservation(norm["mean"].to("cpu", torch.float32), norm["std"].to("cpu", torch.float32),
+                                           norm["clip"]))
     for k, (w, b) in enumerate(layer_weights):
         if k:
             layers.append(_ACTIVATIONS[spec.network.activation]())
