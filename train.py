@@ -104,8 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"run folder{'s' if len(trainer.run_dirs) > 1 else ''}: {folders}")
     seeds = f"{len(trainer.seeds)} seeds × " if len(trainer.seeds) > 1 else ""
+    total = trainer.iterations * trainer.steps_per_update
+    over = (f" ({total - cfg.total_steps:,} more than --total-steps {cfg.total_steps:,}: an iteration is "
+            f"{trainer.steps_per_update:,} steps)" if cfg.total_steps and total != cfg.total_steps else "")
     print(f"{trainer.seed_policy(0)}\n{trainer.iterations} iterations × {seeds}{cfg.num_particles} particles × "
-          f"{trainer.envs_per_particle} envs × {trainer.steps_per_iteration} steps on {cfg.env_id}")
+          f"{trainer.envs_per_particle} envs × {trainer.steps_per_iteration} steps = {total:,} steps per seed on {cfg.env_id}{over}")
     resume_hint = f"python train.py --resume {folders}"
     try:
         trainer.train()

@@ -10,6 +10,16 @@ torch.set_num_threads(1)
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+#: RL settings cheap enough for tests (REINFORCE, the 25-10 policy, no normalisation); tests of the
+#: defaults (PPO, normalisation) say so. A test's own options override these.
+CLASSIC = dict(estimator="reinforce", hidden=(25, 10), prior="mvg", alpha=1.0, lr=5e-3, anneal_lr=True,
+               normalize_obs=False, normalize_reward=False, critic_hidden=(32, 32), critic_lr=5e-3, value_steps=8,
+               value_epochs=2)
+#: the same as train.py options
+CLASSIC_ARGS = [f"--{k.replace('_', '-')}={','.join(map(str, v)) if isinstance(v, tuple) else str(v).lower() if isinstance(v, bool) else v}"
+                for k, v in CLASSIC.items()]
+
+
 @pytest.fixture
 def tmp_runs(tmp_path):
     return tmp_path / "runs"

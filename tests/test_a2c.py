@@ -8,6 +8,7 @@ from svpg.rl.config import SVPGConfig, load_preset, parameter_count, widen_to_ma
 from svpg.rl.evaluation import evaluate_particles
 from svpg.rl.returns import gae_advantages, standardize
 from svpg.rl.trainer import SVPGTrainer
+from conftest import CLASSIC
 
 
 def sb3_advantages(rewards, values, last_values, episode_starts, last_dones, gamma, lam):
@@ -57,7 +58,7 @@ def test_advantages_bootstrap_from_the_true_next_state_of_every_step(tmp_runs, e
     # A2C reads V(s'_t) off the critic pass over s_{t+1} where the episode goes on; a horizon of 37 in
     # batches of 40 steps puts time limits inside the batch, and CartPole also terminates. The result
     # must equal GAE with a critic pass over every true next state s'_t.
-    cfg = SVPGConfig(env_id=env_id, estimator="a2c", num_particles=3, samples_per_particle=400, horizon=37, num_seeds=2,
+    cfg = SVPGConfig(**(CLASSIC | dict(estimator="a2c")), env_id=env_id, num_particles=3, samples_per_particle=400, horizon=37, num_seeds=2,
                      log_dir=str(tmp_runs), progress=False)
     trainer = SVPGTrainer(cfg)
     batch = trainer.collect()
@@ -73,7 +74,7 @@ def test_advantages_bootstrap_from_the_true_next_state_of_every_step(tmp_runs, e
 
 def test_a2c_learns_cartpole(tmp_runs):
     cfg = SVPGConfig(
-        estimator="a2c", num_particles=4, samples_per_particle=2000, iterations=30, seed=0, log_dir=str(tmp_runs),
+        **(CLASSIC | dict(estimator="a2c")), num_particles=4, samples_per_particle=2000, iterations=30, seed=0, log_dir=str(tmp_runs),
         run_name="a2c", progress=False, checkpoint_every=0, eval_episodes=0, threads=1, anneal_lr=False,
     )
     trainer = SVPGTrainer(cfg)

@@ -16,7 +16,9 @@ from svpg.rl.callbacks import BaseCallback
 from svpg.rl.policies import load_policy
 
 ROOT = Path(__file__).resolve().parents[1]
-SMALL = dict(num_particles=4, samples_per_particle=500, verbose=0)
+# the defaults (PPO, normalisation) with fewer minibatch steps, so that each iteration is cheap
+SMALL = dict(num_particles=4, samples_per_particle=500, verbose=0, ppo_epochs=2, ppo_minibatches=4, value_epochs=2,
+             value_steps=4)
 
 
 class Chase(gym.Env):
@@ -59,7 +61,7 @@ def test_learn_predict_save_load_round_trip(tmp_path):
 @pytest.mark.parametrize("estimator", ["reinforce", "a2c"])
 def test_save_load_learn_equals_one_uninterrupted_learn(tmp_path, estimator):
     settings = dict(SMALL, estimator=estimator, seed=3)
-    straight = svpg.SVPG("CartPole-v1", **settings).learn(8000, callback=svpg.CheckpointCallback(2, tmp_path / "run"))
+    straight = svpg.SVPG("CartPole-v1", **settings, anneal_lr=True).learn(8000, callback=svpg.CheckpointCallback(2, tmp_path / "run"))
     # continue from the iteration-2 checkpoint, with the learning-rate schedule of the whole run
     resumed = svpg.SVPG.load(tmp_path / "run" / "checkpoints" / "iter_000002.safetensors", verbose=0)
     resumed.learn(4000, reset_num_timesteps=False)
@@ -92,7 +94,7 @@ def test_learn_writes_nothing_unless_asked(tmp_path, monkeypatch):
 
 def test_an_unregistered_env_subclass_learns_past_a_threshold(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    model = svpg.SVPG(Chase, seed=0, num_particles=4, samples_per_particle=400, lr=0.03, anneal_lr=False, verbose=0)
+    model = svpg.SVPG(Chase, seed=0, estimator="reinforce", samples_per_particle=400, lr=0.01, verbose=0)
     start = model.train_iteration()["rollout/ep_rew_max"].item()
     model.learn(16 * 1600)
     assert model.scalars[0]["rollout/ep_rew_max"] >= 18 > start + 3  # 20 is perfect; a coin scores 10
@@ -155,7 +157,7 @@ def test_callback_lifecycle_and_scalars():
         def _on_training_end(self):
             seen.append("end")
 
-    svpg.SVPG("CartPole-v1", lr=0.01, **SMALL).learn(4000, callback=Record())
+    svpg.SVPG("CartPole-v1", lr=0.01, anneal_lr=True, **SMALL).learn(4000, callback=Record())
     assert seen == ["start", ("rollout", 1, 0.01), ("step", 1, 2000), ("rollout", 2, 0.005), ("step", 2, 4000), "end"]
 
 
@@ -203,6 +205,7 @@ def test_checkpoint_callback_keeps_the_last_n(tmp_path):
 @pytest.mark.parametrize("kwargs, fragment", [
     (dict(num_particles="16"), "num_particles"),
     (dict(alpha=-1.0), "--alpha"),
+    (dict(estimator="ppo", clip_range=1.5), "--clip-range"),
     (dict(lr="fast"), "'lr' must be a number"),
     (dict(iterations=3), "not SVPG options"),
     (dict(learning_rate=0.1), "unknown option"),

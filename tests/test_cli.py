@@ -9,6 +9,7 @@ from PIL import Image
 
 import svpg
 from svpg.rl.config import load_preset
+from conftest import CLASSIC, CLASSIC_ARGS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +31,7 @@ def run(*args, check=True):
 def trained(tmp_path_factory):
     log_dir = tmp_path_factory.mktemp("runs")
     out = run(
-        "train.py", "--num-particles", "3", "--samples-per-particle", "500", "--iterations", "3",
+        "train.py", *CLASSIC_ARGS, "--num-particles", "3", "--samples-per-particle", "500", "--iterations", "3",
         "--eval-episodes", "2", "--log-dir", str(log_dir), "--run-name", "cli", "--progress", "false",
         "--threads", "1",
     )

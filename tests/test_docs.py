@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import CLASSIC
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -52,7 +53,7 @@ def cartpole_run(tmp_path_factory) -> Path:
     from svpg.rl.trainer import SVPGTrainer
 
     log_dir = tmp_path_factory.mktemp("docs") / "runs"
-    config = SVPGConfig(iterations=1, num_particles=4, samples_per_particle=200, run_name="cartpole",
+    config = SVPGConfig(**CLASSIC, iterations=1, num_particles=4, samples_per_particle=200, run_name="cartpole",
                         log_dir=str(log_dir), progress=False)
     SVPGTrainer(config).train()
     return log_dir / "cartpole"

@@ -13,14 +13,16 @@ from svpg.rl import checkpoints
 from svpg.rl.config import SVPGConfig
 from svpg.rl.policies import load_policy
 from svpg.rl.trainer import ProgressCSV, SVPGTrainer
+from conftest import CLASSIC, CLASSIC_ARGS
 
 ROOT = Path(__file__).resolve().parents[1]
 ITERATIONS, EVERY = 12, 3
-SETTINGS = dict(num_particles=2, samples_per_particle=200, iterations=ITERATIONS, checkpoint_every=EVERY,
+SETTINGS = CLASSIC | dict(num_particles=2, samples_per_particle=200, iterations=ITERATIONS, checkpoint_every=EVERY,
                 eval_episodes=0, progress=False, threads=1)
-ARGS = [f"--{k.replace('_', '-')}={str(v).lower() if isinstance(v, bool) else v}" for k, v in SETTINGS.items()]
-# atomic renames of one uninterrupted process: config.json twice, then (state, model, model.safetensors) per checkpoint
-RENAMES = 2 + 3 * ITERATIONS // EVERY
+ARGS = [*CLASSIC_ARGS, *(f"--{k.replace('_', '-')}={str(v).lower() if isinstance(v, bool) else v}"
+                         for k, v in SETTINGS.items() if k not in CLASSIC)]
+# atomic renames of one uninterrupted process: config.json twice, then (checkpoint, model.safetensors) per checkpoint
+RENAMES = 2 + 2 * ITERATIONS // EVERY
 
 
 def deterministic(row: dict) -> dict:

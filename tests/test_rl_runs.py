@@ -18,15 +18,16 @@ from svpg.rl.config import SVPGConfig
 from svpg.rl.policies import load_policy, save_policy
 from svpg.rl.trainer import NonFiniteError, SVPGTrainer
 from svpg.seeding import int_seed, torch_generator
+from conftest import CLASSIC, CLASSIC_ARGS
 
 ROOT = Path(__file__).resolve().parents[1]
-SMALL = ["--num-particles", "2", "--samples-per-particle", "200", "--eval-episodes", "0", "--progress", "false",
+SMALL = [*CLASSIC_ARGS, "--num-particles", "2", "--samples-per-particle", "200", "--eval-episodes", "0", "--progress", "false",
          "--threads", "1"]
 
 
 def small(tmp_runs, **kw):
-    base = dict(num_particles=2, samples_per_particle=200, iterations=4, checkpoint_every=2, log_dir=str(tmp_runs),
-                progress=False, eval_episodes=0, threads=1)
+    base = CLASSIC | dict(num_particles=2, samples_per_particle=200, iterations=4, checkpoint_every=2, log_dir=str(tmp_runs),
+                          progress=False, eval_episodes=0, threads=1)
     return SVPGConfig(**(base | kw))
 
 

@@ -8,6 +8,7 @@ import svpg
 from svpg.rl.config import SVPGConfig
 from svpg.rl.trainer import SVPGTrainer
 from svpg.seeding import int_seed
+from conftest import CLASSIC
 
 CASES = [  # (task, estimator, method, horizon)
     ("CartPole-v1", "reinforce", "s2vgd", 100),
@@ -20,7 +21,7 @@ CASES = [  # (task, estimator, method, horizon)
 
 
 def config(tmp_runs, env_id, estimator, method, **kw):
-    base = dict(env_id=env_id, estimator=estimator, method=method, num_particles=3, samples_per_particle=400,
+    base = CLASSIC | dict(env_id=env_id, estimator=estimator, method=method, num_particles=3, samples_per_particle=400,
                 horizon=100, checkpoint_every=2, eval_episodes=0, progress=False, log_dir=str(tmp_runs))
     return SVPGConfig(**(base | kw))
 

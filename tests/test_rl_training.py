@@ -5,10 +5,11 @@ import torch
 from svpg.rl.config import SVPGConfig
 from svpg.rl.evaluation import evaluate_particles
 from svpg.rl.trainer import SVPGTrainer
+from conftest import CLASSIC
 
 
 def small_config(tmp_runs, **kw):
-    base = dict(
+    base = CLASSIC | dict(
         num_particles=4, samples_per_particle=1000, iterations=3, log_dir=str(tmp_runs), progress=False,
         checkpoint_every=0, eval_episodes=0, threads=1, anneal_lr=False,
     )

@@ -13,12 +13,13 @@ from svpg.io import CheckpointError
 from svpg.rl.config import SVPGConfig
 from svpg.rl.policies import ParticlePolicy, PolicySpec, load_policy, save_policy
 from svpg.rl.trainer import SVPGTrainer
+from conftest import CLASSIC
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     cfg = SVPGConfig(
-        num_particles=3, samples_per_particle=500, iterations=2, log_dir=str(tmp_path_factory.mktemp("runs")),
+        **CLASSIC, num_particles=3, samples_per_particle=500, iterations=2, log_dir=str(tmp_path_factory.mktemp("runs")),
         run_name="saved", progress=False, eval_episodes=0, threads=1,
     )
     trainer = SVPGTrainer(cfg)

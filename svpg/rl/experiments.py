@@ -244,20 +244,37 @@ def run_grid(prog: str, jobs: list[dict], out: Path, backend: str, workers: int,
             config = SVPGConfig(**(load_preset(job["task"]) | job["overrides"]), method=job["method"]).validate()
             devices.add(config.device)
         out.mkdir(parents=True, exist_ok=True)
+        from svpg.runs import RunLock
+
+        lock = RunLock(out).acquire()  # one grid driver per output folder
     except (ValueError, OSError) as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
+    try:
+        return _run_locked(prog, jobs, out, backend, workers, fn, devices, gpus)
+    finally:
+        lock.release()
+
+
+def _run_locked(prog, jobs, out, backend, workers, fn, devices, gpus) -> int:
     pending = {id(j): sum(map(len, unfinished(j).values())) for j in jobs}
     runs, todo = sum(len(j["seeds"]) for j in jobs), sum(pending.values())
     if backend == "local":  # Ray restores its experiment from the full grid and skips finished trials itself
         jobs = [j for j in jobs if pending[id(j)]]
     print(f"{runs} runs, {runs - todo} already finished; running {todo} in seed batches on {workers} "
           f"{backend} workers")
-    from tqdm import tqdm
-
     # `kill` (SIGTERM) must not orphan the workers: exiting through the `with` stops them, and every run
     # resumes from its last checkpoint next time
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        return _run_with_bar(prog, jobs, out, backend, workers, fn, devices, gpus)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run_with_bar(prog, jobs, out, backend, workers, fn, devices, gpus) -> int:
+    from tqdm import tqdm
+
     with tqdm(total=len(jobs), unit="batch") as bar:
         def done(job: dict, result: dict) -> None:
             bar.write(f"{job_label(job)} {job['estimator']} seeds {job['seeds']}: {result.get('seconds', 0):.0f} s")
