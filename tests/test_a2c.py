@@ -74,8 +74,8 @@ def test_advantages_bootstrap_from_the_true_next_state_of_every_step(tmp_runs, e
 
 def test_a2c_learns_cartpole(tmp_runs):
     cfg = SVPGConfig(
-        **(CLASSIC | dict(estimator="a2c")), num_particles=4, samples_per_particle=2000, iterations=30, seed=0, log_dir=str(tmp_runs),
-        run_name="a2c", progress=False, checkpoint_every=0, eval_episodes=0, threads=1, anneal_lr=False,
+        **(CLASSIC | dict(estimator="a2c", anneal_lr=False)), num_particles=4, samples_per_particle=2000, iterations=30, seed=0, log_dir=str(tmp_runs),
+        run_name="a2c", progress=False, checkpoint_every=0, eval_episodes=0, threads=1,
     )
     trainer = SVPGTrainer(cfg)
     policy = trainer.train()

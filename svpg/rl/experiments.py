@@ -114,9 +114,9 @@ def train_batch(job: dict, report=None) -> dict:
             trainer = SVPGTrainer.resume([run_folder(out, label, estimator, s) for s in seeds], progress=False, **length)
         else:
             name = f"{label}__{estimator}" if len(seeds) > 1 else run_folder(out, label, estimator, seeds[0]).name
-            config = SVPGConfig(**(load_preset(job["task"]) | overrides), method=method, estimator=estimator,
-                                seed=seeds[0], num_seeds=len(seeds), log_dir=str(out), run_name=name, progress=False,
-                                eval_episodes=0, threads=1)
+            config = SVPGConfig(**(load_preset(job["task"]) | overrides | dict(
+                method=method, estimator=estimator, seed=seeds[0], num_seeds=len(seeds), log_dir=str(out), run_name=name,
+                progress=False, eval_episodes=0, threads=1)))
             trainer = SVPGTrainer(config, seeds=seeds)
         if not trainer.finished:
             trainer.train(callback=Forward() if report else None)
@@ -241,7 +241,7 @@ def run_grid(prog: str, jobs: list[dict], out: Path, backend: str, workers: int,
     devices = set()
     try:
         for job in jobs:
-            config = SVPGConfig(**(load_preset(job["task"]) | job["overrides"]), method=job["method"]).validate()
+            config = SVPGConfig(**(load_preset(job["task"]) | job["overrides"] | {"method": job["method"]})).validate()
             devices.add(config.device)
         out.mkdir(parents=True, exist_ok=True)
         from svpg.runs import RunLock
