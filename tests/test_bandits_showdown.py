@@ -1,5 +1,6 @@
 """The Showdown's data-set bandits (svpg.bandits.showdown), checked against facts of the data files
 (class counts of the UCI documentation, the Showdown's sizes) and of its problem construction."""
+import functools
 import shutil
 from pathlib import Path
 
@@ -21,9 +22,15 @@ def private_cache(tmp_path, monkeypatch):
     monkeypatch.delenv("SVPG_DATA_DIR", raising=False)
 
 
+@functools.lru_cache(maxsize=None)
+def loaded(name: str):
+    """Each problem read once per test session (Covertype's file takes a second or two)."""
+    return make_problem(name, data_dir=str(DATA), download=False)
+
+
 @pytest.fixture(scope="module")
 def statlog():
-    return StatlogBandit.load(DATA, download=False)
+    return loaded("statlog")
 
 
 def test_statlog_is_shuttle_trn_with_its_documented_class_counts(statlog):
@@ -78,7 +85,8 @@ def test_financial_portfolios_noise_and_optimal_reward():
 
 
 def test_adult_is_the_occupation_bandit_on_94_columns():
-    problem = AdultBandit.load(DATA, download=False)
+    problem = loaded("adult")
+    assert isinstance(problem, AdultBandit)
     # 30162 + 15060 rows of adult.data and adult.test without a missing value; 14 occupations
     assert (problem.num_rows, problem.context_dim, problem.num_actions) == (45222, 94, 14)
     # the arms in alphabetical order: Adm-clerical 5540, Armed-Forces 14, Craft-repair 6020, …
@@ -88,7 +96,8 @@ def test_adult_is_the_occupation_bandit_on_94_columns():
 
 
 def test_covertype_is_581011_rows_with_the_documented_class_counts():
-    problem = CovertypeBandit.load(DATA, download=False)
+    problem = loaded("covertype")
+    assert isinstance(problem, CovertypeBandit)
     assert (problem.context_dim, problem.num_actions, problem.max_rounds) == (54, 7, 150000)
     # covtype.info: 211840, 283301, 35754, 2747, 9493, 17367, 20510; the Showdown reads the file with
     # header=0, so its first row (class 5) is not used
@@ -146,3 +155,33 @@ def test_the_data_files_are_declared_with_the_shared_checksums():
         assert f"{f.sha256}  {f.path}" in readme
     assert COVTYPE.content_sha256 in readme and MAX_ROUNDS == {"statlog": 43500, "covertype": 150000,
                                                                 "financial": 3713, "adult": 45222}
+
+
+ALL_AGENTS = ["s2vgd", "svgd", "bbb", "vmg", "kflow-diag", "kflow-linear", "badam", "neural-greedy", "eps-greedy-0.01",
+              "linucb", "uniform"]
+
+
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("name", ["statlog", "covertype", "financial", "adult"])
+def test_every_agent_plays_every_problem_with_the_tables_batch_size(name):
+    # 120 rounds: the round-robin pulls, then two trainings of 3 steps on minibatches of 512 (the tables' batch)
+    problem = loaded(name)
+    results = run(problem, ALL_AGENTS, rounds=120, seeds=1, train_every=50, train_steps=3, batch_size=512, num_particles=4)
+    for agent in ALL_AGENTS:
+        run_ = next(r for r in results.runs if r.agent == agent)
+        assert run_.actions.shape == (120,) and 0 <= run_.actions.min() and run_.actions.max() < problem.num_actions
+    assert results.normalised_regret("uniform", 0) == 100
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_thread")
+def test_the_tables_schedule_runs_on_adult():
+    # the papers' schedule: every 50 rounds 200 steps of 512 (slow: S²VGD's two trainings take about a minute)
+    from svpg.bandits import make_agent, play
+
+    problem = make_problem("adult", data_dir=str(DATA), download=False)
+    table = problem.table(120, seed=0)
+    for name in ("s2vgd", "badam"):
+        agent = make_agent(name, problem.num_actions, problem.context_dim, train_every=50, train_steps=200, batch_size=512)
+        actions = play(agent, table)
+        assert agent.trainings == 2 and actions.shape == (120,)  # trained after rounds 50 and 100
