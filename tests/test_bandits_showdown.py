@@ -185,3 +185,15 @@ def test_the_tables_schedule_runs_on_adult():
         agent = make_agent(name, problem.num_actions, problem.context_dim, train_every=50, train_steps=200, batch_size=512)
         actions = play(agent, table)
         assert agent.trainings == 2 and actions.shape == (120,)  # trained after rounds 50 and 100
+
+
+def test_a_run_resumes_with_its_data_dir_given_again(tmp_path, capsys):
+    from svpg.bandits.cli import main
+
+    common = ["--progress", "false"]
+    assert main(["--problem", "financial", "--data-dir", str(DATA), "--rounds", "60", "--agents", "uniform",
+                 "--seeds", "1", "--log-dir", str(tmp_path), "--run-name", "fin", *common]) == 0
+    # the checksums make the data the same wherever they are, so --data-dir may change on --resume
+    assert main(["--resume", str(tmp_path / "fin"), "--seeds", "2", "--data-dir", str(DATA), *common]) == 0
+    assert sorted(p.name for p in (tmp_path / "fin" / "seeds").iterdir()) == ["seed_0.npz", "seed_1.npz"]
+    capsys.readouterr()
