@@ -227,8 +227,9 @@ def test_wrong_context_dimension_is_a_clear_error():
 @pytest.mark.parametrize("method", VARIATIONAL_METHODS)
 def test_variational_thompson_beats_uniform_by_a_wide_margin_on_mushroom(method):
     results = run(make_problem("mushroom"), [method], rounds=5000, seeds=1)
-    # uniform = 100; BADAM's posterior, read off Adam's state, narrows more slowly than the ELBO ones
-    assert results.normalised_regret(method, 0) < (40 if method == "badam" else 20)
+    # uniform = 100; BADAM's posterior, read off Adam's state with N = the rows seen (eq. 14), narrows far more
+    # slowly than the ELBO ones (75 at 5000 rounds, 32 at 20000 on this table)
+    assert results.normalised_regret(method, 0) < (85 if method == "badam" else 20)
 
 
 @pytest.mark.parametrize("method", VARIATIONAL_METHODS)
@@ -253,8 +254,12 @@ def test_variational_training_schedule_and_the_likelihood_scaled_by_the_data_set
     np.testing.assert_array_equal(agent.act(np.zeros((4, 3)), 0), [0, 1, 0, 1])
     play(agent, WheelLike().table(35, seed=0))
     assert agent.trainings == 3 and agent.size == 35 and agent.steps == 6
-    # BADAM's posterior read Adam's state after the last step: N = steps × batch size
-    assert agent.posterior.examples_seen.item() == 6 * 8 and agent.posterior.layers[0].curvature.gt(0).all()
+    # BADAM's posterior read Adam's state after the last step: N = the rows seen at the last training
+    # (round 30, as the reference code's data-set size), not Adam steps × batch size (6 × 8 = 48)
+    assert agent.posterior.examples_seen.item() == 30 and agent.posterior.layers[0].curvature.gt(0).all()
+    layer = agent.posterior.layers[0]
+    _, var = layer.posterior(agent.posterior.examples_seen)
+    torch.testing.assert_close(var, 1.0 / (30 * layer.curvature + 1 / 0.1**2))  # eq. 14, prior N(0, 0.1²)
     # −(N/B) Σ log N(y | f(x)[a], σ²) + R − log p(σ²): B copies of one point cost N times its log-likelihood
     x, a, y = torch.randn(1, 3), torch.tensor([1]), torch.tensor([0.3])
     pred = agent.posterior.train_forward(x, 1)[0, 0, 1]

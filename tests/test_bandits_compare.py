@@ -46,3 +46,13 @@ def test_runs_of_one_problem_merge_and_unlike_runs_are_refused(tmp_path, capsys)
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--seeds" in err[0]
+
+
+def test_standard_errors_instead_of_standard_deviations():
+    # normalised regret 2 and 4 on two seeds: std √2 = 1.41, standard error √2 / √2 = 1.00
+    table = {("s2vgd", s): {"normalised_regret": v, "reward_ratio": 0.5, "cumulative_regret": v, "seconds": 1.0}
+             for s, v in ((0, 2.0), (1, 4.0))}
+    assert "| s2vgd | 2 | 3.00 ± 1.41 |" in compare.compare_table(table, "s2vgd")
+    assert "| s2vgd | 2 | 3.00 ± 1.00 |" in compare.compare_table(table, "s2vgd", spread="se")
+    with pytest.raises(compare.CompareError, match="--spread"):
+        compare.compare_table(table, "s2vgd", spread="iqr")

@@ -502,7 +502,7 @@ class VariationalThompson(RewardModelAgent):
 
     one weight draw per step (local reparameterisation), N the rounds so far; R is KL(q ‖ p) for
     bbb, vmg and the Kronecker flows (their ELBO) and −log p(θ) for badam, whose Adam state then gives
-    its posterior (eq. 14 of BADAM, N = steps × batch size). The likelihood is the Stein agents': the
+    its posterior (eq. 14 of BADAM, N = the rounds observed so far). The likelihood is the Stein agents': the
     played arm only, one noise variance σ² shared by the arms, learned (a point estimate) under their
     Inv-Gamma(``noise_a``, ``noise_b``) prior, so the agents differ in their weight posteriors only.
 
@@ -572,7 +572,9 @@ class VariationalThompson(RewardModelAgent):
             loss.backward()
             self.optimizer.step()
             self.steps += 1
-            self.posterior.observe_step(self.optimizer, self.steps * self.batch_size, data_size=n)
+            # BADAM's N (eq. 14): the training rows seen so far, as the BADAM reference code's N (the
+            # data-set size), not Adam steps × batch size, which grows without the data and shrinks the variance
+            self.posterior.observe_step(self.optimizer, n, data_size=n)
         self.trainings += 1
         return {"train/loss": loss.detach(), "train/regulariser": reg.detach(),
                 "train/noise_std": torch.exp(0.5 * self.log_var.detach()[0])}

