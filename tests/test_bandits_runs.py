@@ -260,3 +260,14 @@ def test_a_full_disk_is_a_one_line_error_and_the_run_resumes(reference, tmp_path
     monkeypatch.undo()
     assert main(["--resume", str(run_dir)]) == 0
     assert_same_results(run_dir, reference)
+
+
+def test_a_run_folder_in_use_is_refused(reference, capsys):
+    from svpg.runs import RunLock
+
+    before = snapshot(reference)
+    with RunLock(reference):
+        capsys.readouterr()
+        assert main(["--resume", str(reference)]) == 2
+        assert f"in use by process {os.getpid()}" in one_line(capsys.readouterr().err)
+    assert snapshot(reference) == before

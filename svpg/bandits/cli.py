@@ -47,7 +47,7 @@ from svpg.core.priors import PRIORS
 from svpg.core.svgd import OPTIMIZERS
 from svpg.grid import add_backend_arguments, gpus_per_job, run_jobs
 from svpg.io import WriteError
-from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_run_record,
+from svpg.runs import (RunLock, TensorBoardLogger, check_writable, create_run_dir, read_run_record,
                        remove_stray_temporaries, resumed_config,
                        run_name, write_json)
 from svpg.runtime import DEFAULT_THREADS, StopRequest, resolve_device
@@ -366,7 +366,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(parser, args, argv: list[str], stop: StopRequest) -> int:
+    """One writer per run folder: a resumed folder is locked before anything in it is read or written,
+    a new one as soon as it exists (:class:`svpg.runs.RunLock`)."""
+    locks = [RunLock(args.resume).acquire()] if args.resume and Path(args.resume).is_dir() else []
+    try:
+        return _main_locked(parser, args, argv, stop, locks)
+    finally:
+        for lock in locks:
+            lock.release()
+
+
+def _main_locked(parser, args, argv: list[str], stop: StopRequest, locks: list) -> int:
     config, problem, factories, run_dir = _resumed_run(parser, args, argv) if args.resume else _new_run(args)
+    if not locks:
+        locks.append(RunLock(run_dir).acquire())
     keep_freed_memory()
     names = [n for n, _ in factories]
     seeds = config.seed_list()
