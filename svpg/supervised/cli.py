@@ -64,7 +64,7 @@ from svpg.seeding import int_seed, numpy_rng
 from svpg.stats import mean_se
 from svpg.supervised.data import (DATASETS, PROTOCOLS, STANDARD_SPLIT_ROWS, STANDARD_SPLITS, Dataset, load_dataset,
                                   standard_splits, train_test_split)
-from svpg.supervised.models import LR_SCHEDULES, METHODS, BayesianClassifier, BayesianRegressor
+from svpg.supervised.models import LR_SCHEDULES, METHODS, POSTERIOR_OPTIONS, BayesianClassifier, BayesianRegressor
 
 RESUME_HINT = "python train.py supervised --resume"
 # options that leave finished splits' results unchanged, so --resume accepts them (--splits adds splits;
@@ -113,6 +113,12 @@ REGRESSION_METHOD_DEFAULTS: dict[str, dict[str, dict]] = {
         "badam": {"optimizer": "adam", "lr": 1e-3, "lr_schedule": "cosine", "epochs": 1600},  # the grid's shortest, as on Boston
     },
 }
+# VMG's pseudo-data pairs per layer (§4.1 of Louizos & Welling): 10, 5 for Yacht, 20 for Protein; each
+# layer caps them at its fan-in (core/variational.py). On images VMG's classification model (§4.2): the
+# prior MN(0, I, I) and pseudo-data noise of variance at most 0.25; the paper tuned up to 150 pseudo-data
+# pairs per layer on validation images, we fix 10 (not tuned).
+VMG_PSEUDO_DATA = {"yacht": 5, "protein": 20}
+VMG_CLASSIFICATION_OPTIONS = {"learn_precisions": False, "pseudo_data": 10, "pseudo_dropout": 0.25}
 # Posterior draws per training step of bbb, vmg and kflow-*: one, as the VMG paper's regression runs;
 # local reparameterisation keeps the gradient's variance low with one draw (badam trains point weights).
 VARIATIONAL_SAMPLES = 1
@@ -263,6 +269,10 @@ def resolve(cfg: SupervisedConfig, data: Dataset) -> dict:
             "predict_samples": pick(m, "predict_samples", cfg.predict_samples)}
         for m in cfg.methods() if m in FAMILIES
     }
+    for m, own in method_settings.items():
+        options = posterior_options_for(m, data, tuned.get(m, {}).get("posterior_options"))
+        if options is not None:
+            own["posterior_options"] = options
     return dict(
         hidden=hidden,
         num_particles=cfg.num_particles or defaults["num_particles"],
@@ -275,6 +285,20 @@ def resolve(cfg: SupervisedConfig, data: Dataset) -> dict:
         splits=splits,
         **({"method_settings": method_settings} if method_settings else {}),
     )
+
+
+def posterior_options_for(method: str, data: Dataset, tuned: dict | None = None) -> dict | None:
+    """The options of a parametric method's posterior on this data set, when they differ from the
+    estimator's defaults (``POSTERIOR_OPTIONS`` of svpg/supervised/models.py): VMG's pseudo-data count
+    (``VMG_PSEUDO_DATA``) and classification model, and what a grid chose on validation rows (``tuned``,
+    e.g. BBB's scale mixture)."""
+    options = dict(POSTERIOR_OPTIONS.get(method, {}))
+    if method == "vmg" and data.task == "classification":
+        options.update(VMG_CLASSIFICATION_OPTIONS)
+    elif method == "vmg" and data.name in VMG_PSEUDO_DATA:
+        options["pseudo_data"] = VMG_PSEUDO_DATA[data.name]
+    options.update(tuned or {})
+    return options if options != POSTERIOR_OPTIONS.get(method, {}) else None
 
 
 def split_seed(seed: int, split: int) -> int:
