@@ -26,7 +26,7 @@ in results.json, TensorBoard training curves (<method>/split_<k>/: split 0 of a 
 run on classification), the test metrics of every split (summary/) and, once every split has finished,
 results.md.
 Ctrl-C or SIGTERM discards the split in progress and keeps the finished ones; --resume runs the rest.
-With --resume only --splits, --progress, --threads, --device and --compile may be given (and --backend,
+With --resume only --splits, --progress, --threads, --device, --compile and --data-dir may be given (and --backend,
 --jobs).
 
 --backend local|ray fits the (split, method) pairs at once, one job each (svpg.grid), on --jobs local
@@ -62,14 +62,14 @@ from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_j
 from svpg.runtime import DEFAULT_THREADS, StopRequest, resolve_device
 from svpg.seeding import int_seed, numpy_rng
 from svpg.stats import mean_se
-from svpg.supervised.data import (DATASETS, PROTOCOLS, STANDARD_SPLIT_ROWS, STANDARD_SPLITS, Dataset, load_dataset,
+from svpg.supervised.data import (DATASETS, PROTOCOLS, STANDARD_SPLIT_ROWS, STANDARD_SPLITS, UCI_SETS, Dataset, load_dataset,
                                   standard_splits, train_test_split)
 from svpg.supervised.models import LR_SCHEDULES, METHODS, POSTERIOR_OPTIONS, BayesianClassifier, BayesianRegressor
 
 RESUME_HINT = "python train.py supervised --resume"
 # options that leave finished splits' results unchanged, so --resume accepts them (--splits adds splits;
 # --device and --compile change float rounding, so splits run after such a change are not bit-identical)
-RESUME_OPTIONS = ("splits", "progress", "threads", "device", "compile")
+RESUME_OPTIONS = ("splits", "progress", "threads", "device", "compile", "data_dir")
 CONFIG_FILE, RESULTS_FILE, TABLE_FILE, MODELS_DIR, SUMMARY_DIR = "config.json", "results.json", "results.md", "models", "summary"
 # the unit of work: one method on one split, its row of results.json saved as <method>_split<k>.json
 SPLITS_DIR, _SPLIT_FILE = "splits", re.compile(r"(?P<method>[a-z0-9-]+)_split(?P<split>\d+)\.json")
@@ -122,13 +122,19 @@ VMG_CLASSIFICATION_OPTIONS = {"learn_precisions": False, "pseudo_data": 10, "pse
 # Posterior draws per training step of bbb, vmg and kflow-*: one, as the VMG paper's regression runs;
 # local reparameterisation keeps the gradient's variance low with one draw (badam trains point weights).
 VARIATIONAL_SAMPLES = 1
-# ≥ 10000 rows: 100 hidden units and batches of 1000 as in §5.1
+# mid-size sets (kin8nm, naval, power: 5000 to 20000 rows): the small sets' settings with 400 epochs, about the
+# number of steps of Concrete's schedule (not tuned on these sets)
+MID_REGRESSION_DEFAULTS = {**REGRESSION_DEFAULTS, "epochs": 400}
+MID_DATA = 5_000
+# ≥ 20000 rows (protein; YearPredict is not available): 100 hidden units and batches of 1000 as in §5.1
 LARGE_REGRESSION_DEFAULTS = dict(num_particles=20, lr=1e-3, lr_schedule="cosine", epochs=40, eval_every=2, batch_size=1000,
                                  validation_fraction=0.1, predict_samples=100)
 # 20 predictive draws for images: each costs a 784-400-400-10 forward pass of every validation image
 CLASSIFICATION_DEFAULTS = dict(num_particles=10, lr=1e-3, lr_schedule="cosine", epochs=20, eval_every=1, batch_size=100,
                                validation_fraction=0.1, predict_samples=20)
-LARGE_DATA = 10_000
+LARGE_DATA = 20_000
+# MNIST: 100 epochs (S²VGD §5.2); other image sets CLASSIFICATION_DEFAULTS' 20
+CLASSIFICATION_EPOCHS = {"mnist": 100}
 
 
 @dataclass
@@ -136,8 +142,9 @@ class SupervisedConfig:
     """Bayesian neural networks (§5.1–5.2 of S²VGD) trained by S²VGD, SVGD, MAP or a parametric posterior."""
 
     dataset: str = _f("boston", f"{' | '.join(DATASETS)} | a path ending in .csv")
-    data_path: str = _f("", "CSV file for --dataset csv, or the folder of the Fashion-MNIST IDX files "
-                            "(default /usr/share/datasets/fashion-mnist, from apt-get install dataset-fashion-mnist)")
+    data_path: str = _f("", "CSV file for --dataset csv")
+    data_dir: str = _f("", "folder holding the public data files (uci_splits/<name>/data.txt, mnist/, fashion-mnist/), "
+                           "searched before $SVPG_DATA_DIR and the user cache ~/.cache/svpg, where missing files are downloaded")
     target: str = _f("", "name of the target column of a CSV file")
     method: str = _f("s2vgd", f"comma-separated methods out of {', '.join(METHODS)}, e.g. s2vgd,svgd,vmg")
     householder: int = _f(1, "K, Householder reflections per side of every layer (s2vgd; capped at min(ℓ1, ℓ2))")
@@ -247,8 +254,12 @@ def resolve(cfg: SupervisedConfig, data: Dataset) -> dict:
     tuned: dict[str, dict] = {}
     if data.task == "classification":
         defaults, hidden = CLASSIFICATION_DEFAULTS, (400, 400)
+        if data.name in CLASSIFICATION_EPOCHS:
+            defaults = {**defaults, "epochs": CLASSIFICATION_EPOCHS[data.name]}
     elif n >= LARGE_DATA:
         defaults, hidden = LARGE_REGRESSION_DEFAULTS, (100,)
+    elif n >= MID_DATA:
+        defaults, hidden = MID_REGRESSION_DEFAULTS, (50,)
     else:
         defaults, hidden = REGRESSION_DEFAULTS, (50,)
         tuned = REGRESSION_METHOD_DEFAULTS.get(data.name, {})
@@ -260,7 +271,8 @@ def resolve(cfg: SupervisedConfig, data: Dataset) -> dict:
     epochs = {m: pick(m, "epochs", cfg.epochs) for m in cfg.methods()}
     if cfg.hidden != "auto":
         hidden = tuple(int(w) for w in cfg.hidden.split(",") if w.strip())
-    splits = cfg.splits or (1 if data.y_test is not None else 20)
+    standard = data.name in UCI_SETS and cfg.protocol == "standard"
+    splits = cfg.splits or (1 if data.y_test is not None else UCI_SETS[data.name].splits if standard else 20)
     schedule = None if cfg.lr_schedule == "auto" else cfg.lr_schedule
     optimizer = None if cfg.optimizer == "auto" else cfg.optimizer
     method_settings = {
@@ -377,15 +389,16 @@ def split_data(cfg: SupervisedConfig, data: Dataset, k: int) -> tuple[np.ndarray
 def _prepare(cfg: SupervisedConfig) -> tuple[Dataset, dict]:
     """The data and the resolved settings, with everything checked before a file is written."""
     cfg.validate()
-    data = load_dataset(cfg.dataset, cfg.data_path or None, cfg.target or None)
+    data = load_dataset(cfg.dataset, cfg.data_path or None, cfg.target or None, data_dir=cfg.data_dir or None,
+                        progress=cfg.progress)
     settings = resolve(cfg, data)
     if cfg.protocol == "standard":
         standard_splits(data.name)  # raises for a data set without them
         if len(data.y) != STANDARD_SPLIT_ROWS[data.name]:
             raise ValueError(f"{data.name} has {len(data.y)} rows, but its standard splits index "
                              f"{STANDARD_SPLIT_ROWS[data.name]}; use --protocol random")
-        if settings["splits"] > STANDARD_SPLITS:
-            raise ValueError(f"--splits {settings['splits']}: --protocol standard has {STANDARD_SPLITS} splits")
+        if settings["splits"] > UCI_SETS[data.name].splits:
+            raise ValueError(f"--splits {settings['splits']}: {data.name} has {UCI_SETS[data.name].splits} standard splits")
     elif data.y_test is None:
         train_test_split(len(data.y), 0, cfg.test_fraction, cfg.seed)  # raises if the set is too small for it
     for method in cfg.methods():
@@ -524,7 +537,9 @@ def fit_split(run: _Run, method: str, k: int, progress: bool) -> dict:
 
     t0 = time.perf_counter()
     try:
-        model.fit(x_tr, y_tr, callback=callback)
+        # fixed validation rows (MNIST's last 10,000 training images), else carved by --validation-fraction
+        validation = {"X_val": data.x_val, "y_val": data.y_val} if data.y_val is not None else {}
+        model.fit(x_tr, y_tr, callback=callback, **validation)
     finally:
         if logger is not None:
             logger.close()
@@ -580,6 +595,8 @@ def fit_split_job(job: dict, report=None) -> dict:
         cwd = Path(job["cwd"])
         if cfg.data_path:
             cfg = dataclasses.replace(cfg, data_path=str(cwd / cfg.data_path))
+        if cfg.data_dir:
+            cfg = dataclasses.replace(cfg, data_dir=str(cwd / Path(cfg.data_dir).expanduser()))
         if cfg.dataset.lower().endswith(".csv"):
             cfg = dataclasses.replace(cfg, dataset=str(cwd / cfg.dataset))
         data, settings = _prepare(cfg)
@@ -644,7 +661,7 @@ def build_parser() -> Parser:
     parser = Parser(prog="train.py supervised", description=__doc__, listed={"methods": METHODS})
     parser.add_argument("--resume", metavar="RUN_DIR", default=None,
                         help="continue the run in RUN_DIR: run its splits that have no result yet (with --splits: extend it); "
-                             "only --splits, --progress, --threads, --device and --compile may be given")
+                             "only --splits, --progress, --threads, --device, --compile and --data-dir may be given")
     add_backend_arguments(parser, "(split, method) fits", shared="the run folder and the data")
     add_dataclass_arguments(parser, SupervisedConfig)
     return parser
