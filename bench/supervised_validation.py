@@ -59,7 +59,8 @@ def score_setting(args, data, setting: dict, done: dict, log) -> dict:
     on their held-out rows; returns the mean held-out RMSE and log-likelihood."""
     # the CLI's own settings and estimator, so this scores exactly what `train.py supervised` would run
     options = setting.get("posterior_options")
-    cfg = SupervisedConfig(dataset=args.dataset, method=args.method, householder=args.householder, compile=bool(args.compile),
+    cfg = SupervisedConfig(dataset=args.dataset, data_dir=args.data_dir, method=args.method, householder=args.householder,
+                           compile=bool(args.compile),
                            validation_fraction="0.1" if args.protocol == "checkpoint" else "0",
                            **{k: v for k, v in setting.items() if k != "posterior_options"})
     settings = resolve(cfg.validate(), data)
@@ -153,6 +154,7 @@ def _setting(row: dict) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="boston")
+    parser.add_argument("--data-dir", default="", help="folder of the public data files (see train.py supervised --help)")
     parser.add_argument("--method", default="s2vgd", choices=tuple(METHODS))
     parser.add_argument("--protocol", default="full", choices=("full", "checkpoint"))
     parser.add_argument("--splits", type=int, default=5, help="use the validation rows of splits 0..N-1")
@@ -167,7 +169,7 @@ def main() -> None:
     parser.add_argument("--results", type=Path, default=None, help="append every (setting, split) here; a rerun skips them")
     args = parser.parse_args()
 
-    data = load_dataset(args.dataset)
+    data = load_dataset(args.dataset, data_dir=args.data_dir or None)
     done = {}
     if args.results is not None and args.results.exists():
         for line in args.results.read_text().splitlines():
