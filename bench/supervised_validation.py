@@ -141,7 +141,7 @@ def prior_grid(args, data, done, log) -> None:
     print("\n| π | −log σ1 | −log σ2 | held-out RMSE | held-out log-lik. |\n|---|---|---|---|---|")
     for r in scored:
         p = r["prior"]
-        print(f"| {p['pi']:g} | {-math.log(p['sigma1']):.0f} | {-math.log(p['sigma2']):.0f} | {r['rmse']:.3f} | "
+        print(f"| {p['pi']:g} | {round(-math.log(p['sigma1'])) + 0} | {round(-math.log(p['sigma2']))} | {r['rmse']:.3f} | "
               f"{r['log_likelihood']:.3f} |")
     print(f"\nwinner for REGRESSION_METHOD_DEFAULTS[{data.name!r}][{args.method!r}]: "
           f"{{**{base}, 'posterior_options': {best()}}}")
