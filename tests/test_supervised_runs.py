@@ -209,3 +209,13 @@ def test_sigkill_between_a_model_file_and_its_row_resumes_bit_identical(csv_file
     assert main(["--resume", str(run)]) == 0
     assert_same_as(run, reference)
     assert not list(run.rglob(".*.tmp"))
+
+
+def test_a_run_folder_in_use_is_refused(reference, capsys):
+    from svpg.runs import RunLock
+
+    before = snapshot(reference)
+    with RunLock(reference):
+        assert main(["--resume", str(reference)]) == 2
+        assert f"in use by process {os.getpid()}" in error_line(capsys)
+    assert snapshot(reference) == before

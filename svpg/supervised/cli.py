@@ -36,6 +36,7 @@ saves its split file itself, so the results are those of the default in-process 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -56,7 +57,7 @@ from svpg.core.svgd import OPTIMIZERS
 from svpg.core.variational import FAMILIES
 from svpg.grid import add_backend_arguments, gpus_per_job, run_jobs
 from svpg.io import atomic_write
-from svpg.runs import (TensorBoardLogger, check_writable, create_run_dir, read_json_object, read_run_record,
+from svpg.runs import (RunLock, TensorBoardLogger, check_writable, create_run_dir, read_json_object, read_run_record,
                        remove_stray_temporaries, resumed_config,
                        run_name, write_json)
 from svpg.runtime import DEFAULT_THREADS, StopRequest, resolve_device
@@ -677,10 +678,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     keep_freed_memory()
     run = None
+    locks = []  # one writer per run folder (svpg.runs.RunLock): taken before a resumed folder is read
     # at once, not at a safe point: the split in progress is discarded anyway, and one epoch can take minutes
-    with StopRequest(immediate=True) as stop:
+    with StopRequest(immediate=True) as stop, contextlib.ExitStack() as held:
         try:
+            if args.resume and Path(args.resume).is_dir():
+                locks.append(held.enter_context(RunLock(args.resume)))
             run = _resumed_run(parser, args, argv) if args.resume else _new_run(args)
+            if not locks:
+                locks.append(held.enter_context(RunLock(run.run_dir)))
             todo = run.todo()
             print(f"{run.data}\nrun folder: {run.run_dir}\nsettings: {run.settings}", flush=True)
             if args.resume:
