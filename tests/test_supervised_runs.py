@@ -51,7 +51,8 @@ def assert_same_as(run: Path, reference: Path) -> None:
 
 
 def snapshot(folder: Path) -> dict:
-    return {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(folder.rglob("*")) if p.is_file()}
+    """Every file of a run folder with its time stamp, but the writer's lock (taken and released by a refused command)."""
+    return {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}
 
 
 def error_line(capsys) -> str:
