@@ -543,6 +543,7 @@ def plot(curves: list[dict], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
     import numpy as np
 
     tasks = [t for t in TASKS if any(c["task"] == t for c in curves)]
@@ -565,6 +566,7 @@ def plot(curves: list[dict], path: Path) -> None:
             (line,) = ax.plot(grid, mu, label=f"{label}, {len(ys)} seeds", lw=1.5)
             ax.fill_between(grid, mu - se, mu + se, color=line.get_color(), alpha=0.2, lw=0)
         ax.set_title(task)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x / 1000:g}k"))
         ax.set_xlabel("environment steps")
         ax.set_ylabel("training return")
         ax.legend(fontsize=8)
