@@ -39,7 +39,7 @@ import sys
 import time
 from pathlib import Path
 
-#: task → total environment steps of one run (the issue's budgets; for svpg all particles' steps count)
+#: task → total environment steps of one run (for svpg all particles' steps count)
 TASKS = {
     "Pendulum-v1": 200_000,
     "InvertedDoublePendulum-v5": 1_000_000,
@@ -190,7 +190,7 @@ def run_job(job: dict, report=None) -> dict:
     """Train (or continue) one run of :func:`plan`, evaluate it and write ``result.json``; returns the result."""
     import torch
 
-    torch.set_num_threads(1)  # one core per run, as the issue's comparison; SB3's small MLPs gain nothing from more
+    torch.set_num_threads(1)  # one core per run for every agent; SB3's small MLPs gain nothing from more
     folder = run_folder(job["out"], job["task"], job["agent"], job["seed"])
     if (folder / RESULT).exists():
         return json.loads((folder / RESULT).read_text())
