@@ -1,0 +1,654 @@
+"""svpg against Stable-Baselines3 PPO and A2C at equal environment steps, resumably.
+
+    python -m svpg.rl.benchmark --tasks Pendulum-v1 --seeds 0-4                       # every agent, reported seeds
+    python -m svpg.rl.benchmark --tasks Pendulum-v1 --agents ppo,a2c --seeds 0-4 --jobs 2 --backend local
+    python -m svpg.rl.benchmark --tasks Hopper-v5 --seeds 100-104 --svpg-options '{"lr": 0.01}'   # tuning seeds
+    python -m svpg.rl.benchmark --tasks all --seeds 0-4 --backend ray                  # Ray Tune trials (RAY_ADDRESS: a cluster)
+    python -m svpg.rl.benchmark --report-only --out runs/benchmark                     # rebuild the table and plots
+
+Each run is one (task, agent, seed): its own folder ``<out>/<task>/<agent>__seed<s>/``, trained for the
+task's budget of environment steps (:data:`TASKS`; for svpg all particles' steps count), then evaluated
+deterministically on ``--eval-episodes`` fresh episodes. Agents:
+
+* ``s2vgd``, ``svgd``: :class:`svpg.SVPG` with the options of :data:`SVPG_OPTIONS` (``--svpg-options`` adds
+  to them); the final metric is the particle with the highest return in the last training iteration
+  (chosen on training returns), and the mean over all particles, each on the same fresh episodes.
+* ``ppo``, ``a2c``: SB3 with rl-zoo3's tuned hyperparameters for the task (:data:`ZOO`), normalisation
+  included (``VecNormalize``, frozen for evaluation).
+
+Runs are skipped when finished (``result.json``) and continue from their last checkpoint otherwise:
+svpg through its :class:`~svpg.rl.callbacks.CheckpointCallback` folder (bit for bit), SB3 from a
+``model.zip`` and ``vecnormalize.pkl`` saved at rollout boundaries every tenth of the budget (the
+learning-rate schedule continues; the environments restart their episodes, so a resumed SB3 run is a
+valid run but not bit-identical to an uninterrupted one). Seeds 0–99 are reported seeds and 100 and
+above tuning seeds; one invocation takes one kind, each into its own ``--out``. Writes to ``--out``:
+
+* ``results.md``   per task: final return mean ± s.e. over seeds, svpg − PPO paired by seed with 95 %
+  t-intervals, environment steps and wall-clock per run,
+* ``results.csv``  one row per finished run; ``curves.csv``: every run's training curve,
+* ``curves.png``   training return against environment steps, mean ± s.e. over seeds, one panel per task.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+#: task → total environment steps of one run (for svpg all particles' steps count)
+TASKS = {
+    "Pendulum-v1": 200_000,
+    "InvertedDoublePendulum-v5": 1_000_000,
+    "Hopper-v5": 1_000_000,
+    "HalfCheetah-v5": 1_000_000,
+    "MountainCarContinuous-v0": 500_000,  # hard exploration: the goal (return ≥ 90) is reached by exploring far right
+}
+MUJOCO_TASKS = ("InvertedDoublePendulum-v5", "Hopper-v5", "HalfCheetah-v5")
+SVPG_AGENTS = ("s2vgd", "svgd")
+SB3_AGENTS = ("ppo", "a2c")
+AGENTS = SVPG_AGENTS + SB3_AGENTS
+REFERENCE = "ppo"  # the paired differences are svpg − this agent
+SOLVED = {"MountainCarContinuous-v0": 90.0}  # tasks with a "solved" threshold: the table counts seeds at or above it
+
+#: svpg options of every task (svpg.SVPG keyword arguments; ``method`` is the agent). An iteration is
+#: num_particles × samples_per_particle steps; these divide the budgets exactly except on
+#: MountainCarContinuous (999-step episodes), which ends within one iteration past its budget.
+SVPG_COMMON = {"estimator": "a2c", "prior": "flat", "alpha": 1000.0, "lr": 0.005, "anneal_lr": True}
+SVPG_OPTIONS = {
+    "Pendulum-v1": {"num_particles": 8, "samples_per_particle": 1000},  # 5 episodes of 200 steps: 25 iterations
+    "InvertedDoublePendulum-v5": {"num_particles": 8, "samples_per_particle": 1000},  # 125 iterations
+    "Hopper-v5": {"num_particles": 8, "samples_per_particle": 1000},
+    "HalfCheetah-v5": {"num_particles": 8, "samples_per_particle": 1000},
+    "MountainCarContinuous-v0": {"num_particles": 8, "samples_per_particle": 999},
+}
+
+#: rl-zoo3's tuned SB3 hyperparameters, copied from DLR-RM/rl-baselines3-zoo hyperparams/ppo.yml and
+#: hyperparams/a2c.yml (the MuJoCo entries are tuned on v4 or v2 ids, whose dynamics v5 keeps; a2c.yml has
+#: no InvertedDoublePendulum entry, so it gets that file's MuJoCo defaults: normalize and SB3's defaults).
+#: ``normalize``: True, False or VecNormalize keyword arguments (VecNormalize's gamma is the agent's, as
+#: rl-zoo3 sets it); ``lin_<x>``: a learning rate decaying linearly from x to 0; ``activation_fn`` by name.
+_MUJOCO_PPO = {"normalize": True, "n_envs": 1, "policy_kwargs": {"log_std_init": -2, "ortho_init": False,
+               "activation_fn": "relu", "net_arch": {"pi": [256, 256], "vf": [256, 256]}}}
+ZOO = {
+    "ppo": {
+        "Pendulum-v1": {"n_envs": 4, "n_steps": 1024, "gae_lambda": 0.95, "gamma": 0.9, "n_epochs": 10, "ent_coef": 0.0,
+                        "learning_rate": 1e-3, "clip_range": 0.2, "use_sde": True, "sde_sample_freq": 4},
+        "InvertedDoublePendulum-v5": {"normalize": True, "n_envs": 1, "batch_size": 512, "n_steps": 128, "gamma": 0.98,
+                                      "learning_rate": 0.000155454, "ent_coef": 1.05057e-06, "clip_range": 0.4,
+                                      "n_epochs": 10, "gae_lambda": 0.8, "max_grad_norm": 0.5, "vf_coef": 0.695929},
+        "Hopper-v5": {**_MUJOCO_PPO, "batch_size": 32, "n_steps": 512, "gamma": 0.999, "learning_rate": 9.80828e-05,
+                      "ent_coef": 0.00229519, "clip_range": 0.2, "n_epochs": 5, "gae_lambda": 0.99, "max_grad_norm": 0.7,
+                      "vf_coef": 0.835671},
+        "HalfCheetah-v5": {**_MUJOCO_PPO, "batch_size": 64, "n_steps": 512, "gamma": 0.98, "learning_rate": 2.0633e-05,
+                           "ent_coef": 0.000401762, "clip_range": 0.1, "n_epochs": 20, "gae_lambda": 0.92,
+                           "max_grad_norm": 0.8, "vf_coef": 0.58096},
+        "MountainCarContinuous-v0": {"normalize": True, "n_envs": 1, "batch_size": 256, "n_steps": 8, "gamma": 0.9999,
+                                     "learning_rate": 7.77e-05, "ent_coef": 0.00429, "clip_range": 0.1, "n_epochs": 10,
+                                     "gae_lambda": 0.9, "max_grad_norm": 5, "vf_coef": 0.19, "use_sde": True,
+                                     "policy_kwargs": {"log_std_init": -3.29, "ortho_init": False}},
+    },
+    "a2c": {
+        "Pendulum-v1": {"normalize": True, "n_envs": 8, "ent_coef": 0.0, "max_grad_norm": 0.5, "n_steps": 8,
+                        "gae_lambda": 0.9, "vf_coef": 0.4, "gamma": 0.9, "use_rms_prop": True, "normalize_advantage": False,
+                        "learning_rate": "lin_7e-4", "use_sde": True,
+                        "policy_kwargs": {"log_std_init": -2, "ortho_init": False}},
+        "InvertedDoublePendulum-v5": {"normalize": True},
+        "Hopper-v5": {"normalize": True},
+        "HalfCheetah-v5": {"normalize": True},
+        "MountainCarContinuous-v0": {"normalize": True, "n_envs": 4, "n_steps": 100, "ent_coef": 0.0, "use_sde": True,
+                                     "sde_sample_freq": 16, "policy_kwargs": {"log_std_init": 0.0, "ortho_init": False}},
+    },
+}
+ACTIVATIONS = ("relu", "tanh", "elu", "gelu", "leaky_relu")
+
+RESULT, JOB, PROGRESS, WALL = "result.json", "job.json", "progress.csv", "wall.csv"
+CHECKPOINTS_PER_RUN = 10  # SVPG and SB3 save every tenth of the budget (and SVPG at the end)
+TUNING_SEEDS = 100  # seeds from here on are tuning seeds
+OWN_OPTIONS = ("tasks", "agents", "seeds", "out", "total_steps", "eval_episodes", "svpg_options", "report_only", "backend",
+               "jobs", "gpus_per_job")
+
+
+# -- the SB3 side ----------------------------------------------------------------------------------
+def sb3_settings(agent: str, task: str) -> tuple[int, dict | None, dict]:
+    """``(n_envs, VecNormalize kwargs or None, model kwargs)`` of rl-zoo3's entry for ``agent`` on ``task``,
+    with schedules and activations made SB3 objects. Raises ValueError for an entry it cannot read."""
+    import torch.nn as nn
+    from stable_baselines3.common.utils import LinearSchedule
+
+    if agent not in ZOO or task not in ZOO[agent]:
+        raise ValueError(f"no rl-zoo3 hyperparameters for {agent} on {task}: add an entry to svpg.rl.benchmark.ZOO")
+    entry = dict(ZOO[agent][task])
+    n_envs = entry.pop("n_envs", 1)
+    normalize = entry.pop("normalize", False)
+    if normalize is True:
+        normalize = {}
+    elif normalize is False:
+        normalize = None
+    elif not isinstance(normalize, dict):
+        raise ValueError(f"ZOO[{agent!r}][{task!r}]['normalize'] must be true, false or VecNormalize arguments, got {normalize!r}")
+    lr = entry.get("learning_rate")
+    if isinstance(lr, str):
+        if not lr.startswith("lin_"):
+            raise ValueError(f"ZOO[{agent!r}][{task!r}] learning_rate {lr!r}: use a number or lin_<initial value>")
+        entry["learning_rate"] = LinearSchedule(float(lr[4:]), 0.0, 1.0)
+    policy_kwargs = dict(entry.pop("policy_kwargs", {}))
+    if "activation_fn" in policy_kwargs:
+        name = policy_kwargs["activation_fn"]
+        if name not in ACTIVATIONS:
+            raise ValueError(f"ZOO[{agent!r}][{task!r}] activation_fn {name!r}: choose from {', '.join(ACTIVATIONS)}")
+        policy_kwargs["activation_fn"] = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "gelu": nn.GELU,
+                                          "leaky_relu": nn.LeakyReLU}[name]
+    if policy_kwargs:
+        entry["policy_kwargs"] = policy_kwargs
+    if normalize is not None:
+        normalize = {"gamma": entry.get("gamma", 0.99), **normalize}
+    return int(n_envs), normalize, entry
+
+
+def rollout_steps(agent: str, task: str) -> int:
+    """Environment steps of one SB3 rollout (n_envs × n_steps; SB3's defaults where rl-zoo3 sets none)."""
+    n_envs, _, kwargs = sb3_settings(agent, task)
+    return n_envs * kwargs.get("n_steps", {"ppo": 2048, "a2c": 5}[agent])
+
+
+# -- one run ------------------------------------------------------------------------------------------
+def run_folder(out, task: str, agent: str, seed: int) -> Path:
+    return Path(out) / task / f"{agent}__seed{seed}"
+
+
+def _append_rows(path: Path, rows: list[dict]) -> None:
+    new = not path.exists() or path.stat().st_size == 0
+    with open(path, "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        if new:
+            w.writeheader()
+        w.writerows(rows)
+
+
+def _read_rows(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    with open(path, newline="") as f:
+        return [r for r in csv.DictReader(f) if None not in r.values()]
+
+
+def _keep_rows(path: Path, up_to_step: int) -> float:
+    """Drop the rows of ``path`` after environment step ``up_to_step`` (work a resume redoes); returns
+    the cumulative wall-clock of the last kept row (0 when none)."""
+    rows = [r for r in _read_rows(path) if int(r["total_steps"]) <= up_to_step]
+    path.unlink(missing_ok=True)
+    if rows:
+        _append_rows(path, rows)
+    return float(rows[-1]["wall_s"]) if rows else 0.0
+
+
+def run_job(job: dict, report=None) -> dict:
+    """Train (or continue) one run of :func:`plan`, evaluate it and write ``result.json``; returns the result."""
+    import torch
+
+    torch.set_num_threads(1)  # one core per run for every agent; SB3's small MLPs gain nothing from more
+    folder = run_folder(job["out"], job["task"], job["agent"], job["seed"])
+    if (folder / RESULT).exists():
+        return json.loads((folder / RESULT).read_text())
+    folder.mkdir(parents=True, exist_ok=True)
+    if not (folder / JOB).exists():
+        (folder / JOB).write_text(json.dumps(job_record(job), indent=2) + "\n")
+    train = _train_svpg if job["agent"] in SVPG_AGENTS else _train_sb3
+    result = train(job, folder)
+    result.update(task=job["task"], agent=job["agent"], seed=job["seed"], eval_episodes=job["eval_episodes"])
+    (folder / RESULT).write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def job_record(job: dict) -> dict:
+    """What makes a run the run it is: a folder made for another record is refused, not mixed in."""
+    keys = ("task", "agent", "seed", "total_steps", "eval_episodes", "svpg_options")
+    return {k: job[k] for k in keys if k in job and (k != "svpg_options" or job["agent"] in SVPG_AGENTS)}
+
+
+def eval_seed(seed: int) -> int:
+    from svpg.seeding import int_seed
+
+    return int_seed(seed, "benchmark_evaluation") % 2**31
+
+
+def _train_svpg(job: dict, folder: Path) -> dict:
+    import svpg
+    from svpg.rl.callbacks import PROGRESS_FILE, BaseCallback, CheckpointCallback, ProgressCSV
+    from svpg.rl.checkpoints import find_resume_point, listed
+
+    class Wall(BaseCallback):
+        """Cumulative training wall-clock after every iteration (``wall.csv``)."""
+
+        def __init__(self, start: float):
+            super().__init__()
+            self.start, self.t0 = start, time.perf_counter()
+
+        def _on_rollout_end(self) -> None:
+            _append_rows(folder / WALL, [{"iteration": self.model.iteration, "total_steps": self.model.num_timesteps,
+                                          "wall_s": self.start + time.perf_counter() - self.t0}])
+
+    if listed(folder):
+        point, _ = find_resume_point(folder, ProgressCSV.count(folder / PROGRESS_FILE))
+        model = svpg.SVPG.load(point.path, verbose=0, threads=1)
+        resumed = True
+    else:
+        options = svpg_options(job["task"], job.get("svpg_options"))
+        model = svpg.SVPG(job["task"], method=job["agent"], seed=job["seed"], verbose=0, threads=1, **options)
+        resumed = False
+    target = math.ceil(job["total_steps"] / model.steps_per_update)
+    start = _keep_rows(folder / WALL, model.num_timesteps)
+    if model.iteration < target:
+        checkpoint = CheckpointCallback(max(1, target // CHECKPOINTS_PER_RUN), folder)
+        try:
+            model.learn((target - model.iteration) * model.steps_per_update, reset_num_timesteps=not resumed,
+                        callback=[Wall(start), checkpoint])
+        finally:  # an interrupted run in this process releases its folder at once
+            checkpoint.close()
+    from svpg.rl.evaluation import evaluate_particles
+
+    policy = model.seed_policy(0)  # acting with the particle of the highest return in the last iteration
+    returns = evaluate_particles(policy, job["task"], job["eval_episodes"], seed=eval_seed(job["seed"]), deterministic=True)
+    per_particle = returns.mean(1)
+    wall = _read_rows(folder / WALL)
+    return {"env_steps": model.num_timesteps, "final": float(per_particle[policy.particle]),
+            "final_particle_mean": float(per_particle.mean()), "best_particle": int(policy.particle),
+            "wall_s": float(wall[-1]["wall_s"]) if wall else math.nan}
+
+
+def svpg_options(task: str, extra: dict | None = None) -> dict:
+    """svpg.SVPG keyword arguments of ``task``: :data:`SVPG_COMMON`, the task's :data:`SVPG_OPTIONS`, then ``extra``."""
+    return {**SVPG_COMMON, **SVPG_OPTIONS.get(task, {}), **(extra or {})}
+
+
+def _train_sb3(job: dict, folder: Path) -> dict:
+    from svpg.runs import RunLock
+
+    with RunLock(folder):  # one writer per run folder, as svpg's CheckpointCallback
+        return _train_sb3_locked(job, folder)
+
+
+def _train_sb3_locked(job: dict, folder: Path) -> dict:
+    from stable_baselines3 import A2C, PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from svpg.seeding import int_seed
+
+    agent, task, seed, total = job["agent"], job["task"], job["seed"], job["total_steps"]
+    cls = {"ppo": PPO, "a2c": A2C}[agent]
+    n_envs, normalize, kwargs = sb3_settings(agent, task)
+    ckpt = folder / "checkpoint"
+    if not ckpt.exists() and (folder / "checkpoint.old").exists():  # killed while replacing the checkpoint
+        (folder / "checkpoint.old").rename(ckpt)
+    shutil.rmtree(folder / "checkpoint.tmp", ignore_errors=True)
+    state = json.loads((ckpt / "state.json").read_text()) if (ckpt / "state.json").exists() else None
+    at = state["total_steps"] if state else 0
+    # a resumed run's environments start from seeds of their own (not the first segment's start states again)
+    venv = make_vec_env(task, n_envs=n_envs, seed=seed if not state else int_seed(seed, "sb3_resume", at) % 2**31)
+    if state:
+        if normalize is not None:
+            venv = VecNormalize.load(str(ckpt / "vecnormalize.pkl"), venv)
+        model = cls.load(ckpt / "model.zip", env=venv, device="cpu")
+        model.set_random_seed(int_seed(seed, "sb3_resume_model", at) % 2**31)
+    else:
+        if normalize is not None:
+            venv = VecNormalize(venv, **normalize)
+        model = cls("MlpPolicy", venv, seed=seed, device="cpu", verbose=0, **kwargs)
+    start = _keep_rows(folder / PROGRESS, at)
+    log_every = max(1, total // 100)
+    save_every = max(1, total // CHECKPOINTS_PER_RUN)
+
+    class Recorder(BaseCallback):
+        """Training returns every ``log_every`` steps (``progress.csv``); a checkpoint at the first
+        rollout boundary after every ``save_every`` steps (after the update, so nothing is lost)."""
+
+        def _on_training_start(self) -> None:
+            self.t0, self.returns, self.lengths, self.last_row = time.perf_counter(), [], [], at
+            self.next_log = (self.num_timesteps // log_every + 1) * log_every
+            self.next_save = (self.num_timesteps // save_every + 1) * save_every
+
+        def wall(self) -> float:
+            return start + time.perf_counter() - self.t0
+
+        def _on_step(self) -> bool:
+            for info in self.locals["infos"]:
+                if "episode" in info:
+                    self.returns.append(float(info["episode"]["r"]))
+                    self.lengths.append(int(info["episode"]["l"]))
+            if self.num_timesteps >= self.next_log:
+                self.row()
+                self.next_log = (self.num_timesteps // log_every + 1) * log_every
+            return True
+
+        def row(self) -> None:
+            if self.num_timesteps == self.last_row:  # a checkpoint on a logging boundary: one row
+                return
+            self.last_row = self.num_timesteps
+            mean = sum(self.returns) / len(self.returns) if self.returns else math.nan
+            _append_rows(folder / PROGRESS, [{"total_steps": self.num_timesteps, "ep_rew_mean": mean,
+                                              "episodes": len(self.returns), "wall_s": self.wall()}])
+            self.returns, self.lengths = [], []
+
+        def _on_rollout_start(self) -> None:
+            self.num_timesteps = self.model.num_timesteps
+            if self.num_timesteps >= self.next_save and self.num_timesteps < total:
+                self.row()  # the wall-clock at the checkpoint, kept on resume
+                tmp = folder / "checkpoint.tmp"
+                tmp.mkdir(exist_ok=True)
+                self.model.save(tmp / "model.zip")
+                if normalize is not None:
+                    self.model.get_env().save(str(tmp / "vecnormalize.pkl"))
+                (tmp / "state.json").write_text(json.dumps({"total_steps": self.num_timesteps}))
+                if ckpt.exists():  # replaced whole: a kill leaves either checkpoint complete
+                    ckpt.rename(folder / "checkpoint.old")
+                tmp.rename(ckpt)
+                shutil.rmtree(folder / "checkpoint.old", ignore_errors=True)
+                self.next_save = (self.num_timesteps // save_every + 1) * save_every
+
+        def _on_training_end(self) -> None:
+            self.row()
+
+    if model.num_timesteps < total:
+        model.learn(total - model.num_timesteps, callback=Recorder(), reset_num_timesteps=not state)
+    # deterministic evaluation on fresh episodes, normalisation statistics frozen
+    eval_env = make_vec_env(task, n_envs=1, seed=eval_seed(seed))
+    if normalize is not None:
+        train_env = model.get_env()
+        eval_env = VecNormalize(eval_env, training=False, norm_reward=False, **{k: v for k, v in normalize.items() if k != "gamma"})
+        eval_env.obs_rms = train_env.obs_rms.copy() if hasattr(train_env.obs_rms, "copy") else train_env.obs_rms
+    returns, _ = evaluate_policy(model, eval_env, n_eval_episodes=job["eval_episodes"], deterministic=True,
+                                 return_episode_rewards=True)
+    rows = _read_rows(folder / PROGRESS)
+    final = sum(returns) / len(returns)
+    return {"env_steps": int(model.num_timesteps), "final": float(final), "final_particle_mean": math.nan,
+            "best_particle": None, "wall_s": float(rows[-1]["wall_s"]) if rows else math.nan}
+
+
+# -- the grid -----------------------------------------------------------------------------------------
+def plan(out, tasks: list[str], agents: list[str], seeds: list[int], total_steps: int | None = None,
+         eval_episodes: int = 10, svpg_extra: dict | None = None) -> list[dict]:
+    """One job per (task, agent, seed), SB3 runs first (the slower ones, so no worker idles at the end).
+    ``out`` is made absolute: Ray Tune starts each trial in a folder of its own."""
+    out = str(Path(out).resolve())
+    jobs = []
+    for task in tasks:
+        for agent in sorted(agents, key=lambda a: a not in SB3_AGENTS):
+            for seed in seeds:
+                job = {"out": out, "task": task, "agent": agent, "seed": seed, "total_steps": total_steps or TASKS[task],
+                       "eval_episodes": eval_episodes}
+                if agent in SVPG_AGENTS:
+                    job["svpg_options"] = svpg_extra or {}
+                jobs.append(job)
+    return jobs
+
+
+def check(jobs: list[dict]) -> None:
+    """Refuse, with one line each, what would fail later: unknown tasks or agents, MuJoCo missing, bad
+    svpg options or rl-zoo3 entries, and run folders made by a different command."""
+    for job in jobs:
+        task, agent = job["task"], job["agent"]
+        if task not in TASKS:
+            raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASKS)} (or all)")
+        if agent not in AGENTS:
+            raise ValueError(f"unknown agent {agent!r}: choose from {', '.join(AGENTS)}")
+        if task in MUJOCO_TASKS:
+            try:
+                import mujoco  # noqa: F401
+            except ImportError:
+                raise ValueError(f'{task} needs MuJoCo: pip install "svpg[mujoco]"') from None
+        if agent in SB3_AGENTS:
+            sb3_settings(agent, task)
+        else:
+            import dataclasses
+
+            from svpg.rl.config import SVPGConfig
+
+            options = svpg_options(task, job["svpg_options"])
+            fields = {f.name for f in dataclasses.fields(SVPGConfig)}
+            unknown = sorted(set(options) - fields)
+            if unknown or "method" in options or "seed" in options:
+                raise ValueError(f"--svpg-options: {sorted(set(unknown) | ({'method', 'seed'} & set(options)))} are not "
+                                 f"options to set here (the agent is the method, --seeds the seed; see python train.py --help)")
+            SVPGConfig(**options, method=agent, env_id=task).validate()
+        folder = run_folder(job["out"], task, agent, job["seed"])
+        if (folder / JOB).exists():
+            recorded = json.loads((folder / JOB).read_text())
+            if recorded != job_record(job):
+                changed = sorted(k for k in set(recorded) | set(job_record(job)) if recorded.get(k) != job_record(job).get(k))
+                raise ValueError(f"{folder} holds a run with other settings ({', '.join(changed)}): use another --out "
+                                 f"or remove that folder")
+
+
+def run_grid(jobs: list[dict], backend: str | None, workers: int, prog: str, gpus: float | None = None) -> int:
+    """Train every unfinished job; 0, or 2 / 130 / 143 after a one-line message."""
+    from svpg.grid import run_jobs
+
+    todo = [j for j in jobs if not (run_folder(j["out"], j["task"], j["agent"], j["seed"]) / RESULT).exists()]
+    where = "in this process" if backend is None else f"on {workers} {backend} workers"
+    print(f"{len(jobs)} runs, {len(jobs) - len(todo)} already finished; running {len(todo)} {where}", flush=True)
+
+    def done(job: dict, result: dict) -> None:
+        if "final" in result:
+            print(f"{job['task']} {job['agent']} seed {job['seed']}: final {result['final']:.1f} after "
+                  f"{result['env_steps']:,} steps, {result['wall_s']:.0f} s", flush=True)
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        if backend is None:
+            for job in todo:
+                done(job, run_job(job))
+        else:
+            out = Path(jobs[0]["out"]) if jobs else Path(".")
+            run_jobs("svpg.rl.benchmark:run_job", todo if backend == "local" else jobs, backend=backend, workers=workers,
+                     storage=out / ".ray", on_done=done, gpus_per_job=gpus or 0.0)
+    except ValueError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, SystemExit) as e:
+        print(f"{prog}: interrupted; every run keeps its last checkpoint, and the same command resumes the grid",
+              file=sys.stderr)
+        return e.code if isinstance(e, SystemExit) and isinstance(e.code, int) else 130
+    return 0
+
+
+# -- the report ---------------------------------------------------------------------------------------
+def collect(out) -> tuple[list[dict], list[dict]]:
+    """(results, curves) of every run folder under ``out``: one result per finished run, and every
+    run's training curve (finished or not) as rows of task, agent, seed, total_steps, return
+    (svpg: the best particle's training return; SB3: the mean training episode return) and
+    return_mean (svpg: the mean over particles; SB3: the same as return)."""
+    results, curves = [], []
+    for task in TASKS:
+        for folder in sorted((Path(out) / task).glob("*__seed*")):
+            agent, _, seed = folder.name.rpartition("__seed")
+            if agent not in AGENTS or not seed.isdigit():
+                continue
+            if (folder / RESULT).exists():
+                results.append(json.loads((folder / RESULT).read_text()))
+            for r in _read_rows(folder / PROGRESS):
+                if agent in SVPG_AGENTS:
+                    best, mean = float(r["rollout/ep_rew_max"]), float(r["rollout/ep_rew_mean"])
+                else:
+                    best = mean = float(r["ep_rew_mean"])
+                curves.append({"task": task, "agent": agent, "seed": int(seed), "total_steps": int(float(r["total_steps"])),
+                               "return": best, "return_mean": mean})
+    order = {a: i for i, a in enumerate(AGENTS)}
+    results.sort(key=lambda r: (list(TASKS).index(r["task"]), order[r["agent"]], r["seed"]))
+    return results, curves
+
+
+def _fmt(mean: float, se: float, digits: int = 1) -> str:
+    if not math.isfinite(mean):
+        return "–"
+    return f"{mean:.{digits}f}" + (f" ± {se:.{digits}f}" if math.isfinite(se) else "")
+
+
+def write_table(results: list[dict], path: Path) -> str:
+    """``results.md``: one table per task (see the module docstring and docs/benchmarks.md)."""
+    from svpg.stats import mean_se, paired_difference
+
+    lines = ["# svpg against SB3 PPO and A2C at equal environment steps", "",
+             "Final return: deterministic, on fresh episodes; svpg acts with the particle of the highest training return",
+             "in its last iteration. Mean ± s.e. over seeds; paired difference to PPO by seed with a 95 % t-interval.", ""]
+    for task in TASKS:
+        rows = [r for r in results if r["task"] == task]
+        if not rows:
+            continue
+        threshold = SOLVED.get(task)
+        lines += [f"## {task}", "",
+                  "| agent | seeds | env steps | final return | mean over particles | − PPO (95 % CI) | "
+                  + ("solved | " if threshold is not None else "") + "wall-clock per run (min) |",
+                  "|---|---:|---:|---:|---:|---:|" + ("---:|" if threshold is not None else "") + "---:|"]
+        reference = {r["seed"]: r["final"] for r in rows if r["agent"] == REFERENCE}
+        for agent in AGENTS:
+            own = [r for r in rows if r["agent"] == agent]
+            if not own:
+                continue
+            final = {r["seed"]: r["final"] for r in own}
+            steps = sorted({r["env_steps"] for r in own})
+            diff = "–"
+            if agent != REFERENCE and reference:
+                n, d, lo, hi = paired_difference(final, reference)
+                diff = f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}] (n={n})" if n >= 2 else (f"{d:+.1f} (n={n})" if n else "–")
+            particles = _fmt(*mean_se([r["final_particle_mean"] for r in own])) if agent in SVPG_AGENTS else "–"
+            solved = f"{sum(v >= threshold for v in final.values())}/{len(final)} | " if threshold is not None else ""
+            lines.append(f"| {agent} | {len(own)} | {'/'.join(f'{s:,}' for s in steps)} | {_fmt(*mean_se(final.values()))} | "
+                         f"{particles} | {diff} | {solved}{_fmt(*mean_se([r['wall_s'] / 60 for r in own]), digits=2)} |")
+        lines.append("")
+    text = "\n".join(lines)
+    path.write_text(text)
+    return text
+
+
+def write_csv(rows: list[dict], path: Path) -> None:
+    if not rows:
+        return
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def plot(curves: list[dict], path: Path) -> None:
+    """Training return against environment steps, one panel per task: mean over seeds (line) ± s.e.
+    (band) of each agent, every seed's curve interpolated onto the task's common step grid."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+    import numpy as np
+
+    tasks = [t for t in TASKS if any(c["task"] == t for c in curves)]
+    fig, axes = plt.subplots(1, max(1, len(tasks)), figsize=(5 * max(1, len(tasks)), 4), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        for agent in AGENTS:
+            runs: dict = {}
+            for c in curves:
+                if c["task"] == task and c["agent"] == agent and math.isfinite(c["return"]):
+                    runs.setdefault(c["seed"], []).append((c["total_steps"], c["return"]))
+            if not runs:
+                continue
+            end = min(max(x for x, _ in v) for v in runs.values())
+            start = max(min(x for x, _ in v) for v in runs.values())
+            grid = np.linspace(start, end, 50) if end > start else np.array([end])
+            ys = np.array([np.interp(grid, *zip(*sorted(v))) for v in runs.values()])
+            mu = ys.mean(0)
+            se = ys.std(0, ddof=1) / np.sqrt(len(ys)) if len(ys) > 1 else np.zeros_like(mu)
+            label = f"svpg {agent} (best particle)" if agent in SVPG_AGENTS else f"SB3 {agent.upper()}"
+            (line,) = ax.plot(grid, mu, label=f"{label}, {len(ys)} seeds", lw=1.5)
+            ax.fill_between(grid, mu - se, mu + se, color=line.get_color(), alpha=0.2, lw=0)
+        ax.set_title(task)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x / 1000:g}k"))
+        ax.set_xlabel("environment steps")
+        ax.set_ylabel("training return")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def report(out: Path) -> str | None:
+    """Rebuild ``results.md``, ``results.csv``, ``curves.csv`` and ``curves.png`` from the run folders."""
+    results, curves = collect(out)
+    if not curves and not results:
+        return None
+    write_csv(results, out / "results.csv")
+    write_csv(curves, out / "curves.csv")
+    plot(curves, out / "curves.png")
+    return write_table(results, out / "results.md")
+
+
+# -- the command line ---------------------------------------------------------------------------------
+def _names(text: str, known, what: str) -> list[str]:
+    names = list(known) if text == "all" else [n for n in text.split(",") if n]
+    bad = [n for n in names if n not in known]
+    if bad or not names:
+        raise ValueError(f"--{what} {text!r}: choose from {', '.join(known)} (comma-separated) or all")
+    return names
+
+
+def main(argv: list[str] | None = None) -> int:
+    from svpg.cli import Parser, _json_object
+    from svpg.grid import add_backend_arguments
+    from svpg.stats import parse_range_list
+
+    p = Parser(prog="python -m svpg.rl.benchmark", description=__doc__)
+    p.add_argument("--tasks", default="Pendulum-v1", help=f"comma-separated, or all: {', '.join(TASKS)} (default: Pendulum-v1)")
+    p.add_argument("--agents", default="all", help=f"comma-separated, or all: {', '.join(AGENTS)} (default: all)")
+    p.add_argument("--seeds", default="0-4", help="reported seeds (0-99), e.g. 0-4, or tuning seeds (100 and above), e.g. "
+                                                  "100-104; never both at once (default: 0-4)")
+    p.add_argument("--out", default=None, help="output folder (default: runs/benchmark, or runs/benchmark-tuning for "
+                                               "tuning seeds)")
+    p.add_argument("--total-steps", type=int, default=0,
+                   help="environment steps of every run instead of each task's budget (0: the task's budget)")
+    p.add_argument("--eval-episodes", type=int, default=10, help="fresh episodes of the final deterministic evaluation "
+                                                                 "(default: 10)")
+    p.add_argument("--svpg-options", type=_json_object, default={},
+                   help="svpg.SVPG options added to every task's preset, as a JSON object, e.g. '{\"lr\": 0.01}'")
+    p.add_argument("--report-only", action="store_true", help="only rebuild results.md, the CSVs and curves.png")
+    add_backend_arguments(p, "runs", shared="--out")
+    argv = sys.argv[1:] if argv is None else argv
+    args = p.parse_args(argv)
+    try:
+        tasks = _names(args.tasks, TASKS, "tasks")
+        agents = _names(args.agents, AGENTS, "agents")
+        seeds = parse_range_list(args.seeds, "--seeds")
+        if min(seeds) < TUNING_SEEDS <= max(seeds):
+            raise ValueError(f"--seeds {args.seeds!r} mixes reported seeds (0-99) and tuning seeds (100 and above): "
+                             f"run them separately, into separate --out folders")
+        if args.total_steps < 0 or args.eval_episodes < 1:
+            raise ValueError("--total-steps must be ≥ 0 and --eval-episodes ≥ 1")
+        out = Path(args.out or ("runs/benchmark-tuning" if min(seeds) >= TUNING_SEEDS else "runs/benchmark"))
+        jobs = plan(out, tasks, agents, seeds, args.total_steps or None, args.eval_episodes, args.svpg_options)
+        if not args.report_only:
+            check(jobs)
+            out.mkdir(parents=True, exist_ok=True)
+    except ValueError as e:
+        print(f"{p.prog}: error: {e}", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    if not args.report_only:
+        status = run_grid(jobs, args.backend, args.jobs, p.prog, args.gpus_per_job)
+        if status:
+            return status
+    text = report(out)
+    if text is None:
+        print("no runs to report yet", file=sys.stderr)
+        return 1
+    print(text)
+    if not args.report_only:
+        print(f"wall-clock of this invocation: {(time.perf_counter() - t0) / 60:.1f} min")
+    print(f"wrote {out / 'results.md'}, {out / 'results.csv'}, {out / 'curves.csv'}, {out / 'curves.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
