@@ -189,11 +189,10 @@ class RunLock:
                                  f"(one writer per run folder)") from None
         f.seek(0)
         self.previous = _parse_holder(f.read()) or None
-        f.seek(0)
-        f.truncate()
-        f.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv)[:200],
-                            "since": int(time.time())}))
-        f.flush()
+        holder = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv)[:200],
+                             "since": int(time.time())}).encode()
+        os.ftruncate(f.fileno(), 0)
+        os.pwrite(f.fileno(), holder, 0)  # at offset 0 whatever the file position (append mode)
         self.file = f
         return self
 
@@ -202,8 +201,7 @@ class RunLock:
             import fcntl
 
             try:
-                self.file.seek(0)
-                self.file.truncate()
+                os.ftruncate(self.file.fileno(), 0)
                 fcntl.flock(self.file.fileno(), fcntl.LOCK_UN)
             finally:
                 self.file.close()

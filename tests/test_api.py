@@ -11,14 +11,15 @@ import pytest
 import torch
 
 import svpg
+from conftest import CLASSIC
 from svpg.rl.algorithm import NonFiniteError
 from svpg.rl.callbacks import BaseCallback
 from svpg.rl.policies import load_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 # the defaults (PPO, normalisation) with fewer minibatch steps, so that each iteration is cheap
-SMALL = dict(num_particles=4, samples_per_particle=500, verbose=0, ppo_epochs=2, ppo_minibatches=4, value_epochs=2,
-             value_steps=4)
+CHEAP_PPO = dict(ppo_epochs=2, ppo_minibatches=4, value_epochs=2, value_steps=4)
+SMALL = dict(num_particles=4, samples_per_particle=500, verbose=0, **CHEAP_PPO)
 
 
 class Chase(gym.Env):
@@ -196,7 +197,7 @@ def test_no_model_improvement_stops_training():
 
 
 def test_checkpoint_callback_keeps_the_last_n(tmp_path):
-    svpg.SVPG("CartPole-v1", num_particles=2, samples_per_particle=100, verbose=0).learn(
+    svpg.SVPG("CartPole-v1", num_particles=2, samples_per_particle=100, verbose=0, **CHEAP_PPO).learn(
         1200, callback=svpg.CheckpointCallback(1, tmp_path, keep_last=2))
     names = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
     assert names == ["iter_000005.safetensors", "iter_000006.safetensors"]
@@ -332,7 +333,7 @@ def test_a_callback_that_raises_leaves_a_checkpoint_that_resumes_exactly(tmp_pat
                 raise RuntimeError("boom")
             return True
 
-    config = SVPGConfig(num_particles=2, samples_per_particle=200, iterations=6, checkpoint_every=5, progress=False,
+    config = SVPGConfig(**CLASSIC, num_particles=2, samples_per_particle=200, iterations=6, checkpoint_every=5, progress=False,
                         log_dir=str(tmp_path), run_name="boom")
     with pytest.raises(RuntimeError, match="boom"):
         SVPGTrainer(config).train(callback=Boom())

@@ -58,7 +58,7 @@ def assert_no_repeated_steps(folder: Path) -> None:
 
 
 def snapshot(folder: Path) -> dict:
-    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".lock"}  # not the writer's lock
 
 
 def one_line(text: str) -> str:

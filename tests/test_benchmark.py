@@ -12,7 +12,8 @@ from svpg.rl import benchmark
 # Tiny runs: 2 particles × 400 steps (2 Pendulum episodes) per svpg iteration; SB3 PPO shrunk to 2 envs × 32 steps,
 # so that every agent's rollout divides the budget and all four take exactly BUDGET environment steps.
 BUDGET = 1600
-SVPG_TINY = '{"num_particles": 2, "samples_per_particle": 400, "hidden": [8]}'
+SVPG_TINY = ('{"num_particles": 2, "samples_per_particle": 400, "hidden": [8], "critic_hidden": [8], "ppo_epochs": 1, '
+             '"ppo_minibatches": 2, "value_epochs": 1, "value_steps": 2}')
 PPO_TINY = {"n_envs": 2, "n_steps": 32, "batch_size": 64, "n_epochs": 1, "gamma": 0.9, "learning_rate": 1e-3}
 
 
