@@ -59,6 +59,7 @@ def test_learn_predict_save_load_round_trip(tmp_path):
     assert torch.equal(acting.theta, model.policy.theta) and acting.particle == model.policy.particle
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("estimator", ["reinforce", "a2c"])
 def test_save_load_learn_equals_one_uninterrupted_learn(tmp_path, estimator):
     settings = dict(SMALL, estimator=estimator, seed=3)
@@ -243,6 +244,7 @@ def test_a_non_finite_reward_is_reported_as_the_environment_s(tmp_path):
     assert model.iteration == 0
 
 
+@pytest.mark.slow
 def test_custom_env_module_id_and_kwargs_on_the_command_line(tmp_path, monkeypatch, capsys):
     import evaluate
     import train
@@ -268,6 +270,7 @@ def test_custom_env_module_id_and_kwargs_on_the_command_line(tmp_path, monkeypat
     assert exit_.value.code == 2 and "JSON object" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_second_writer_of_a_run_folder_is_refused(tmp_path, capsys):
     import train
     from svpg.runs import RunLock
@@ -323,6 +326,7 @@ def test_two_concurrent_resumes_one_is_refused_and_the_folder_stays_consistent(t
     assert iterations == list(range(1, 61))
 
 
+@pytest.mark.slow
 def test_a_callback_that_raises_leaves_a_checkpoint_that_resumes_exactly(tmp_path):
     from svpg.rl.config import SVPGConfig
     from svpg.rl.trainer import SVPGTrainer

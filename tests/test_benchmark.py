@@ -128,6 +128,7 @@ def test_svpg_resumes_bit_for_bit(tmp_path, monkeypatch):
     assert steps == [800, 1600]  # the interrupted iteration's row was dropped and written again once
 
 
+@pytest.mark.slow
 def test_sb3_resumes_from_its_checkpoint(tmp_path, monkeypatch, tiny_ppo):
     total = 3_200  # 50 rollouts of 64 steps; a checkpoint at the first rollout boundary after every 320 steps
     Interrupt(monkeypatch, benchmark.PROGRESS, 20)  # a row every rollout: killed after a few checkpoints

@@ -53,6 +53,7 @@ def bandit_reference(tmp_path_factory) -> Path:
     return bandit_run(tmp_path_factory.mktemp("bandit"), "sequential")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", [pytest.param("local", marks=pytest.mark.slow), "ray"])
 def test_a_bandit_run_on_a_backend_gives_the_in_process_results(backend, bandit_reference, tmp_path):
     assert_same_bandit_results(bandit_run(tmp_path, backend, "--backend", backend), bandit_reference)
@@ -121,6 +122,7 @@ def table(out: Path) -> list[str]:
     return [line for line in (out / "results.md").read_text().splitlines() if line.startswith("|")]
 
 
+@pytest.mark.slow
 def test_the_ray_backend_gives_the_local_backends_runs_and_numbers(tmp_path):
     assert harness.main([*TINY, "--out", str(tmp_path / "local")]) == 0
     assert harness.main([*TINY, "--out", str(tmp_path / "ray"), "--backend", "ray"]) == 0
