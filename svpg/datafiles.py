@@ -21,7 +21,7 @@ does not read it again. A file that is changed in place gets a new modification 
 again.
 
 >>> f = DataFile("bandits/adult/adult.names", "c248284c…", ("https://…/adult.names",), "UCI Adult, attribute list")
->>> path = fetch(f, data_dir="../shared/data")              # doctest: +SKIP
+>>> path = fetch(f, data_dir="data")              # doctest: +SKIP  (data/bandits/adult/adult.names)
 """
 from __future__ import annotations
 
