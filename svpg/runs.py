@@ -11,6 +11,7 @@ import re
 import shutil
 import tempfile
 import time
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -86,6 +87,15 @@ def remove_stray_temporaries(run_dir: Path) -> list[Path]:
     return stray
 
 
+def unit_files(run_dir: Path, folder: str, pattern: re.Pattern) -> list[tuple[Path, re.Match]]:
+    """The result files of finished units of work in ``run_dir/folder`` (each written atomically once its
+    unit finished) whose names match ``pattern``, by name; none if the folder does not exist yet."""
+    path = Path(run_dir) / folder
+    if not path.is_dir():
+        return []
+    return [(p, m) for p in sorted(path.iterdir()) if (m := pattern.fullmatch(p.name))]
+
+
 def write_json(path: Path, obj) -> None:
     atomic_write(Path(path), lambda tmp: Path(tmp).write_text(json.dumps(obj, indent=2)))
 
@@ -103,18 +113,30 @@ def read_json_object(path: Path, what: str) -> dict:
     return data
 
 
-def refuse_on_resume(run_dir: Path, typed: set[str], allowed: tuple[str, ...], config_file: str = "config.json") -> None:
-    """A one-line ValueError naming every option the user typed with ``--resume`` that it cannot change."""
-    refused = [f"--{k.replace('_', '-')}" for k in sorted(typed - set(allowed))]
+CONFIG_FILE = "config.json"
+RAY_DIR = ".ray"  # Ray Tune's experiment state (for a restarted driver), inside the run folder
+#: how an invocation runs the units of work, not what they are: never part of config.json, always allowed on resume
+DRIVER_OPTIONS = ("resume", "backend", "jobs", "gpus_per_job")
+
+
+def refuse_options(run_dir: Path, typed: set[str], allowed: tuple[str, ...], config_file: str = CONFIG_FILE) -> None:
+    """A one-line ValueError naming every option given on resume that it cannot change (every front end's
+    one check of what may change on resume)."""
+    refused = [f"--{k.replace('_', '-')}" for k in sorted(set(typed) - set(allowed))]
     if refused:
-        raise ValueError(f"{', '.join(refused)} cannot be given with --resume: {run_dir} continues with the options in its "
-                         f"{config_file} (only {', '.join('--' + k.replace('_', '-') for k in allowed)} may change); "
-                         f"start a new run to change them")
+        raise ValueError(f"{', '.join(refused)} cannot be given with --resume: options cannot change when resuming "
+                         f"{run_dir}, which continues with those in its {config_file} (it would be a different run; only "
+                         f"{', '.join('--' + k.replace('_', '-') for k in allowed)} may change); start a new run to change them")
+
+
+def refuse_on_resume(run_dir: Path, typed: set[str], allowed: tuple[str, ...], config_file: str = CONFIG_FILE) -> None:
+    """:func:`refuse_options`, then a ValueError if ``run_dir`` is not a folder."""
+    refuse_options(run_dir, typed, allowed, config_file)
     if not Path(run_dir).is_dir():
         raise ValueError(f"--resume {run_dir}: no such run folder")
 
 
-def read_run_record(run_dir: Path, cls, built: tuple[str, ...], command: str, config_file: str = "config.json"):
+def read_run_record(run_dir: Path, cls, built: tuple[str, ...], command: str, config_file: str = CONFIG_FILE):
     """A run folder's config.json as (the options as ``cls``, what they built: the ``built`` entries),
     with one-line errors naming the file for anything unreadable, missing or wrongly typed."""
     from svpg.cli import dataclass_from_dict
@@ -129,7 +151,7 @@ def read_run_record(run_dir: Path, cls, built: tuple[str, ...], command: str, co
 
 
 def resumed_config(run_dir: Path, cls, typed: set[str], values: dict, allowed: tuple[str, ...], built: tuple[str, ...],
-                   command: str, config_file: str = "config.json"):
+                   command: str, config_file: str = CONFIG_FILE):
     """``--resume``'s run: refuse options it cannot change, read its config.json, apply the typed ones.
     Returns (the config with the typed ``values`` applied, what the recorded options built)."""
     import dataclasses
@@ -137,6 +159,108 @@ def resumed_config(run_dir: Path, cls, typed: set[str], values: dict, allowed: t
     refuse_on_resume(run_dir, typed, allowed, config_file)
     config, recorded = read_run_record(run_dir, cls, built, command, config_file)
     return dataclasses.replace(config, **{k: values[k] for k in typed}), recorded
+
+
+@dataclass(frozen=True)
+class RunFolders:
+    """The run folders of one command (``train.py bandit``, ``train.py supervised``): created or refused,
+    resumed with the options that may change, one writer, and units of work run on a :mod:`svpg.grid` backend.
+
+    A run folder holds ``config.json``: the options (``config_cls`` as a dict) and, under the ``built``
+    keys, what they built (checked on resume, so a run whose data or code changed is not continued).
+    Each unit of work (a seed, a split) writes its own result file atomically; a unit without one is
+    run (again) from its start.
+
+    :param resumable: the options ``--resume`` accepts (they leave finished units' results unchanged).
+    """
+
+    command: str
+    config_cls: type
+    resumable: tuple[str, ...]
+    built: tuple[str, ...] = ()
+
+    @property
+    def resume_hint(self) -> str:
+        return f"python {self.command} --resume"
+
+    def create(self, log_dir: str | Path, name: str, config, built: dict) -> Path:
+        """A new run folder, appearing atomically with its config.json; a ValueError naming ``--resume`` if it exists."""
+        return create_run_dir(log_dir, name, resume_hint=self.resume_hint, config={**asdict(config), **built})
+
+    def load(self, run_dir: str | Path):
+        """(the options in the folder's config.json, what they built when it was written)."""
+        return read_run_record(Path(run_dir), self.config_cls, self.built, self.command, CONFIG_FILE)
+
+    def resume(self, run_dir: str | Path, typed: set[str], values: dict):
+        """The folder's own config with the options typed on the command line applied (``typed``: their
+        names, ``values``: the parsed values), after refusing those that may not change; and what the
+        recorded options built. The driver options (``--backend``, ``--jobs``, …) are always allowed."""
+        typed = set(typed) - set(DRIVER_OPTIONS)
+        return resumed_config(Path(run_dir), self.config_cls, typed, values, self.resumable, self.built,
+                              self.command, CONFIG_FILE)
+
+    def check_built(self, run_dir: str | Path, recorded: dict, built: dict, what) -> None:
+        """A ValueError if the options now build something else than when the run started;
+        ``what(changed_keys)`` says what differs."""
+        changed = [k for k in self.built if recorded[k] != built[k]]
+        if changed:
+            raise ValueError(f"{Path(run_dir) / CONFIG_FILE}: its {what(changed)} (it was edited, or the data or svpg "
+                             f"changed since the run started); start a new run")
+
+    def continue_in(self, run_dir: str | Path, config, built: dict) -> None:
+        """Ready a resumed folder for writing: writable, no stray temporaries, config.json with the
+        options of this invocation (a later --resume continues with them)."""
+        run_dir = Path(run_dir)
+        check_writable(run_dir)
+        remove_stray_temporaries(run_dir)
+        write_json(run_dir / CONFIG_FILE, {**asdict(config), **built})
+
+    def job_config(self, run_dir: str | Path, cwd: str | Path, paths: tuple[str, ...]):
+        """A unit's (config, recorded) from the folder's config.json, with the relative paths in the
+        ``paths`` options taken from the driver's working folder ``cwd`` (a Ray trial runs in a folder of its own)."""
+        config, recorded = self.load(run_dir)
+        rebased = {name: str(Path(cwd) / Path(getattr(config, name)).expanduser())
+                   for name in paths if getattr(config, name)}
+        return replace(config, **rebased), recorded
+
+    def run_units(self, fn: str, run_dir: Path, units: list[dict], *, backend: str, workers: int, gpus: float,
+                  on_done=None, left=None, what: str = "units") -> None:
+        """Run ``units`` (each a job dict; ``run_dir`` and ``cwd`` are added) as :func:`svpg.grid.run_jobs`
+        jobs of ``fn``; then a ValueError if ``left()`` still names units without a result file."""
+        from svpg.grid import run_jobs
+
+        jobs = [{"run_dir": str(Path(run_dir).resolve()), **unit, "cwd": str(Path.cwd())} for unit in units]
+        run_jobs(fn, jobs, backend=backend, workers=workers, storage=Path(run_dir) / RAY_DIR, gpus_per_job=gpus,
+                 on_done=on_done)
+        missing = left() if left is not None else []
+        if missing:
+            raise ValueError(f"the jobs of {what} {missing} finished but left no result file in {run_dir}: with Ray, the "
+                             f"run folder must be on a file system every node can reach")
+
+
+class Writer:
+    """One writer per run folder for a command: a resumed folder is locked before anything in it is read
+    or written, a new one as soon as it exists (:meth:`hold`). Released on exit."""
+
+    def __init__(self, resume: str | Path | None = None):
+        self.lock: RunLock | None = None
+        if resume is not None and Path(resume).is_dir():
+            self.lock = RunLock(resume).acquire()
+
+    def hold(self, run_dir: Path) -> None:
+        if self.lock is None:
+            self.lock = RunLock(run_dir).acquire()
+
+    def release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+    def __enter__(self) -> "Writer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
 
 
 LOCK_FILE = ".lock"

@@ -24,11 +24,10 @@ itself, so the results are those of the default in-process loop, bit for bit.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -45,22 +44,15 @@ from svpg.allocator import keep_freed_memory
 from svpg.core.networks import ACTIVATIONS
 from svpg.core.priors import PRIORS
 from svpg.core.svgd import OPTIMIZERS
-from svpg.grid import add_backend_arguments, gpus_per_job, run_jobs
+from svpg.grid import add_backend_arguments, gpus_per_job
 from svpg.io import WriteError
-from svpg.runs import (RunLock, TensorBoardLogger, check_writable, create_run_dir, read_run_record,
-                       remove_stray_temporaries, resumed_config,
-                       run_name, write_json)
+from svpg.runs import CONFIG_FILE, DRIVER_OPTIONS, RunFolders, TensorBoardLogger, Writer, run_name
 from svpg.runtime import DEFAULT_THREADS, StopRequest, resolve_device
 
-CONFIG_FILE = "config.json"
-RESUME_HINT = "python train.py bandit --resume"
 # options that leave finished seeds' results unchanged, so --resume accepts them (--seeds adds seeds)
 RESUME_OPTIONS = ("seeds", "progress", "threads", "device", "log_points", "data_dir")
 # written to config.json beside the options, and checked on --resume: what the options build
 BUILT = ("problem_description", "agent_names", "agent_hyperparameters")
-# how this invocation plays the seeds, not what they are: never part of config.json
-DRIVER_OPTIONS = ("resume", "backend", "jobs", "gpus_per_job")
-RAY_DIR = ".ray"  # Ray Tune's experiment state (for a restarted driver), inside the run folder
 
 
 @dataclass
@@ -179,6 +171,10 @@ class BanditConfig:
         )
 
 
+RUN_FOLDERS = RunFolders("train.py bandit", BanditConfig, RESUME_OPTIONS, BUILT)
+RESUME_HINT = RUN_FOLDERS.resume_hint
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="train.py bandit", description=__doc__, listed={"problems": PROBLEMS, "agents": AGENTS})
     parser.add_argument("--resume", metavar="RUN_DIR", default=None,
@@ -200,7 +196,7 @@ def _built(config: BanditConfig, problem, factories) -> dict:
 
 def load_config(run_dir: Path) -> tuple[BanditConfig, dict]:
     """The options in a run folder's config.json, and what they built when it was written."""
-    return read_run_record(run_dir, BanditConfig, BUILT, "train.py bandit", CONFIG_FILE)
+    return RUN_FOLDERS.load(run_dir)
 
 
 def _new_run(args) -> tuple[BanditConfig, BanditProblem, list, Path]:
@@ -208,35 +204,29 @@ def _new_run(args) -> tuple[BanditConfig, BanditProblem, list, Path]:
     config = dataclass_from_args(BanditConfig, args).validate()
     problem, factories = config.build()
     name = config.run_name or run_name("bandit", problem.name, config.seed)
-    run_dir = create_run_dir(config.log_dir, name, resume_hint=RESUME_HINT,
-                             config={**asdict(config), **_built(config, problem, factories)})
+    run_dir = RUN_FOLDERS.create(config.log_dir, name, config, _built(config, problem, factories))
     return config, problem, factories, run_dir
 
 
 def _resumed_run(parser, args, argv: list[str]) -> tuple[BanditConfig, BanditProblem, list, Path]:
     """The run in ``--resume``'s folder, with the options allowed on resume applied; checked before anything is written."""
     run_dir = Path(args.resume)
-    typed = explicit_options(parser, argv) - set(DRIVER_OPTIONS)
-    config, recorded = resumed_config(run_dir, BanditConfig, typed, vars(args), RESUME_OPTIONS, BUILT,
-                                      "train.py bandit", CONFIG_FILE)
-    path = run_dir / CONFIG_FILE
+    typed = explicit_options(parser, argv)
+    config, recorded = RUN_FOLDERS.resume(run_dir, typed, vars(args))
     try:
         config.validate()
         problem, factories = config.build()
     except (ValueError, FileNotFoundError) as e:
-        raise ValueError(f"{e} (options from {path}{' and the command line' if typed else ''})") from None
+        given = " and the command line" if typed - set(DRIVER_OPTIONS) else ""
+        raise ValueError(f"{e} (options from {run_dir / CONFIG_FILE}{given})") from None
     built = _built(config, problem, factories)
-    changed = [k for k in BUILT if recorded[k] != built[k]]
-    if changed:
-        raise ValueError(f"{path}: its {changed[0].replace('_', ' ')} differs from what its options build now (the data "
-                         f"or svpg changed since the run started); start a new run")
+    RUN_FOLDERS.check_built(run_dir, recorded, built,
+                            lambda changed: f"{changed[0].replace('_', ' ')} differs from what its options build now")
     extra = sorted(set(finished_seeds(run_dir)) - set(config.seed_list()))
     if extra:
         raise ValueError(f"--seeds {config.seeds} drops seed(s) {extra} that {run_dir} has already finished; "
                          f"pass --seeds {max(extra) - config.seed + 1} or more (finished results are never deleted)")
-    check_writable(run_dir)
-    remove_stray_temporaries(run_dir)
-    write_json(path, {**asdict(config), **built})  # a later --resume continues with these --seeds
+    RUN_FOLDERS.continue_in(run_dir, config, built)  # a later --resume continues with these --seeds
     return config, problem, factories, run_dir
 
 
@@ -320,10 +310,7 @@ def play_seed_job(job: dict, report=None) -> dict:
     start = time.perf_counter()
     keep_freed_memory()  # a worker process is an entry point too
     if not seed_file(run_dir, seed).exists():
-        config, _ = load_config(run_dir)
-        for name in ("data_path", "data_dir"):
-            if getattr(config, name):
-                config = dataclasses.replace(config, **{name: str(Path(job["cwd"], getattr(config, name)))})
+        config, _ = RUN_FOLDERS.job_config(run_dir, job["cwd"], ("data_path", "data_dir"))
         problem, factories = config.build()
         monitor = _Monitor(run_dir, config.rounds, 0, config.log_points, progress=False, stop=StopRequest())
         try:
@@ -335,18 +322,14 @@ def play_seed_job(job: dict, report=None) -> dict:
 
 def _play_on_workers(run_dir: Path, seeds: list[int], backend: str, workers: int, progress: bool, gpus: float) -> None:
     """Play ``seeds`` as jobs of :func:`svpg.grid.run_jobs`, one per seed, with a progress bar over seeds."""
-    jobs = [{"run_dir": str(run_dir.resolve()), "seed": s, "cwd": str(Path.cwd())} for s in seeds]
-    with tqdm(total=len(jobs), unit="seed", disable=not (progress and jobs), dynamic_ncols=True) as bar:
+    with tqdm(total=len(seeds), unit="seed", disable=not (progress and seeds), dynamic_ncols=True) as bar:
         def done(job: dict, result: dict) -> None:
             bar.write(f"seed {job['seed']}: {result.get('seconds', 0):.0f} s")
             bar.update(1)
 
-        run_jobs("svpg.bandits.cli:play_seed_job", jobs, backend=backend, workers=workers, storage=run_dir / RAY_DIR,
-                 gpus_per_job=gpus, on_done=done)
-    missing = [s for s in seeds if not seed_file(run_dir, s).exists()]
-    if missing:
-        raise ValueError(f"the jobs of seed(s) {missing} finished but left no seed file in {run_dir}: with Ray, the run "
-                         f"folder must be on a file system every node can reach")
+        RUN_FOLDERS.run_units("svpg.bandits.cli:play_seed_job", run_dir, [{"seed": s} for s in seeds], backend=backend,
+                              workers=workers, gpus=gpus, on_done=done, what="seed(s)",
+                              left=lambda: [s for s in seeds if not seed_file(run_dir, s).exists()])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -368,18 +351,13 @@ def main(argv: list[str] | None = None) -> int:
 def _main(parser, args, argv: list[str], stop: StopRequest) -> int:
     """One writer per run folder: a resumed folder is locked before anything in it is read or written,
     a new one as soon as it exists (:class:`svpg.runs.RunLock`)."""
-    locks = [RunLock(args.resume).acquire()] if args.resume and Path(args.resume).is_dir() else []
-    try:
-        return _main_locked(parser, args, argv, stop, locks)
-    finally:
-        for lock in locks:
-            lock.release()
+    with Writer(args.resume) as writer:
+        return _main_locked(parser, args, argv, stop, writer)
 
 
-def _main_locked(parser, args, argv: list[str], stop: StopRequest, locks: list) -> int:
+def _main_locked(parser, args, argv: list[str], stop: StopRequest, writer: Writer) -> int:
     config, problem, factories, run_dir = _resumed_run(parser, args, argv) if args.resume else _new_run(args)
-    if not locks:
-        locks.append(RunLock(run_dir).acquire())
+    writer.hold(run_dir)
     keep_freed_memory()
     names = [n for n, _ in factories]
     seeds = config.seed_list()

@@ -21,6 +21,7 @@ import numpy as np
 
 from svpg.bandits.results import AgentRun, BanditResults
 from svpg.io import atomic_write
+from svpg.runs import unit_files
 
 SEEDS_DIR = "seeds"
 _SEED_FILE = re.compile(r"seed_(\d+)\.npz")
@@ -32,10 +33,7 @@ def seed_file(run_dir: Path, seed: int) -> Path:
 
 def finished_seeds(run_dir: Path) -> list[int]:
     """Seeds with a saved result, ascending."""
-    folder = Path(run_dir) / SEEDS_DIR
-    if not folder.is_dir():
-        return []
-    return sorted(int(m.group(1)) for p in folder.iterdir() if (m := _SEED_FILE.fullmatch(p.name)))
+    return sorted(int(m.group(1)) for _, m in unit_files(run_dir, SEEDS_DIR, _SEED_FILE))
 
 
 def clear_live_curves(run_dir: Path, seed: int, agents: list[str]) -> None:

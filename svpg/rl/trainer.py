@@ -16,10 +16,10 @@ from svpg.rl import checkpoints
 from svpg.rl.algorithm import SVPG, NonFiniteError
 from svpg.rl.callbacks import PROGRESS_FILE, CheckpointCallback, ProgressCSV, StopOnRequest
 from svpg.rl.config import RESUMABLE_OPTIONS, SVPGConfig
-from svpg.runs import RunLock, check_writable, create_run_dir, read_json_object, remove_stray_temporaries, run_name, write_json
+from svpg.runs import (CONFIG_FILE, RunLock, check_writable, create_run_dir, read_json_object, refuse_options,
+                       remove_stray_temporaries, run_name, write_json)
 from svpg.runtime import StopRequest
 
-CONFIG_FILE = "config.json"
 __all__ = ["SVPGTrainer", "TrainingInterrupted", "NonFiniteError", "ProgressCSV", "CHART_LAYOUT", "PROGRESS_FILE"]
 
 # TensorBoard custom-scalars layout: mean ± std over particles (Figure 4 of S²VGD).
@@ -179,11 +179,7 @@ class SVPGTrainer:
         from svpg.cli import dataclass_from_dict
 
         run_dirs = [Path(run_dirs)] if isinstance(run_dirs, (str, Path)) else [Path(p) for p in run_dirs]
-        refused = sorted(set(overrides) - set(RESUMABLE_OPTIONS))
-        if refused:
-            names = ", ".join("--" + k.replace("_", "-") for k in refused)
-            raise ValueError(f"{names} cannot change when resuming {run_dirs[0]} (it would be a different run); "
-                             f"start a new run with another --run-name instead")
+        refuse_options(run_dirs[0], set(overrides), RESUMABLE_OPTIONS)
         configs = []
         for run_dir in run_dirs:
             if not (run_dir / CONFIG_FILE).exists():

@@ -1,0 +1,87 @@
+"""svpg.runs.RunFolders and Writer, the run-folder layer every front end uses: create or refuse, resume with
+the options that may change, one writer, units of work whose result files say what is finished."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from svpg.runs import CONFIG_FILE, RunFolderInUse, RunFolders, RunLock, Writer
+
+
+@dataclass
+class Toy:
+    lr: float = 0.1
+    seeds: int = 2
+    data_path: str = ""
+    progress: bool = True
+
+
+FOLDERS = RunFolders("train.py toy", Toy, resumable=("seeds", "progress"), built=("problem",))
+
+
+@pytest.fixture
+def run(tmp_path) -> Path:
+    return FOLDERS.create(tmp_path, "run", Toy(lr=0.5), {"problem": {"rows": 3}})
+
+
+def test_a_new_folder_appears_with_its_config_and_an_existing_one_is_refused(run, tmp_path):
+    assert json.loads((run / CONFIG_FILE).read_text()) == {"lr": 0.5, "seeds": 2, "data_path": "", "progress": True,
+                                                          "problem": {"rows": 3}}
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]  # no staging folder left behind
+    before = (run / CONFIG_FILE).read_bytes()
+    with pytest.raises(ValueError, match=f"run folder {run} already exists: continue it with python train.py toy --resume {run}"):
+        FOLDERS.create(tmp_path, "run", Toy(lr=9.0), {"problem": {}})
+    assert (run / CONFIG_FILE).read_bytes() == before
+    assert FOLDERS.load(run) == (Toy(lr=0.5), {"problem": {"rows": 3}})
+
+
+def test_resume_applies_the_options_that_may_change_and_refuses_the_others(run):
+    config, recorded = FOLDERS.resume(run, {"seeds", "backend", "jobs"}, {"seeds": 5, "lr": 0.1, "backend": "local"})
+    assert config == Toy(lr=0.5, seeds=5) and recorded == {"problem": {"rows": 3}}  # lr from config.json, not the default
+    with pytest.raises(ValueError, match=r"^--lr cannot be given with --resume: options cannot change when resuming .*"
+                                         r"only --seeds, --progress may change"):
+        FOLDERS.resume(run, {"lr", "seeds"}, {"lr": 0.5, "seeds": 5})  # typed, even at the recorded value
+    with pytest.raises(ValueError, match="no such run folder"):
+        FOLDERS.resume(run.parent / "missing", {"seeds"}, {"seeds": 5})
+    with pytest.raises(ValueError, match="its problem differs .* start a new run"):
+        FOLDERS.check_built(run, {"problem": {"rows": 3}}, {"problem": {"rows": 4}}, lambda changed: f"{changed[0]} differs")
+    FOLDERS.check_built(run, {"problem": {"rows": 3}}, {"problem": {"rows": 3}}, str)
+
+
+def test_continuing_rewrites_the_config_and_removes_stray_temporaries(run):
+    stray = run / "seeds" / ".seed_0.npz.abc.tmp"
+    stray.parent.mkdir()
+    stray.write_bytes(b"partial")
+    FOLDERS.continue_in(run, Toy(lr=0.5, seeds=7), {"problem": {"rows": 3}})
+    assert not stray.exists() and json.loads((run / CONFIG_FILE).read_text())["seeds"] == 7
+
+
+def test_one_writer_per_run_folder(run, tmp_path):
+    with Writer(run):  # a resumed folder: locked before it is read
+        with pytest.raises(RunFolderInUse, match=f"in use by process {os.getpid()}"):
+            RunLock(run).acquire()
+    with Writer(None) as writer:  # a new run: locked once its folder exists
+        writer.hold(run)
+        writer.hold(run)  # idempotent
+        with pytest.raises(RunFolderInUse):
+            Writer(run)
+    RunLock(run).acquire().release()  # released on exit
+
+
+def test_a_job_reads_the_run_config_with_paths_from_the_drivers_folder(tmp_path):
+    run = FOLDERS.create(tmp_path, "rel", Toy(data_path="data/x.csv"), {"problem": {}})
+    config, _ = FOLDERS.job_config(run, "/driver/cwd", ("data_path",))
+    assert config.data_path == "/driver/cwd/data/x.csv"
+    absolute = FOLDERS.create(tmp_path, "abs", Toy(data_path="/data/x.csv"), {"problem": {}})
+    assert FOLDERS.job_config(absolute, "/driver/cwd", ("data_path",))[0].data_path == "/data/x.csv"
+
+
+def test_units_that_leave_no_result_file_are_an_error(run):
+    FOLDERS.run_units("svpg.nothing:here", run, [], backend="local", workers=1, gpus=0.0, left=lambda: [])
+    with pytest.raises(ValueError, match=r"the jobs of seed\(s\) \[3\] finished but left no result file"):
+        FOLDERS.run_units("svpg.nothing:here", run, [], backend="local", workers=1, gpus=0.0, left=lambda: [3],
+                          what="seed(s)")
