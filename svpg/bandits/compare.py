@@ -1,17 +1,16 @@
-"""Compare the agents of several finished bandit runs on the same problem, paired by seed.
-
-    python -m svpg.bandits.compare runs/mushroom runs/mushroom-variational --reference s2vgd
-    python -m svpg.bandits.compare runs/wheel-0.95 runs/wheel-variational-0.95 --seeds 0-4 --out wheel.md
+"""The bandit runs of ``python -m svpg.compare``: agents of several finished runs on one problem, paired by seed.
 
 Runs of ``train.py bandit`` with the same problem options and rounds play the same pre-drawn table
 for a given seed, whatever agents they hold (every agent draws from its own streams), so their
-per-seed results can be set side by side. This reads each run's finished seeds (``seeds/``; a run
-still playing contributes the seeds it has finished), refuses runs whose
-problem differs, checks that an agent present in two runs gave the same numbers there, and prints one
-table: normalised regret (uniform = 100) and reward / optimal reward, mean ± std over seeds, and each
-agent's paired difference to ``--reference`` (mean and 95 % Student-t interval over the seeds both
-have, and the number of seeds on which the agent is lower). ``--spread se`` gives mean ± standard
-error instead of ± std (the papers' tables report standard errors).
+per-seed results can be set side by side. :func:`load_runs` reads each run's finished seeds
+(``seeds/``; a run still playing contributes the seeds it has finished), refuses runs whose problem
+differs and checks that an agent present in two runs gave the same numbers there; :func:`compare_table`
+prints normalised regret (uniform = 100) and reward / optimal reward, mean ± standard error (or ± std)
+over seeds, and each agent's paired difference to the reference (mean and 95 % Student-t interval over
+the seeds both have, and the number of seeds on which the agent is lower).
+
+``python -m svpg.bandits.compare`` is the former command, kept as a deprecated alias of
+``python -m svpg.compare`` for bandit runs.
 """
 from __future__ import annotations
 
@@ -22,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from svpg.stats import mean_se, paired_difference, parse_range_list
+from svpg.compare import CompareError  # noqa: F401  (raised here; importable from here as before)
+from svpg.stats import mean_se, paired_difference
 
 #: config entries that must agree for two runs to play the same tables
 PROBLEM_KEYS = ("problem", "rounds", "seed", "delta", "wheel_sigma", "data_path", "reward_no_eat", "reward_eat_edible",
@@ -30,8 +30,6 @@ PROBLEM_KEYS = ("problem", "rounds", "seed", "delta", "wheel_sigma", "data_path"
 METRICS = ("normalised_regret", "reward_ratio", "cumulative_regret", "seconds")
 
 
-class CompareError(ValueError):
-    """Runs that cannot be compared (one line naming the problem and the fix)."""
 
 
 def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[tuple[str, int], dict]]:
@@ -118,25 +116,12 @@ def compare_table(table: dict[tuple[str, int], dict], reference: str, seeds: lis
 
 
 def main(argv: list[str] | None = None) -> int:
-    from svpg.cli import comparison_parser, emit_markdown
+    """``python -m svpg.compare`` for bandit runs only."""
+    from svpg.compare import main as compare
 
-    p = comparison_parser("python -m svpg.bandits.compare", __doc__, "finished bandit run folders (runs/<run-name>)",
-                          "agent", "seeds")
-    p.add_argument("--spread", default="std", choices=SPREADS,
-                   help="after ±: std, the standard deviation over seeds, or se, the standard error of the mean")
-    args = p.parse_args(argv)
-    try:
-        config, table = load_runs(args.runs)
-        text = compare_table(table, args.reference, parse_range_list(args.seeds, "--seeds") if args.seeds else None,
-                             args.spread)
-    except ValueError as e:  # CompareError and a bad --seeds
-        p.error(str(e))
-    spread = "standard error" if args.spread == "se" else "std"
-    header = (f"**{config['problem']}**, {config['rounds']} rounds; mean ± {spread} over seeds; paired differences of the "
-              f"normalised regret to {args.reference} over the seeds both have (negative: lower regret).\n\n")
-    emit_markdown(header + text, args.out)
-    return 0
+    return compare(argv, kind="bandit", prog="python -m svpg.bandits.compare")
 
 
 if __name__ == "__main__":
+    print("python -m svpg.bandits.compare is deprecated: use python -m svpg.compare", file=sys.stderr)
     sys.exit(main())

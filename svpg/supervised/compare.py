@@ -1,17 +1,18 @@
-"""Compare the methods of several supervised runs on the same data and splits, paired by split.
-
-    python -m svpg.supervised.compare runs/concrete-standard-particles runs/concrete-standard-parametric
-    python -m svpg.supervised.compare runs/boston-a runs/boston-b --reference svgd --splits 0-9 --out boston.md
+"""The supervised runs of ``python -m svpg.compare``: methods of several runs on the same data and splits,
+paired by split.
 
 Runs of ``train.py supervised`` on the same data (same rows: config.json records their digest) with the
 same ``--protocol``, ``--seed``, ``--test-fraction`` and ``--max-train`` fit every method on the same
 training and test rows of split k, whatever methods they hold, so their per-split results can be set
 side by side (for example the particle methods of one run beside the parametric methods of another).
-This reads each run's finished splits (``splits/``; a run still fitting contributes what it has
-finished), refuses runs whose data or splits differ, checks that a method present in two runs gave the
-same numbers there, and prints one table: every metric as mean ± standard error over splits, and each
-method's paired difference to ``--reference`` on the splits both have (mean and 95 % Student-t
-interval, and the splits on which the method is better).
+:func:`load_runs` reads each run's finished splits (``splits/``; a run still fitting contributes what it
+has finished), refuses runs whose data or splits differ and checks that a method present in two runs
+gave the same numbers there; :func:`compare_table` prints every metric as mean ± standard error over
+splits, and each method's paired difference to the reference on the splits both have (mean and 95 %
+Student-t interval, and the splits on which the method is better).
+
+``python -m svpg.supervised.compare`` is the former command, kept as a deprecated alias of
+``python -m svpg.compare`` for supervised runs.
 """
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from svpg.stats import mean_se, paired_difference, parse_range_list
+from svpg.compare import CompareError  # noqa: F401  (raised here; importable from here as before)
+from svpg.stats import mean_se, paired_difference
 
 #: config.json entries that must agree for two runs to fit the same rows of every split
 SPLIT_KEYS = ("protocol", "seed", "test_fraction", "max_train")
@@ -36,15 +38,14 @@ RESULT_KEYS = tuple(m[0] for metrics in METRICS.values() for m in metrics)
 TIME_KEY = {"regression": "seconds", "classification": "seconds_per_epoch"}
 
 
-class CompareError(ValueError):
-    """Runs that cannot be compared (one line naming the problem and the fix)."""
 
 
 def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[str, dict[int, dict]], dict[str, str]]:
     """(the shared data and split settings, {method: {split: row}}, {method: its label}) of the runs'
     finished splits, after the checks above."""
-    from svpg.runs import read_run_record
-    from svpg.supervised.cli import BUILT, CONFIG_FILE, SupervisedConfig, method_label, read_finished
+    from svpg.runs import CONFIG_FILE
+    from svpg.supervised.runfolder import load_config, read_finished
+    from svpg.supervised.tables import method_label
 
     shared, shared_dir = None, None
     table: dict[str, dict[int, dict]] = {}
@@ -53,7 +54,7 @@ def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[str, dict[int, dic
         if not (run_dir / CONFIG_FILE).exists():
             raise CompareError(f"{run_dir} is not a supervised run folder (no {CONFIG_FILE}): "
                                "pass folders written by train.py supervised")
-        cfg, built = read_run_record(run_dir, SupervisedConfig, BUILT, "train.py supervised", CONFIG_FILE)
+        cfg, built = load_config(run_dir)
         setting = {"dataset": cfg.dataset, "data": built["data"]["sha256"],
                    **{k: getattr(cfg, k) for k in SPLIT_KEYS}}
         if shared is None:
@@ -122,24 +123,12 @@ def compare_table(table: dict[str, dict[int, dict]], reference: str, splits: lis
 
 
 def main(argv: list[str] | None = None) -> int:
-    from svpg.cli import comparison_parser, emit_markdown
+    """``python -m svpg.compare`` for supervised runs only."""
+    from svpg.compare import main as compare
 
-    p = comparison_parser("python -m svpg.supervised.compare", __doc__, "supervised run folders (runs/<run-name>)",
-                          "method", "splits")
-    args = p.parse_args(argv)
-    try:
-        shared, table, labels = load_runs(args.runs)
-        splits = parse_range_list(args.splits, "--splits") if args.splits else None
-        text = compare_table(table, args.reference, splits, labels)
-    except ValueError as e:  # CompareError, a bad --splits, an unreadable config.json
-        p.error(str(e))
-    task_metrics = "RMSE and log-likelihood" if table_task(table) == "regression" else "error and NLL"
-    header = (f"**{shared['dataset']}**, --protocol {shared['protocol']}, --seed {shared['seed']}; mean ± standard error over splits; paired "
-              f"differences of the {task_metrics} to {args.reference} over the splits both have; *better on*: "
-              f"splits where the method is better on each.\n\n")
-    emit_markdown(header + text, args.out)
-    return 0
+    return compare(argv, kind="supervised", prog="python -m svpg.supervised.compare")
 
 
 if __name__ == "__main__":
+    print("python -m svpg.supervised.compare is deprecated: use python -m svpg.compare", file=sys.stderr)
     sys.exit(main())

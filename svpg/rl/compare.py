@@ -1,0 +1,135 @@
+"""Compare RL runs (``train.py``, ``python -m svpg.rl.experiments`` and the ablation) paired by seed: the
+RL side of ``python -m svpg.compare``.
+
+A run folder trains one seed of one configuration; runs whose configurations differ only in the seed
+(and in how they were run: folder, threads, device, checkpoints) form one *arm*, named by the options
+in which the arms differ (``s2vgd``, or ``method=svgd, estimator=a2c``). Every run is read at its last
+finished iteration (``progress.csv``), and every arm is paired with the reference arm on the seeds
+both have. Runs of another environment, or stopped at another iteration, are refused.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from svpg.compare import CompareError
+from svpg.runs import CONFIG_FILE, read_json_object
+from svpg.stats import mean_se, paired_difference
+
+#: config.json entries that say how a run was run, not what it is: ignored when runs are grouped into arms
+RUN_ONLY = ("seed", "num_seeds", "run_name", "log_dir", "progress", "threads", "device", "eval_episodes",
+            "checkpoint_every", "keep_checkpoints", "iterations", "total_steps")
+#: (progress.csv column, table column) of the final returns; the first is the one counted in "higher on"
+METRICS = (("rollout/ep_rew_mean", "final return, mean over particles"),
+           ("rollout/ep_rew_max", "final return, max over particles"))
+
+
+def is_run(path: Path) -> bool:
+    """A ``train.py`` run folder: its config.json names an environment and a method."""
+    try:
+        config = json.loads((Path(path) / CONFIG_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and "env_id" in config and "method" in config
+
+
+def expand(paths: list[str | Path]) -> list[Path]:
+    """Run folders, with a folder of run folders (an experiments or ablation ``--out``) replaced by its runs."""
+    runs = []
+    for path in map(Path, paths):
+        if is_run(path):
+            runs.append(path)
+            continue
+        inner = sorted(p for p in path.iterdir() if is_run(p)) if path.is_dir() else []
+        if not inner:
+            raise CompareError(f"{path} is not an RL run folder (no config.json of train.py) and holds none: pass "
+                               "runs/<run-name> or the --out folder of python -m svpg.rl.experiments")
+        runs += inner
+    return runs
+
+
+def _last_row(run: Path) -> dict:
+    from svpg.rl.callbacks import PROGRESS_FILE, ProgressCSV
+
+    rows = ProgressCSV.read(run / PROGRESS_FILE)
+    if not rows:
+        raise CompareError(f"{run} has no finished iteration yet: train it, or continue it with python train.py --resume {run}")
+    return rows[-1]
+
+
+def load_runs(paths: list[str | Path]) -> tuple[dict, dict[str, dict[int, dict]]]:
+    """(what the runs share: env_id, iteration, total_steps; {arm: {seed: final metrics}}), after the checks above."""
+    runs = expand(paths)
+    records = []
+    for run in runs:
+        config = read_json_object(run / CONFIG_FILE, "run config")
+        row = _last_row(run)
+        records.append((run, config, row))
+    first_run, first, first_row = records[0]
+    for run, config, row in records[1:]:
+        if config.get("env_id") != first.get("env_id"):
+            raise CompareError(f"{run} and {first_run} train on different environments ({config.get('env_id')} and "
+                               f"{first.get('env_id')}): compare runs of one environment")
+        if int(row["iteration"]) != int(first_row["iteration"]):
+            raise CompareError(f"{run} stopped at iteration {row['iteration']} and {first_run} at {first_row['iteration']}: "
+                               f"compare runs of one length (continue the shorter with python train.py --resume RUN "
+                               f"--iterations N)")
+    keys = [{k: v for k, v in config.items() if k not in RUN_ONLY} for _, config, _ in records]
+    differing = [k for k in keys[0] if any(key.get(k) != keys[0].get(k) for key in keys)]
+    differing += [k for key in keys for k in key if k not in keys[0] and k not in differing]
+
+    def label(key: dict) -> str:
+        if not differing:
+            return str(key.get("method"))
+        if len(differing) == 1:
+            return str(key.get(differing[0]))
+        return ", ".join(f"{k}={key.get(k)}" for k in differing)
+
+    table: dict[str, dict[int, dict]] = {}
+    where: dict[tuple[str, int], Path] = {}
+    for (run, config, row), key in zip(records, keys):
+        arm, seed = label(key), int(config["seed"])
+        if (arm, seed) in where:
+            raise CompareError(f"{run} and {where[arm, seed]} are both seed {seed} of {arm}: pass each run once")
+        where[arm, seed] = run
+        table.setdefault(arm, {})[seed] = {m: float(row[m]) for m, _ in METRICS}
+    shared = {"env_id": first.get("env_id"), "iteration": int(first_row["iteration"]),
+              "total_steps": int(float(first_row["total_steps"]))}
+    return shared, table
+
+
+def compare_table(table: dict[str, dict[int, dict]], reference: str, seeds: list[int] | None = None,
+                  spread: str = "se") -> str:
+    """The Markdown comparison: every arm's final returns as mean ± standard error (``spread="std"``: ± the
+    sample standard deviation) over seeds, and its paired differences to ``reference`` with 95 % t-intervals."""
+    if reference not in table:
+        raise CompareError(f"--reference {reference!r} is in none of the runs: choose one of {', '.join(table)}")
+    head = ["runs", "seeds", *[name for _, name in METRICS],
+            *[f"{'mean' if 'mean' in m else 'max'} − {reference} [95 % CI]" for m, _ in METRICS], "higher on"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    ref = table[reference]
+    for arm, by_seed in table.items():
+        own = {s: v for s, v in by_seed.items() if seeds is None or s in seeds}
+        if not own:
+            continue
+        cells = [arm, str(len(own))]
+        for key, _ in METRICS:
+            values = [v[key] for v in own.values()]
+            mean, se = mean_se(values)
+            spread_value = se if spread == "se" else se * math.sqrt(len(values))
+            cells.append(f"{mean:.1f} ± {spread_value:.1f}" if math.isfinite(spread_value) else f"{mean:.1f}")
+        higher = ""
+        for i, (key, _) in enumerate(METRICS):
+            if arm == reference:
+                cells.append("")
+                continue
+            a = {s: v[key] for s, v in own.items()}
+            b = {s: v[key] for s, v in ref.items() if s in a}
+            pairs, mean, lo, hi = paired_difference(a, b)
+            cells.append(f"{mean:+.1f} [{lo:+.1f}, {hi:+.1f}]" if math.isfinite(lo) else (f"{mean:+.1f}" if pairs else ""))
+            if i == 0 and pairs:
+                higher = f"{sum(a[s] > b[s] for s in b)}/{pairs}"
+        cells.append(higher)
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
