@@ -9,7 +9,8 @@ The kind of every run comes from its config.json: a run of ``train.py bandit`` (
 normalised regret and reward / optimal reward), of ``train.py supervised`` (methods paired by split:
 test RMSE and log-likelihood, or error, NLL and ECE), or of ``train.py`` (one seed per run folder; a
 folder of run folders, such as the ``--out`` of ``python -m svpg.rl.experiments``, stands for its runs;
-runs that differ only in the seed form one arm: final returns, mean and max over particles). Runs of
+runs that differ only in the seed form one arm: final returns, mean and max over particles; the runs of
+``python -m svpg.rl.benchmark``, ``<out>/<task>/``, give one arm per agent: the final evaluation return). Runs of
 different kinds, or that did not play the same problem, data and splits, or environment and length,
 are refused with a one-line error. Every table shows mean ± standard error over seeds or splits and
 each row's paired difference to ``--reference`` with its 95 % Student-t interval over the seeds or
@@ -34,7 +35,7 @@ class CompareError(ValueError):
 def run_kind(path: str | Path) -> str | None:
     """``"bandit"``, ``"supervised"`` or ``"rl"`` from a run folder's config.json (a folder of RL run
     folders is ``"rl"``); None if it is none of them."""
-    from svpg.rl.compare import is_run
+    from svpg.rl.compare import holds_runs, is_run
 
     path = Path(path)
     try:
@@ -49,9 +50,7 @@ def run_kind(path: str | Path) -> str | None:
         if is_run(path):
             return "rl"
         return None
-    if path.is_dir() and any(is_run(p) for p in path.iterdir()):
-        return "rl"
-    return None
+    return "rl" if holds_runs(path) else None
 
 
 def _kind_of_runs(runs: list[str], expected: str | None) -> str:
@@ -142,10 +141,10 @@ def _compare(kind: str, args, keys: list[int] | None) -> str:
 
     shared, table = rl.load_runs(args.runs)
     reference = args.reference or ("s2vgd" if "s2vgd" in table else next(iter(table)))
-    text = rl.compare_table(table, reference, keys, args.spread)
-    return (f"**{shared['env_id']}**, iteration {shared['iteration']} ({shared['total_steps']} steps); mean ± {spread} "
-            f"over seeds; paired differences to {reference} over the seeds both have, with 95 % t-intervals (positive: "
-            f"higher return); *higher on*: seeds where the mean over particles is higher.\n\n" + text)
+    text = rl.compare_table(table, reference, keys, args.spread, shared["metrics"])
+    return (f"**{shared['env_id']}**, {shared['length']}; mean ± {spread} over seeds; paired differences to {reference} "
+            f"over the seeds both have, with 95 % t-intervals (positive: higher return); *higher on*: seeds where the "
+            f"{shared['metrics'][0][1]} is higher.\n\n" + text)
 
 
 if __name__ == "__main__":

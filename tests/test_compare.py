@@ -88,6 +88,24 @@ def test_unlike_rl_runs_are_refused(rl_grid, tmp_path, capsys):
     assert "is not a run folder" in refused(capsys, tmp_path / "missing")
 
 
+def test_benchmark_runs_are_paired_by_seed(rl_grid, tmp_path, capsys):
+    out = tmp_path / "benchmark"
+    finals = {"s2vgd": [-200.0, -210.0], "ppo": [-230.0, -220.0]}
+    for agent, values in finals.items():
+        for seed, final in enumerate(values):
+            run = out / "Pendulum-v1" / f"{agent}__seed{seed}"
+            run.mkdir(parents=True)
+            job = {"task": "Pendulum-v1", "agent": agent, "seed": seed, "total_steps": 4000, "eval_episodes": 5}
+            (run / "job.json").write_text(json.dumps(job))
+            (run / "result.json").write_text(json.dumps({**job, "final": final, "env_steps": 4000}))
+    assert compare.main([str(out), "--reference", "ppo"]) == 0
+    text = capsys.readouterr().out
+    assert "**Pendulum-v1**, 4000 environment steps, 5 evaluation episodes" in text
+    # s2vgd − ppo by seed: +30, +10
+    assert ci([30.0, 10.0], 1) in rows(text)["s2vgd"] and rows(text)["s2vgd"].endswith("| 2/2 |")
+    assert "compare runs of one command" in refused(capsys, out, rl_grid)
+
+
 def supervised_run(root: Path, name: str, results: dict[str, list[tuple[float, float]]], **options) -> Path:
     """A train.py supervised run folder: config.json and a split file per (method, split) with (RMSE, LL)."""
     run = root / name

@@ -350,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(parser, args, argv: list[str], stop: StopRequest) -> int:
     """One writer per run folder: a resumed folder is locked before anything in it is read or written,
-    a new one as soon as it exists (:class:`svpg.runs.RunLock`)."""
+    a new one as soon as it exists (:class:`svpg.runs.Writer`)."""
     with Writer(args.resume) as writer:
         return _main_locked(parser, args, argv, stop, writer)
 

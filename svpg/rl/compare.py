@@ -1,11 +1,12 @@
-"""Compare RL runs (``train.py``, ``python -m svpg.rl.experiments`` and the ablation) paired by seed: the
-RL side of ``python -m svpg.compare``.
+"""Compare RL runs paired by seed: the RL side of ``python -m svpg.compare``.
 
-A run folder trains one seed of one configuration; runs whose configurations differ only in the seed
-(and in how they were run: folder, threads, device, checkpoints) form one *arm*, named by the options
-in which the arms differ (``s2vgd``, or ``method=svgd, estimator=a2c``). Every run is read at its last
-finished iteration (``progress.csv``), and every arm is paired with the reference arm on the seeds
-both have. Runs of another environment, or stopped at another iteration, are refused.
+A run folder of ``train.py`` (also those of ``python -m svpg.rl.experiments`` and the ablation) trains
+one seed of one configuration; runs whose configurations differ only in the seed (and in how they were
+run: folder, threads, device, checkpoints) form one *arm*, named by the options in which the arms
+differ (``s2vgd``, or ``method=svgd, estimator=a2c``). Every run is read at its last finished iteration
+(``progress.csv``). Runs of ``python -m svpg.rl.benchmark`` (``<out>/<task>/<agent>__seed<s>/``) are read
+from their ``result.json``, one arm per agent. Every arm is paired with the reference arm on the seeds
+both have; runs of another environment, or of another length, are refused.
 """
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ RUN_ONLY = ("seed", "num_seeds", "run_name", "log_dir", "progress", "threads", "
 #: (progress.csv column, table column) of the final returns; the first is the one counted in "higher on"
 METRICS = (("rollout/ep_rew_mean", "final return, mean over particles"),
            ("rollout/ep_rew_max", "final return, max over particles"))
+#: the same of a benchmark run's result.json: the evaluation return of the particle chosen on training returns
+BENCHMARK_METRICS = (("final", "final evaluation return"),)
 
 
 def is_run(path: Path) -> bool:
@@ -34,17 +37,32 @@ def is_run(path: Path) -> bool:
     return isinstance(config, dict) and "env_id" in config and "method" in config
 
 
+def is_benchmark_run(path: Path) -> bool:
+    """A finished run of ``python -m svpg.rl.benchmark``."""
+    return (Path(path) / "result.json").is_file() and (Path(path) / "job.json").is_file()
+
+
+def _runs_in(path: Path, depth: int = 2) -> list[Path]:
+    """The runs in ``path`` and, to ``depth`` levels, in its sub-folders (a benchmark's ``<out>/<task>/``)."""
+    if is_run(path) or is_benchmark_run(path):
+        return [path]
+    if depth == 0 or not path.is_dir():
+        return []
+    return [run for p in sorted(path.iterdir()) if p.is_dir() for run in _runs_in(p, depth - 1)]
+
+
+def holds_runs(path: str | Path) -> bool:
+    return bool(_runs_in(Path(path)))
+
+
 def expand(paths: list[str | Path]) -> list[Path]:
-    """Run folders, with a folder of run folders (an experiments or ablation ``--out``) replaced by its runs."""
+    """Run folders, with a folder of run folders (an experiments, ablation or benchmark ``--out``) replaced by its runs."""
     runs = []
     for path in map(Path, paths):
-        if is_run(path):
-            runs.append(path)
-            continue
-        inner = sorted(p for p in path.iterdir() if is_run(p)) if path.is_dir() else []
+        inner = _runs_in(path)
         if not inner:
             raise CompareError(f"{path} is not an RL run folder (no config.json of train.py) and holds none: pass "
-                               "runs/<run-name> or the --out folder of python -m svpg.rl.experiments")
+                               "runs/<run-name> or the --out folder of python -m svpg.rl.experiments or benchmark")
         runs += inner
     return runs
 
@@ -59,8 +77,15 @@ def _last_row(run: Path) -> dict:
 
 
 def load_runs(paths: list[str | Path]) -> tuple[dict, dict[str, dict[int, dict]]]:
-    """(what the runs share: env_id, iteration, total_steps; {arm: {seed: final metrics}}), after the checks above."""
+    """(what the runs share: ``env_id``, ``length`` (words) and ``metrics``; {arm: {seed: final metrics}}),
+    after the checks above."""
     runs = expand(paths)
+    benchmark = [is_benchmark_run(run) for run in runs]
+    if all(benchmark):
+        return _load_benchmark_runs(runs)
+    if any(benchmark):
+        raise CompareError(f"{runs[benchmark.index(True)]} is a run of python -m svpg.rl.benchmark and "
+                           f"{runs[benchmark.index(False)]} one of train.py: compare runs of one command")
     records = []
     for run in runs:
         config = read_json_object(run / CONFIG_FILE, "run config")
@@ -94,19 +119,40 @@ def load_runs(paths: list[str | Path]) -> tuple[dict, dict[str, dict[int, dict]]
             raise CompareError(f"{run} and {where[arm, seed]} are both seed {seed} of {arm}: pass each run once")
         where[arm, seed] = run
         table.setdefault(arm, {})[seed] = {m: float(row[m]) for m, _ in METRICS}
-    shared = {"env_id": first.get("env_id"), "iteration": int(first_row["iteration"]),
-              "total_steps": int(float(first_row["total_steps"]))}
-    return shared, table
+    length = f"iteration {first_row['iteration']} ({int(float(first_row['total_steps']))} steps)"
+    return {"env_id": first.get("env_id"), "length": length, "metrics": METRICS}, table
+
+
+def _load_benchmark_runs(runs: list[Path]) -> tuple[dict, dict[str, dict[int, dict]]]:
+    table: dict[str, dict[int, dict]] = {}
+    first_run, first = None, None
+    for run in runs:
+        result = read_json_object(run / "result.json", "benchmark result")
+        job = read_json_object(run / "job.json", "benchmark job")
+        setting = {k: job.get(k) for k in ("task", "total_steps", "eval_episodes")}
+        if first is None:
+            first_run, first = run, setting
+        elif setting != first:
+            differs = ", ".join(k for k in setting if setting[k] != first[k])
+            raise CompareError(f"{run} and {first_run} are runs of different benchmarks ({differs} differ): compare "
+                               "runs of one task and budget")
+        arm, seed = str(job.get("agent")), int(job.get("seed", -1))
+        if seed in table.get(arm, {}):
+            raise CompareError(f"{run} is seed {seed} of {arm} a second time: pass each run once")
+        table.setdefault(arm, {})[seed] = {m: float(result[m]) for m, _ in BENCHMARK_METRICS}
+    length = f"{first['total_steps']} environment steps, {first['eval_episodes']} evaluation episodes"
+    return {"env_id": first["task"], "length": length, "metrics": BENCHMARK_METRICS}, table
 
 
 def compare_table(table: dict[str, dict[int, dict]], reference: str, seeds: list[int] | None = None,
-                  spread: str = "se") -> str:
+                  spread: str = "se", metrics=METRICS) -> str:
     """The Markdown comparison: every arm's final returns as mean ± standard error (``spread="std"``: ± the
     sample standard deviation) over seeds, and its paired differences to ``reference`` with 95 % t-intervals."""
     if reference not in table:
         raise CompareError(f"--reference {reference!r} is in none of the runs: choose one of {', '.join(table)}")
-    head = ["runs", "seeds", *[name for _, name in METRICS],
-            *[f"{'mean' if 'mean' in m else 'max'} − {reference} [95 % CI]" for m, _ in METRICS], "higher on"]
+    short = {"rollout/ep_rew_mean": "mean", "rollout/ep_rew_max": "max", "final": "return"}
+    head = ["runs", "seeds", *[name for _, name in metrics],
+            *[f"{short[m]} − {reference} [95 % CI]" for m, _ in metrics], "higher on"]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     ref = table[reference]
     for arm, by_seed in table.items():
@@ -114,13 +160,13 @@ def compare_table(table: dict[str, dict[int, dict]], reference: str, seeds: list
         if not own:
             continue
         cells = [arm, str(len(own))]
-        for key, _ in METRICS:
+        for key, _ in metrics:
             values = [v[key] for v in own.values()]
             mean, se = mean_se(values)
             spread_value = se if spread == "se" else se * math.sqrt(len(values))
             cells.append(f"{mean:.1f} ± {spread_value:.1f}" if math.isfinite(spread_value) else f"{mean:.1f}")
         higher = ""
-        for i, (key, _) in enumerate(METRICS):
+        for i, (key, _) in enumerate(metrics):
             if arm == reference:
                 cells.append("")
                 continue

@@ -138,8 +138,8 @@ def resumed_run(run_dir: Path, typed: set[str], values: dict) -> SupervisedRun:
     cfg, recorded = RUN_FOLDERS.resume(run_dir, typed, values)
     data, settings = prepare(cfg)
     made = built(data, settings)
-    RUN_FOLDERS.check_built(run_dir, recorded, made, lambda changed: f"{'data set' if 'data' in changed else 'resolved settings'} "
-                                                                     f"differ from what its options give now")
+    RUN_FOLDERS.check_built(run_dir, recorded, made, lambda changed: ("data set" if "data" in changed else "resolved settings")
+                            + " differ from what its options give now")
     finished = read_finished(run_dir, cfg.methods())
     needed = 1 + max((k for rows in finished.values() for k in rows), default=-1)
     if needed > settings["splits"]:
