@@ -269,9 +269,9 @@ class ParticleRewardModel(RewardModelAgent):
     size B); p(θ) is eq. 14 (or flat), σ² ~ Inv-Gamma(``noise_a``, ``noise_b``). Rewards are
     standardised with the mean and standard deviation of all rewards observed so far (which leaves
     every argmax unchanged). Every ``train_every`` rounds the particles take ``train_steps`` SVGD
-    steps (eq. 9), all particles in one batched computation, each followed by
-    :meth:`~svpg.core.networks.ParticleMLP.normalise_householder_` (Householder vectors of length √ℓ, the
-    same weights; the smallest ‖v‖/√ℓ before it is logged as ``structure/min_householder_norm``).
+    steps (eq. 9), all particles in one batched computation; each step keeps the Householder vectors
+    at length √ℓ (:class:`~svpg.core.svgd.SVGD`; the smallest ‖v‖/√ℓ before it is logged as
+    ``structure/min_householder_norm``).
     """
 
     def __init__(self, num_actions: int, context_dim: int, *, num_particles: int, spec: NetworkSpec,
@@ -308,7 +308,7 @@ class ParticleRewardModel(RewardModelAgent):
         step_scale = None  # Λ and Householder vectors may step slower than C and b (docs/bandits.md, "Defaults and why")
         if structural and self.structural_lr_scale != 1.0:
             step_scale = self.layout.per_coordinate(dict.fromkeys(structural, self.structural_lr_scale))
-        self.svgd = SVGD(self.theta, kernel, optimizer, lr, step_scale=step_scale)
+        self.svgd = SVGD(self.theta, kernel, optimizer, lr, step_scale=step_scale, network=self.net)
         self._weights = None
 
     @torch.no_grad()
@@ -346,7 +346,7 @@ class ParticleRewardModel(RewardModelAgent):
             logp = self.log_posterior(self.theta, x_all[idx], a_all[idx], y_all[idx], n)
             (grad,) = torch.autograd.grad(logp.sum(), self.theta)
             terms = self.svgd.step(grad)
-            householder_norms.append(self.net.normalise_householder_(self.theta))  # unit v: the same W
+            householder_norms.append(terms.min_householder_norm)
         self._weights = None
         self.trainings += 1
         diag = terms.diagnostics(self.theta.detach())

@@ -69,7 +69,7 @@ class ParticleMLP:
     """
 
     def __init__(self, layout: ParticleLayout, spec: NetworkSpec, name: str = "net"):
-        self.spec = spec
+        self.spec, self.layout = spec, layout
         self.activation = ACTIVATIONS[spec.activation]
         prior = make_prior(spec.prior, spec.prior_a, spec.prior_b)
         pairs = list(zip(spec.sizes[:-1], spec.sizes[1:]))
@@ -136,7 +136,8 @@ class ParticleMLP:
     @torch.no_grad()
     def normalise_householder_(self, theta: torch.Tensor) -> torch.Tensor:
         """:meth:`StructuralLinear.normalise_householder_` on every layer: Householder vectors of length
-        √ℓ, the same effective weights. Call it after every SVGD step.
+        √ℓ, the same effective weights. :class:`~svpg.core.svgd.SVGD` given this network calls it after
+        every step.
 
         :return: the smallest ‖v‖/√ℓ before rescaling over all particles and layers, a 0-d tensor on θ's
             device (no host sync), logged as ``structure/min_householder_norm``; 1.0 for a network

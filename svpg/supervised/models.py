@@ -285,7 +285,7 @@ class _Particles(_Posterior):
             with torch.no_grad():
                 self.log_noise_precision().zero_()  # noise std = 1 target std
         theta = self.theta.requires_grad_(True)
-        svgd = SVGD(theta, est.kernel if theta.shape[0] > 1 else "median", est.optimizer, est.lr)
+        svgd = SVGD(theta, est.kernel if theta.shape[0] > 1 else "median", est.optimizer, est.lr, network=self.net)
         n, bs = len(x), min(est.batch_size, len(x))
         scale = torch.tensor(n / bs, device=x.device)  # a tensor: a compiled objective is not specialised on N
         schedule = _cosine(svgd.optimizer, est.epochs * (n // bs)) if est.lr_schedule == "cosine" else None
@@ -297,7 +297,7 @@ class _Particles(_Posterior):
                 log_post = self.log_posterior(theta, x[idx], y[idx], scale)
                 (grad,) = torch.autograd.grad(log_post.sum(), theta)
                 terms = svgd.step(grad)
-                householder_norms.append(self.net.normalise_householder_(theta))  # unit v: the same W
+                householder_norms.append(terms.min_householder_norm)
                 if schedule is not None:
                     schedule.step()
             if not diagnose:
