@@ -1,7 +1,7 @@
 """Estimator-style Bayesian neural networks: particle methods (§5.1–5.2 of S²VGD) and the parametric
 posteriors they are compared with.
 
-``BayesianRegressor`` and ``BayesianClassifier`` take a ``method`` out of :data:`METHODS`:
+``BayesianRegressor`` and ``BayesianClassifier`` take a ``method`` out of :data:`BNN_METHODS`:
 
 - particle methods, moved by SVGD (eq. 9, :class:`~svpg.core.svgd.SVGD`) on the log posterior
 
@@ -88,9 +88,10 @@ PARTICLE_METHODS = {
     "svgd": "plain dense layers (K = 0, Λ = I), RBF kernel (Liu & Wang 2016)",
     "map": "one plain particle (M = 1): gradient ascent on the log posterior",
 }
-#: every method of the estimators and of ``train.py supervised``: the particle methods, then the
-#: parametric posteriors of :mod:`svpg.core.variational`
-METHODS = {**PARTICLE_METHODS, **FAMILIES}
+#: every method of the Bayesian neural network estimators and of ``train.py supervised``: the particle
+#: methods, then the parametric posteriors of :mod:`svpg.core.variational`
+BNN_METHODS = {**PARTICLE_METHODS, **FAMILIES}
+METHODS = BNN_METHODS  # its former name
 #: posterior options that differ from :func:`svpg.core.variational.make_posterior`'s defaults: vmg is the
 #: VMG paper's regression model (§2.4, §4, §4.1) and its reference code's (``MatrixGaussDiagLayerLearnP``):
 #: prior MN(0, τ_r⁻¹I, τ_c⁻¹I) with learned Gamma posteriors of τ_r, τ_c, 10 pseudo-data pairs per layer
@@ -189,6 +190,12 @@ def shared_objective(task: str, spec: NetworkSpec, compiled: bool = False):
     return objective, (fn if compiled else objective.split_call)
 
 
+def _renamed_particles(n_particles: int) -> int:
+    warnings.warn("n_particles is now called num_particles, as everywhere else in svpg; n_particles will be removed",
+                  FutureWarning, stacklevel=3)
+    return n_particles
+
+
 def _in_threads(method):
     """Run an estimator method on the estimator's torch CPU threads; the caller's count is restored."""
     @functools.wraps(method)
@@ -276,7 +283,7 @@ class _Particles(_Posterior):
                                 prior="mvg", prior_a=est.prior_a, prior_b=est.prior_b)
         self.objective, self.log_posterior = shared_objective(self.task, self.spec, est.compile)
         self.layout, self.net = self.objective.layout, self.objective.net
-        self.theta = torch.zeros(1 if est.method == "map" else est.n_particles, self.layout.size, device=est.device)
+        self.theta = torch.zeros(1 if est.method == "map" else est.num_particles, self.layout.size, device=est.device)
 
     def fit(self, x, y, x_val, y_val, callback) -> None:
         est = self.est
@@ -529,9 +536,10 @@ class _BayesianNN:
     Papers: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD, §5.1–5.2), https://arxiv.org/abs/1608.04471
     (SVGD and its Bayesian neural network); the parametric posteriors: see :mod:`svpg.core.variational`.
 
-    :param method: a name out of :data:`METHODS`: ``"s2vgd"``, ``"svgd"``, ``"map"``, ``"bbb"``, ``"vmg"``,
+    :param method: a name out of :data:`BNN_METHODS`: ``"s2vgd"``, ``"svgd"``, ``"map"``, ``"bbb"``, ``"vmg"``,
         ``"kflow-diag"``, ``"kflow-linear"`` or ``"badam"``.
-    :param n_particles: M (particle methods; ``"map"`` uses one particle).
+    :param num_particles: M (particle methods; ``"map"`` uses one particle). ``n_particles`` is its
+        former name, still accepted (with a FutureWarning) for now.
     :param householder: K Householder reflections per side of every layer (``"s2vgd"`` only).
     :param hidden: hidden layer widths.
     :param activation: ``"relu"`` or ``"tanh"``.
@@ -575,7 +583,7 @@ class _BayesianNN:
     def __init__(
         self,
         method: str = "s2vgd",
-        n_particles: int = 20,
+        num_particles: int = 20,
         householder: int = 1,
         hidden: tuple[int, ...] = (50,),
         activation: str = "relu",
@@ -598,9 +606,12 @@ class _BayesianNN:
         predict_samples: int = 100,
         posterior_options: dict | None = None,
         noise_prior: tuple[float, float] | None = None,
+        n_particles: int | None = None,
     ):
+        if n_particles is not None:
+            num_particles = _renamed_particles(n_particles)
         self.method = method
-        self.n_particles = n_particles
+        self.num_particles = num_particles
         self.householder = householder
         self.hidden = tuple(hidden)
         self.activation = activation
@@ -627,7 +638,7 @@ class _BayesianNN:
     # ---------------------------------------------------------------------------- parameters
 
     _PARAMS = (
-        "method", "n_particles", "householder", "hidden", "activation", "prior_a", "prior_b", "kernel",
+        "method", "num_particles", "householder", "hidden", "activation", "prior_a", "prior_b", "kernel",
         "optimizer", "lr", "lr_schedule", "epochs", "batch_size", "validation_fraction", "eval_every", "seed", "device",
         "progress", "compile", "threads", "samples", "predict_samples", "posterior_options", "noise_prior",
     )
@@ -637,6 +648,8 @@ class _BayesianNN:
         return {k: getattr(self, k) for k in self._PARAMS}
 
     def set_params(self, **params) -> _BayesianNN:
+        if "n_particles" in params:
+            params["num_particles"] = _renamed_particles(params.pop("n_particles"))
         for k, v in params.items():
             if k not in self._PARAMS:
                 raise ValueError(f"unknown parameter {k!r}; valid: {', '.join(self._PARAMS)}")
@@ -644,7 +657,7 @@ class _BayesianNN:
         return self
 
     def __repr__(self) -> str:
-        shown = ("method", "n_particles", "householder") if self.method in PARTICLE_METHODS else ("method", "samples")
+        shown = ("method", "num_particles", "householder") if self.method in PARTICLE_METHODS else ("method", "samples")
         args = ", ".join(f"{k}={getattr(self, k)!r}" for k in (*shown, "hidden", "epochs", "lr"))
         return f"{type(self).__name__}({args})"
 
@@ -666,10 +679,10 @@ class _BayesianNN:
 
     def _validate_params(self) -> None:
         problems = []
-        if self.method not in METHODS:
-            problems.append(f"method {self.method!r}: choose from {', '.join(METHODS)}")
-        if self.n_particles < 1:
-            problems.append(f"n_particles must be ≥ 1, got {self.n_particles}")
+        if self.method not in BNN_METHODS:
+            problems.append(f"method {self.method!r}: choose from {', '.join(BNN_METHODS)}")
+        if self.num_particles < 1:
+            problems.append(f"num_particles must be ≥ 1, got {self.num_particles}")
         if self.householder < 0 or (self.method == "s2vgd" and self.householder < 1):
             problems.append(f"householder K must be ≥ 1 for s2vgd, got {self.householder}")
         if not self.hidden or min(self.hidden) < 1:
@@ -721,7 +734,12 @@ class _BayesianNN:
         """M for the particle methods (1 for map); the number of predictive draws for the parametric ones."""
         if self.variational:
             return self.predict_samples
-        return 1 if self.method == "map" else self.n_particles
+        return 1 if self.method == "map" else self.num_particles
+
+    @property
+    def n_particles(self) -> int:
+        """The former name of ``num_particles``."""
+        return self.num_particles
 
     def _outputs(self, x: torch.Tensor) -> torch.Tensor:
         """Network outputs of every member (particle or posterior draw) for inputs x (n, d) in model units: (S, n, out)."""
@@ -776,6 +794,8 @@ class _BayesianNN:
         """Rebuild a fitted estimator from :meth:`save`'s file (or a run folder holding model.safetensors)."""
         tensors, meta, _ = load_tensors(path, cls._kind)
         params = dict(meta["params"], device=device)
+        if "n_particles" in params:  # a file written before the parameter was renamed
+            params["num_particles"] = params.pop("n_particles")
         params["hidden"] = tuple(params["hidden"])
         model = cls(**params)
         model._restore(tensors, meta)
@@ -924,7 +944,7 @@ class BayesianClassifier(_BayesianNN):
     Example::
 
         from svpg.supervised import BayesianClassifier
-        clf = BayesianClassifier(method="s2vgd", n_particles=10, epochs=10).fit(X_train, y_train)
+        clf = BayesianClassifier(method="s2vgd", num_particles=10, epochs=10).fit(X_train, y_train)
         probs = clf.predict_proba(X_test)          # (n, C)
         clf.evaluate(X_test, y_test)               # {'error': …, 'nll': …, 'ece': …}
     """
@@ -932,12 +952,12 @@ class BayesianClassifier(_BayesianNN):
     _kind = "bnn-classifier"
     _task = "classification"
 
-    def __init__(self, method: str = "s2vgd", n_particles: int = 10, householder: int = 1,
+    def __init__(self, method: str = "s2vgd", num_particles: int = 10, householder: int = 1,
                  hidden: tuple[int, ...] = (400, 400), *args, **kwargs):
         kwargs.setdefault("epochs", 20)
         # 20 draws: a 784-400-400-10 network's predictive over 100 draws costs ~10× an SVGD epoch's evaluation
         kwargs.setdefault("predict_samples", 20)
-        super().__init__(method, n_particles, householder, hidden, *args, **kwargs)
+        super().__init__(method, num_particles, householder, hidden, *args, **kwargs)
 
     def _log_predictive(self, x) -> torch.Tensor:
         """log of the mean of the members' softmax: (n, C)."""
