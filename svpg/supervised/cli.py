@@ -306,7 +306,7 @@ def resolve(cfg: SupervisedConfig, data: Dataset) -> dict:
 
 def posterior_options_for(method: str, data: Dataset, tuned: dict | None = None) -> dict | None:
     """The options of a parametric method's posterior on this data set, when they differ from the
-    estimator's defaults (``POSTERIOR_OPTIONS`` of svpg/supervised/models.py): VMG's pseudo-data count
+    estimator's defaults (``POSTERIOR_OPTIONS`` of svpg/supervised/models/methods.py): VMG's pseudo-data count
     (``VMG_PSEUDO_DATA``) and classification model, and what a grid chose on validation rows (``tuned``,
     e.g. BBB's scale mixture)."""
     options = dict(POSTERIOR_OPTIONS.get(method, {}))
