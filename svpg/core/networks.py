@@ -99,8 +99,8 @@ class ParticleMLP:
 
         For tanh networks the function is rewritten with sigmoids, tanh(z) = 2σ(2z) − 1, the 2s and
         −1s folded into the weights: with s = σ(2z) a layer's input h = 2s − 1 gives
-        hW + b = s(2W) + (b − 1ᵀW). torch's CPU tanh kernel costs ~5× its sigmoid kernel, forward and
-        backward cost the same otherwise (measured: a CartPole update 35 → 26 ms, a rollout 39 → 35 ms).
+        hW + b = s(2W) + (b − 1ᵀW). torch's CPU tanh kernel costs ~4–5× its sigmoid kernel; forward and
+        backward cost the same otherwise (``bench/throughput.py`` prints the updates' and rollouts' times).
         Differentiable in the weights; compute once per rollout or update.
         """
         if self.activation is not torch.tanh:

@@ -67,7 +67,7 @@ class Objective:
     def split_call(self, theta, x, y, scale) -> torch.Tensor:
         """:meth:`__call__` with θ's blocks cut by one ``torch.split`` (:meth:`ParticleLayout.split`):
         the same value, and a backward pass of one concatenation instead of one (M, D) zero-filled
-        gradient per block access (~3.5× faster steps for the 784-400-400-10 S²VGD network)."""
+        gradient per block access (~3× faster steps for the 784-400-400-10 S²VGD network)."""
         with self.layout.split(theta):
             return self(theta, x, y, scale)
 
