@@ -25,9 +25,9 @@ from svpg.supervised.models.methods import BNN_METHODS, LR_SCHEDULES, NOISE_PRIO
 from svpg.supervised.models.posteriors import _Particles, _Variational
 
 
-def _renamed_particles(n_particles: int) -> int:
+def _renamed_particles(n_particles: int, stacklevel: int) -> int:
     warnings.warn("n_particles is now called num_particles, as everywhere else in svpg; n_particles will be removed",
-                  FutureWarning, stacklevel=3)
+                  FutureWarning, stacklevel=stacklevel + 1)
     return n_particles
 
 
@@ -122,7 +122,7 @@ class _BayesianNN:
         n_particles: int | None = None,
     ):
         if n_particles is not None:
-            num_particles = _renamed_particles(n_particles)
+            num_particles = _renamed_particles(n_particles, stacklevel=3)  # the caller of BayesianRegressor(…)
         self.method = method
         self.num_particles = num_particles
         self.householder = householder
@@ -162,7 +162,7 @@ class _BayesianNN:
 
     def set_params(self, **params) -> _BayesianNN:
         if "n_particles" in params:
-            params["num_particles"] = _renamed_particles(params.pop("n_particles"))
+            params["num_particles"] = _renamed_particles(params.pop("n_particles"), stacklevel=2)
         for k, v in params.items():
             if k not in self._PARAMS:
                 raise ValueError(f"unknown parameter {k!r}; valid: {', '.join(self._PARAMS)}")
