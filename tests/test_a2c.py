@@ -106,3 +106,12 @@ def test_presets_hold_their_documented_settings():
         assert (p["alpha"], p["prior"], p["anneal_lr"]) == (1000.0, "flat", True)
     with pytest.raises(ValueError, match="unknown preset"):
         load_preset("nope")
+
+
+def test_svpg_rl_exports_the_public_rl_api():
+    import svpg
+    import svpg.rl as rl
+
+    assert rl.SVPG is svpg.SVPG and rl.EvalCallback is svpg.EvalCallback
+    assert all(hasattr(rl, name) for name in rl.__all__)
+    assert {"SVPG", "SVPGConfig", "load", "BaseCallback", "CheckpointCallback", "EvalCallback"} <= set(rl.__all__)
