@@ -13,7 +13,7 @@ it, ``gym.make("svpg:svpg/CartPoleSwingUp-v0")`` imports it first.
 """
 from __future__ import annotations
 
-import envs as _envs  # noqa: F401  (registers the svpg/* Gymnasium ids)
+from svpg import envs as _envs  # noqa: F401  (registers the svpg/* Gymnasium ids)
 from svpg.core.kernels import IdentityKernel, RBFKernel
 from svpg.core.svgd import SVGD, svgd_direction
 from svpg.io import CheckpointError

@@ -29,7 +29,7 @@ Rewards and terminations are evaluated at the state *after* the step, as rllab d
 
 The equations, rewards and terminations are written once, as kernels over state columns
 (:func:`cartpole_dynamics`, :func:`balance_kernel`, :func:`swingup_kernel`), run on arrays by the
-batched tasks and on Python floats by the single ``gym.make`` envs (:mod:`envs.xp`).
+batched tasks and on Python floats by the single ``gym.make`` envs (:mod:`svpg.envs.xp`).
 
 Deviations from rllab: (1) the dynamics are the analytic equations above instead of a Box2D
 simulation (no contact solver, no joint-error correction); (2) start states are physically

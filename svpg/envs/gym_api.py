@@ -1,7 +1,7 @@
 """Gymnasium front doors for the fast-path tasks: ``gym.make`` and ``gym.make_vec``.
 
 - :class:`KernelGymEnv` (``entry_point``): one environment as a ``gym.Env``: the task's kernel (the
-  same function the batched task runs on arrays, see :mod:`envs.xp`) on Python floats (float64),
+  same function the batched task runs on arrays, see :mod:`svpg.envs.xp`) on Python floats (float64),
   numpy float32 observations out, ``render_mode="rgb_array"`` drawn with numpy. No torch op per step,
   so it runs at the speed of Gymnasium's own classic-control envs (what Stable-Baselines3's
   ``make_vec_env`` steps). Like those it has no time limit of its own; ``gym.make`` adds the

@@ -1,4 +1,4 @@
-"""Generic (slow) path: any Gymnasium environment as a :class:`~envs.base.BatchedEnv`.
+"""Generic (slow) path: any Gymnasium environment as a :class:`~svpg.envs.base.BatchedEnv`.
 
 Wraps ``gym.make_vec(env_id, num_envs, vectorization_mode="sync")`` (or a ``SyncVectorEnv`` of a
 factory's environments, or a user's vector env) with same-step autoreset and converts numpy <-> torch

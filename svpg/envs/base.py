@@ -8,9 +8,9 @@ the value of a truncated episode).
 
 :class:`BatchedKernelEnv` is the fast path: the whole batch is one ``(num_envs, state_dim)`` array and
 the step is a few dozen array ops with no host synchronisation. A task is written once, as a *kernel*
-over the columns of the state (:mod:`envs.xp`): the batched env runs it on numpy columns on CPU
+over the columns of the state (:mod:`svpg.envs.xp`): the batched env runs it on numpy columns on CPU
 (handing out torch tensors that share the arrays' memory) and on tensor columns on other devices;
-the single ``gym.make`` env (:mod:`envs.gym_api`) runs it on Python floats. Start states come from
+the single ``gym.make`` env (:mod:`svpg.envs.gym_api`) runs it on Python floats. Start states come from
 blocks of fresh draws (one generator call per block of steps, see
 :meth:`BatchedKernelEnv._reset_states`) and are selected row-wise where an episode ended.
 """
@@ -147,7 +147,7 @@ class BatchedKernelEnv(BatchedEnv):
 
     The batch's state is one ``(num_envs, state_dim)`` array and the step has no host syncs. A task
     sets the class attributes below; its equations live in one pure function, :attr:`kernel`,
-    written against an array namespace ``xp`` (:mod:`envs.xp`)::
+    written against an array namespace ``xp`` (:mod:`svpg.envs.xp`)::
 
         kernel(xp, state, action) -> (next_state, obs, reward, terminated)
 
