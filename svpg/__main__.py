@@ -1,4 +1,5 @@
 """``python -m svpg …``: the ``svpg`` command."""
+
 import sys
 
 from svpg.commands import main

@@ -1,12 +1,13 @@
 """The ``svpg`` command: one subcommand per front end, each with its own options and ``--help``.
 
-    svpg train --preset swingup            # RL (the repository's python train.py)
-    svpg evaluate runs/<run-name>          # roll out a saved ensemble (python evaluate.py)
-    svpg bandit --problem wheel            # contextual bandits
-    svpg supervised --dataset boston       # Bayesian neural networks
-    svpg compare runs/a runs/b             # paired comparison of finished runs
-    svpg export runs/<run-name> actor.pt2  # one particle as a torch-only file
+svpg train --preset swingup            # RL (the repository's python train.py)
+svpg evaluate runs/<run-name>          # roll out a saved ensemble (python evaluate.py)
+svpg bandit --problem wheel            # contextual bandits
+svpg supervised --dataset boston       # Bayesian neural networks
+svpg compare runs/a runs/b             # paired comparison of finished runs
+svpg export runs/<run-name> actor.pt2  # one particle as a torch-only file
 """
+
 from __future__ import annotations
 
 import difflib
@@ -29,8 +30,9 @@ NAMED = {"train", "evaluate"}
 def overview() -> str:
     width = max(map(len, COMMANDS))
     lines = [f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items()]
-    return ("usage: svpg COMMAND [options]    (svpg COMMAND --help: that command's options)\n\ncommands:\n"
-            + "\n".join(lines))
+    return "usage: svpg COMMAND [options]    (svpg COMMAND --help: that command's options)\n\ncommands:\n" + "\n".join(
+        lines
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -98,18 +98,24 @@ def make_batched(
     if not isinstance(env_id, str):
         if env_kwargs:
             raise ValueError("env_kwargs apply to environment ids only: pass them to your factory instead")
-        return _guarded(env_id, lambda: GymVectorEnv(env_id, num_envs, device=device, dtype=dtype,
-                                                     max_episode_steps=max_episode_steps, seed=seed))
+        return _guarded(
+            env_id,
+            lambda: GymVectorEnv(
+                env_id, num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed
+            ),
+        )
     env_id = _ALIASES.get(env_id, env_id)
     if env_id in FAST_ENVS:
         if env_kwargs:
             raise ValueError(f"{env_id} takes no env_kwargs (got {sorted(env_kwargs)})")
-        return FAST_ENVS[env_id](
-            num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed
-        )
+        return FAST_ENVS[env_id](num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed)
     check_registered(env_id)
-    return _guarded(env_id, lambda: GymVectorEnv(env_id, num_envs, device=device, dtype=dtype,
-                                                 max_episode_steps=max_episode_steps, seed=seed, **env_kwargs))
+    return _guarded(
+        env_id,
+        lambda: GymVectorEnv(
+            env_id, num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed, **env_kwargs
+        ),
+    )
 
 
 def _guarded(env_id, make):
@@ -137,8 +143,10 @@ def check_registered(env_id: str) -> None:
         try:
             importlib.import_module(module)
         except ImportError as e:
-            raise ValueError(f"environment {env_id!r}: cannot import {module!r} ({e}); install it or fix the module "
-                             f"name (Gymnasium's form is module:Id)") from None
+            raise ValueError(
+                f"environment {env_id!r}: cannot import {module!r} ({e}); install it or fix the module "
+                f"name (Gymnasium's form is module:Id)"
+            ) from None
     try:
         gym.spec(name)
         return

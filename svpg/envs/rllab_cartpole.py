@@ -72,11 +72,9 @@ def cartpole_dynamics(xp, state, action):
     sin, cos = xp.sin(theta), xp.cos(theta)
     # x_acc = [F + sin (cos (m l)(m g l) / J - m l th_dot²)] / [(M + m) - (m l)² cos² / J], with
     # numerator and denominator divided by MAX_FORCE, as the force is carried as u = F / MAX_FORCE
-    inner = xp.addcmul(
-        cos * ((_M * _L) * (_M * GRAVITY * _L) / _J), theta_dot, theta_dot, value=-_M * _L
-    )
+    inner = xp.addcmul(cos * ((_M * _L) * (_M * GRAVITY * _L) / _J), theta_dot, theta_dot, value=-_M * _L)
     x_acc = xp.addcmul(u, sin, inner, value=1.0 / MAX_FORCE) / xp.addcmul(
-        (MASS_CART + _M) / MAX_FORCE, cos, cos, value=-(_M * _L) ** 2 / _J / MAX_FORCE
+        (MASS_CART + _M) / MAX_FORCE, cos, cos, value=-((_M * _L) ** 2) / _J / MAX_FORCE
     )
     # velocities first, then positions (Box2D's order); theta_acc = (m g l sin + m l cos x_acc) / J
     x_dot = xp.add(x_dot, x_acc, alpha=DT)
@@ -126,9 +124,7 @@ class _RllabCartPole(BatchedKernelEnv):
         """RGB frame of one observation ``[x, x_dot, theta, theta_dot]``."""
         from .render import draw_cartpole
 
-        return draw_cartpole(
-            float(obs[0]), float(obs[2]), x_limit=cls.render_x_limit, pole_length=2 * POLE_COM
-        )
+        return draw_cartpole(float(obs[0]), float(obs[2]), x_limit=cls.render_x_limit, pole_length=2 * POLE_COM)
 
 
 class CartPoleBalance(_RllabCartPole):

@@ -277,4 +277,3 @@ class SCALAR:
     fill_where_ = staticmethod(_fill_where)
     take = staticmethod(_take)
     full_like = staticmethod(_full_like)
-

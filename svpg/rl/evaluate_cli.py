@@ -1,10 +1,11 @@
 """Load a saved particle ensemble, roll it out, and report returns per particle and for the ensemble.
 
-    python evaluate.py runs/<run-name>                       # every particle, 20 episodes each
-    python evaluate.py runs/<run-name> --particle 3 --episodes 50 --seed 7
-    python evaluate.py runs/<run-name>/checkpoints/iter_000040.safetensors
-    python evaluate.py runs/<run-name> --particle best --gif swingup.gif
+python evaluate.py runs/<run-name>                       # every particle, 20 episodes each
+python evaluate.py runs/<run-name> --particle 3 --episodes 50 --seed 7
+python evaluate.py runs/<run-name>/checkpoints/iter_000040.safetensors
+python evaluate.py runs/<run-name> --particle best --gif swingup.gif
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,17 +21,33 @@ def build_parser(prog: str = "evaluate.py") -> argparse.ArgumentParser:
     command = "python evaluate.py" if prog == "evaluate.py" else "svpg evaluate"
     p = Parser(prog=prog, description=__doc__.replace("python evaluate.py", command))
     p.add_argument("path", help="run folder (runs/<run-name>) or a .safetensors checkpoint")
-    p.add_argument("--particle", default="all", help="'all', 'best' (highest mean return) or a particle index (default: all)")
+    p.add_argument(
+        "--particle", default="all", help="'all', 'best' (highest mean return) or a particle index (default: all)"
+    )
     p.add_argument("--episodes", type=int, default=20, help="episodes per particle (default: 20)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the evaluation environments and action noise (default: 0)")
-    p.add_argument("--env-id", default=None, help="environment id, also module:Id (default: the one the run trained on)")
-    p.add_argument("--env-kwargs", default=None, metavar="JSON",
-                   help="gym.make keyword arguments as a JSON object (default: the run's, or none with --env-id)")
-    p.add_argument("--stochastic", action="store_true", help="sample actions instead of the deterministic argmax / mean")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the evaluation environments and action noise (default: 0)"
+    )
+    p.add_argument(
+        "--env-id", default=None, help="environment id, also module:Id (default: the one the run trained on)"
+    )
+    p.add_argument(
+        "--env-kwargs",
+        default=None,
+        metavar="JSON",
+        help="gym.make keyword arguments as a JSON object (default: the run's, or none with --env-id)",
+    )
+    p.add_argument(
+        "--stochastic", action="store_true", help="sample actions instead of the deterministic argmax / mean"
+    )
     p.add_argument("--horizon", type=int, default=0, help="episode time limit (default: the run's)")
     p.add_argument("--device", default="cpu", help="torch device (default: cpu)")
-    p.add_argument("--gif", default=None, metavar="OUT.gif", help="also render one episode of the chosen particle "
-                   "(--particle; 'all' means the best) to an animated GIF")
+    p.add_argument(
+        "--gif",
+        default=None,
+        metavar="OUT.gif",
+        help="also render one episode of the chosen particle (--particle; 'all' means the best) to an animated GIF",
+    )
     p.add_argument("--gif-frame-skip", type=int, default=2, help="keep every n-th frame in the GIF (default: 2)")
     return p
 
@@ -70,17 +87,27 @@ def main(argv: list[str] | None = None, prog: str = "evaluate.py") -> int:
         if env_id is None:
             raise ValueError("the checkpoint does not name its environment: pass --env-id")
         if env_id.startswith("custom:"):
-            raise ValueError(f"the model was trained on an environment object ({env_id[7:]}), not an id: pass --env-id "
-                             f"(a registered id or module:Id)")
-        env_kwargs = json.loads(args.env_kwargs) if args.env_kwargs else ({} if args.env_id else config.get("env_kwargs", {}))
+            raise ValueError(
+                f"the model was trained on an environment object ({env_id[7:]}), not an id: pass --env-id "
+                f"(a registered id or module:Id)"
+            )
+        env_kwargs = (
+            json.loads(args.env_kwargs) if args.env_kwargs else ({} if args.env_id else config.get("env_kwargs", {}))
+        )
         horizon = args.horizon or config.get("horizon") or None
         if args.particle == "all":
             particles = None
         elif args.particle == "best":
             # chosen on episodes of their own stream, then reported on the --seed episodes
-            scores = evaluate_particles(policy, env_id, args.episodes, seed=int_seed(args.seed, "selection"),
-                                        deterministic=not args.stochastic, max_episode_steps=horizon,
-                                        env_kwargs=env_kwargs)
+            scores = evaluate_particles(
+                policy,
+                env_id,
+                args.episodes,
+                seed=int_seed(args.seed, "selection"),
+                deterministic=not args.stochastic,
+                max_episode_steps=horizon,
+                env_kwargs=env_kwargs,
+            )
             particles = [int(scores.mean(1).argmax())]
         else:
             try:
@@ -88,8 +115,14 @@ def main(argv: list[str] | None = None, prog: str = "evaluate.py") -> int:
             except ValueError:
                 raise ValueError(f"--particle must be 'all', 'best' or an index, got {args.particle!r}") from None
         returns = evaluate_particles(
-            policy, env_id, args.episodes, seed=args.seed, particles=particles,
-            deterministic=not args.stochastic, max_episode_steps=horizon, env_kwargs=env_kwargs,
+            policy,
+            env_id,
+            args.episodes,
+            seed=args.seed,
+            particles=particles,
+            deterministic=not args.stochastic,
+            max_episode_steps=horizon,
+            env_kwargs=env_kwargs,
         )
     except json.JSONDecodeError as e:
         print(f"{prog}: error: --env-kwargs must be a JSON object such as '{{\"g\": 9.81}}' ({e})", file=sys.stderr)
@@ -107,8 +140,14 @@ def main(argv: list[str] | None = None, prog: str = "evaluate.py") -> int:
         policy.set_particle(chosen)
         try:
             path, ep_returns = record_gif(
-                policy, env_id, args.gif, seed=args.seed, deterministic=not args.stochastic,
-                max_episode_steps=horizon, frame_skip=max(1, args.gif_frame_skip), env_kwargs=env_kwargs,
+                policy,
+                env_id,
+                args.gif,
+                seed=args.seed,
+                deterministic=not args.stochastic,
+                max_episode_steps=horizon,
+                frame_skip=max(1, args.gif_frame_skip),
+                env_kwargs=env_kwargs,
             )
         except WriteError as e:
             print(f"{prog}: error: {e}", file=sys.stderr)

@@ -14,6 +14,7 @@ Ctrl-C (or SIGTERM) finishes the current iteration, saves a checkpoint and exits
 the run exactly as if it had not stopped. With --resume only these options may be given:
 --iterations, --total-steps, --eval-episodes, --progress, --threads, --device, --checkpoint-every.
 """
+
 # `svpg train` and the repository's `python train.py`: messages name the command the user ran.
 from __future__ import annotations
 
@@ -39,21 +40,37 @@ def commands(prog: str) -> tuple[str, str]:
 def build_parser(prog: str = "train.py") -> Parser:
     train_cmd = commands(prog)[0]
     top = "python train.py" if prog == "train.py" else "svpg"  # where the other front ends hang
-    front_ends = {f"{top.removeprefix('python ')} {name}": f"{text} ({top} {name} --help)"
-                  for name, (_, text) in SUBCOMMANDS.items()}
-    parser = Parser(prog=prog, description=__doc__.replace("python train.py", train_cmd),
-                    listed={"methods": METHODS, "other front ends": front_ends})
+    front_ends = {
+        f"{top.removeprefix('python ')} {name}": f"{text} ({top} {name} --help)"
+        for name, (_, text) in SUBCOMMANDS.items()
+    }
+    parser = Parser(
+        prog=prog,
+        description=__doc__.replace("python train.py", train_cmd),
+        listed={"methods": METHODS, "other front ends": front_ends},
+    )
     parser.add_argument(
-        "--preset", default=None,
+        "--preset",
+        default=None,
         help=f"start from a preset ({', '.join(available_presets())}, or a JSON file of config fields); "
         "options given on the command line override it",
     )
-    parser.add_argument("--resume", default=None, nargs="+", metavar="RUN_DIR",
-                        help="continue the run in this folder (its own config; see above for the options it takes); "
-                        "several folders of one configuration and different seeds continue as one seed batch")
-    parser.add_argument("--from", dest="from_checkpoint", default=None, metavar="CHECKPOINT",
-                        help="with --resume: the checkpoint to continue from, e.g. iter_000040 or 40 (later ones are "
-                        "moved to checkpoints/discarded_after_…; default: the newest consistent one)")
+    parser.add_argument(
+        "--resume",
+        default=None,
+        nargs="+",
+        metavar="RUN_DIR",
+        help="continue the run in this folder (its own config; see above for the options it takes); "
+        "several folders of one configuration and different seeds continue as one seed batch",
+    )
+    parser.add_argument(
+        "--from",
+        dest="from_checkpoint",
+        default=None,
+        metavar="CHECKPOINT",
+        help="with --resume: the checkpoint to continue from, e.g. iter_000040 or 40 (later ones are "
+        "moved to checkpoints/discarded_after_…; default: the newest consistent one)",
+    )
     add_dataclass_arguments(parser, SVPGConfig)
     return parser
 
@@ -109,31 +126,48 @@ def main(argv: list[str] | None = None, prog: str = "train.py") -> int:
         start = trainer.resumed_from[0].name if trainer.resumed_from else "the start"
         print(f"resuming {folders} from {start} (iteration {trainer.iteration} of {trainer.iterations})")
         if trainer.finished:
-            print(f"nothing to do: {folders} finished {trainer.iterations} iterations; "
-                  f"give --iterations N (> {trainer.iterations}) or --total-steps to train further")
+            print(
+                f"nothing to do: {folders} finished {trainer.iterations} iterations; "
+                f"give --iterations N (> {trainer.iterations}) or --total-steps to train further"
+            )
             return 0
     else:
         print(f"run folder{'s' if len(trainer.run_dirs) > 1 else ''}: {folders}")
     seeds = f"{len(trainer.seeds)} seeds × " if len(trainer.seeds) > 1 else ""
     total = trainer.iterations * trainer.steps_per_update
-    over = (f" ({total - cfg.total_steps:,} more than --total-steps {cfg.total_steps:,}: an iteration is "
-            f"{trainer.steps_per_update:,} steps)" if cfg.total_steps and total != cfg.total_steps else "")
-    print(f"{trainer.seed_policy(0)}\n{trainer.iterations} iterations × {seeds}{cfg.num_particles} particles × "
-          f"{trainer.envs_per_particle} envs × {trainer.steps_per_iteration} steps = {total:,} steps per seed on {cfg.env_id}{over}")
+    over = (
+        f" ({total - cfg.total_steps:,} more than --total-steps {cfg.total_steps:,}: an iteration is "
+        f"{trainer.steps_per_update:,} steps)"
+        if cfg.total_steps and total != cfg.total_steps
+        else ""
+    )
+    print(
+        f"{trainer.seed_policy(0)}\n{trainer.iterations} iterations × {seeds}{cfg.num_particles} particles × "
+        f"{trainer.envs_per_particle} envs × {trainer.steps_per_iteration} steps = {total:,} steps per seed "
+        f"on {cfg.env_id}{over}"
+    )
     resume_hint = f"{train_cmd} --resume {folders}"
     try:
         trainer.train()
     except TrainingInterrupted as e:
-        print(f"\n{e.signal_name}: stopped after iteration {e.iteration} and saved a checkpoint; continue with: {resume_hint}",
-              file=sys.stderr)
+        print(
+            f"\n{e.signal_name}: stopped after iteration {e.iteration} and saved a checkpoint; "
+            f"continue with: {resume_hint}",
+            file=sys.stderr,
+        )
         return e.exit_status
     except KeyboardInterrupt:
-        print(f"\ninterrupted again: stopped without saving; the last checkpoint is intact; continue with: {resume_hint}",
-              file=sys.stderr)
+        print(
+            f"\ninterrupted again: stopped without saving; the last checkpoint is intact; continue with: {resume_hint}",
+            file=sys.stderr,
+        )
         return 130
     except NonFiniteError as e:
-        print(f"{prog}: error: {e}; nothing was saved over the last checkpoint. Start a new run with a smaller --lr "
-              f"(or a larger --alpha)", file=sys.stderr)
+        print(
+            f"{prog}: error: {e}; nothing was saved over the last checkpoint. Start a new run with a smaller --lr "
+            f"(or a larger --alpha)",
+            file=sys.stderr,
+        )
         return 1
     except RunFolderInUse as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
@@ -146,14 +180,24 @@ def main(argv: list[str] | None = None, prog: str = "train.py") -> int:
 
         try:
             for k, (seed, run_dir) in enumerate(zip(trainer.seeds, trainer.run_dirs)):
-                returns = evaluate_particles(trainer.seed_policy(k), cfg.env_id, cfg.eval_episodes,
-                                             seed=int_seed(seed, "evaluation"), max_episode_steps=trainer.horizon,
-                                             env_kwargs=cfg.env_kwargs)
-                print(f"\nevaluation of {run_dir}: {cfg.eval_episodes} deterministic episodes per particle on {cfg.env_id}\n")
+                returns = evaluate_particles(
+                    trainer.seed_policy(k),
+                    cfg.env_id,
+                    cfg.eval_episodes,
+                    seed=int_seed(seed, "evaluation"),
+                    max_episode_steps=trainer.horizon,
+                    env_kwargs=cfg.env_kwargs,
+                )
+                print(
+                    f"\nevaluation of {run_dir}: {cfg.eval_episodes} deterministic episodes per particle "
+                    f"on {cfg.env_id}\n"
+                )
                 print(format_table(returns))
         except KeyboardInterrupt:
-            print(f"\nevaluation interrupted; training finished and is saved: {evaluate_cmd} {trainer.run_dirs[0]}",
-                  file=sys.stderr)
+            print(
+                f"\nevaluation interrupted; training finished and is saved: {evaluate_cmd} {trainer.run_dirs[0]}",
+                file=sys.stderr,
+            )
             return 130
     print(f"\nsaved to {folders} — evaluate with: {evaluate_cmd} {trainer.run_dirs[0]}")
     return 0
