@@ -1,10 +1,4 @@
-"""Load a saved particle ensemble, roll it out, and report returns per particle and for the ensemble.
-
-python evaluate.py runs/<run-name>                       # every particle, 20 episodes each
-python evaluate.py runs/<run-name> --particle 3 --episodes 50 --seed 7
-python evaluate.py runs/<run-name>/checkpoints/iter_000040.safetensors
-python evaluate.py runs/<run-name> --particle best --gif swingup.gif
-"""
+"""The evaluation front end: ``svpg evaluate`` and the checkout's ``python evaluate.py``."""
 
 from __future__ import annotations
 
@@ -16,10 +10,19 @@ from pathlib import Path
 
 from svpg.cli import Parser
 
+# --help's text: a plain string, so that a formatter keeps the examples' indentation
+DESCRIPTION = """Load a saved particle ensemble, roll it out, and report returns per particle and for the ensemble.
+
+    python evaluate.py runs/<run-name>                       # every particle, 20 episodes each
+    python evaluate.py runs/<run-name> --particle 3 --episodes 50 --seed 7
+    python evaluate.py runs/<run-name>/checkpoints/iter_000040.safetensors
+    python evaluate.py runs/<run-name> --particle best --gif swingup.gif
+"""
+
 
 def build_parser(prog: str = "evaluate.py") -> argparse.ArgumentParser:
     command = "python evaluate.py" if prog == "evaluate.py" else "svpg evaluate"
-    p = Parser(prog=prog, description=__doc__.replace("python evaluate.py", command))
+    p = Parser(prog=prog, description=DESCRIPTION.replace("python evaluate.py", command))
     p.add_argument("path", help="run folder (runs/<run-name>) or a .safetensors checkpoint")
     p.add_argument(
         "--particle", default="all", help="'all', 'best' (highest mean return) or a particle index (default: all)"
