@@ -131,16 +131,16 @@ def test_gif_of_the_best_particle(trained, tmp_path):
     assert "rendered to" in out.stdout
 
 
-def test_obs_scale_from_the_command_line_and_the_pendulum_preset(tmp_path):
+def test_obs_scale_from_the_command_line_and_the_double_pendulum_preset(tmp_path):
     out = run(
-        "train.py", "--preset", "pendulum", "--obs-scale", "1,1,0.2,1,1,0.2", "--iterations", "1", "--num-particles", "2",
+        "train.py", "--preset", "double-pendulum", "--obs-scale", "1,1,0.2,1,1,0.2", "--iterations", "1", "--num-particles", "2",
         "--samples-per-particle", "500", "--eval-episodes", "0", "--log-dir", str(tmp_path), "--run-name", "o",
         "--progress", "false",
     )
     cfg = json.loads((tmp_path / "o" / "config.json").read_text())
     assert cfg["obs_scale"] == [1.0, 1.0, 0.2, 1.0, 1.0, 0.2]
     assert svpg.load(tmp_path / "o").spec.obs_scale == (1.0, 1.0, 0.2, 1.0, 1.0, 0.2)
-    assert load_preset("pendulum")["obs_scale"] == (1.0, 1.0, 0.1, 1.0, 1.0, 0.1)
-    bad = run("train.py", "--preset", "pendulum", "--obs-scale", "1,0.1", "--iterations", "1", "--log-dir", str(tmp_path), check=False)
+    assert load_preset("double-pendulum")["obs_scale"] == (1.0, 1.0, 0.1, 1.0, 1.0, 0.1)
+    bad = run("train.py", "--preset", "double-pendulum", "--obs-scale", "1,0.1", "--iterations", "1", "--log-dir", str(tmp_path), check=False)
     assert bad.returncode == 2 and "--obs-scale needs 6" in bad.stderr and "Traceback" not in bad.stderr
     assert out.returncode == 0

@@ -52,7 +52,7 @@ def probe_states(env_id: str, horizon: int, seed: int = 0):
     uniformly random actions from the task's start distribution (the same for every cell and run)."""
     import torch
 
-    import envs
+    from svpg import envs
     from svpg.seeding import int_seed, torch_generator
 
     env = envs.make_batched(env_id, STATE_ENVS, max_episode_steps=horizon)

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import envs
+from svpg import envs
 from svpg.core.svgd import SVGD
 from svpg.io import CheckpointError, flatten_state, load_tensors, save_tensors, unflatten_state
 from svpg.rl.config import DEFAULT_HORIZON, SVPGConfig, default_horizon, load_preset
@@ -499,7 +499,7 @@ class SVPG:
         return policy.set_particle(self._per_seed(self.last_returns)[k].argmax().item())
 
     def get_env(self):
-        """The batched training environments (:class:`envs.BatchedEnv`)."""
+        """The batched training environments (:class:`svpg.envs.BatchedEnv`)."""
         return self.env
 
     # -- saving and loading ----------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Stable-Baselines3 A2C and PPO on the same registered tasks, added to the reproduction table.
 
     python -m svpg.rl.sb3 --task swingup --seeds 5
-    python -m svpg.rl.sb3 --task pendulum --seeds 3 --steps 1000000
+    python -m svpg.rl.sb3 --task double-pendulum --seeds 3 --steps 1000000
 
 Each agent trains with ``--steps`` environment steps (default: the SVPG preset's budget *per particle*,
 iterations × samples per particle = 5 M for swing-up; the whole 16-particle ensemble uses 16× that),
@@ -24,7 +24,7 @@ from svpg.runtime import torch_threads
 
 
 def train_one(task_env: str, algo: str, seed: int, steps: int, eval_every: int, out: Path) -> list[dict]:
-    import envs  # noqa: F401  (registers svpg/* ids)
+    from svpg import envs  # noqa: F401  (registers svpg/* ids)
     from stable_baselines3 import A2C, PPO
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
