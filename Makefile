@@ -6,7 +6,7 @@ PIP    := $(VENV)/bin/pip
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: install train test test-all bench clean
+.PHONY: install train test test-all lint package-check bench clean
 
 install: $(STAMP)
 
@@ -27,6 +27,16 @@ test: install
 
 test-all: install
 	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15
+
+# ruff (lint and format check) and mypy on the package, configured in pyproject.toml
+lint: install
+	$(PY) -m ruff check svpg
+	$(PY) -m ruff format --check svpg
+	$(PY) -m mypy
+
+# the wheel installed (not editable) into a fresh venv, and `svpg train` run outside the checkout
+package-check: install
+	PY=$(PY) bash .ci/package-check
 
 bench: install
 	$(PY) bench/throughput.py

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import gymnasium as gym  # noqa: E402
 import torch  # noqa: E402
 
-import envs  # noqa: E402
+from svpg import envs  # noqa: E402
 
 IDS = ["svpg/CartPole-v1", "svpg/CartPoleBalance-v0", "svpg/CartPoleSwingUp-v0", "svpg/DoublePendulum-v0"]
 

@@ -40,7 +40,7 @@ def regression(methods, epochs, particles, compile_modes):
     print(f"| method | torch.compile | s / epoch | s / split ({full} epochs) | steps / s |\n|---|---|---|---|---|")
     for method in methods:
         for compiled in compile_modes:
-            model = BayesianRegressor(method=method, n_particles=particles, epochs=epochs, lr=REGRESSION_DEFAULTS["lr"],
+            model = BayesianRegressor(method=method, num_particles=particles, epochs=epochs, lr=REGRESSION_DEFAULTS["lr"],
                                       lr_schedule=REGRESSION_DEFAULTS["lr_schedule"], validation_fraction=0.1, eval_every=1,
                                       seed=0, compile=compiled)
             model.fit(data.x[tr], data.y[tr])  # the first fit of a structure pays the compilation
@@ -62,7 +62,7 @@ def classification(methods, rows, particles, threads, data_path):
           f"{rows} rows timed and scaled to {FULL_EPOCH_ROWS}; {threads} thread(s)")
     print("| method | s / epoch (54000 rows) | images / s (all particles) |\n|---|---|---|")
     for method in methods:
-        model = BayesianClassifier(method=method, n_particles=particles, epochs=1, lr=CLASSIFICATION_DEFAULTS["lr"],
+        model = BayesianClassifier(method=method, num_particles=particles, epochs=1, lr=CLASSIFICATION_DEFAULTS["lr"],
                                    validation_fraction=0.0, seed=0, threads=threads)
         model.fit(x, y)
         seconds = model.history_[0]["epoch_seconds"]

@@ -4,7 +4,7 @@ beside Stable-Baselines3 A2C's steps per second measured in the same run.
 
     python bench/throughput.py                      # CartPole-v1, M = 16, 5000 samples/particle
     python bench/throughput.py --task swingup       # svpg/CartPoleSwingUp-v0
-    python bench/throughput.py --task pendulum --device cuda
+    python bench/throughput.py --task double-pendulum --device cuda
     python bench/throughput.py --num-seeds 5        # S²VGD: 5 seeds as one batched run beside 1 seed
     python bench/throughput.py --task swingup --cells svgd,svgd-star,s2vgd-K1,s2vgd-K4,s2vgd-K1-mvg
 
@@ -32,7 +32,7 @@ TASKS = {
     "cartpole": "CartPole-v1",
     "balance": "svpg/CartPoleBalance-v0",
     "swingup": "svpg/CartPoleSwingUp-v0",
-    "pendulum": "svpg/DoublePendulum-v0",
+    "double-pendulum": "svpg/DoublePendulum-v0",
 }
 
 
@@ -86,7 +86,7 @@ def svpg_steps_per_second(env_id: str, variants: dict[str, dict], args) -> tuple
 
 
 def sb3_a2c_steps_per_second(env_id: str, steps: int) -> float:
-    import envs  # noqa: F401  (registers svpg/* ids)
+    from svpg import envs  # noqa: F401  (registers svpg/* ids)
     from stable_baselines3 import A2C
     from stable_baselines3.common.env_util import make_vec_env
 

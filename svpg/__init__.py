@@ -11,23 +11,48 @@ Public entry points::
 Importing svpg registers its tasks with Gymnasium (``svpg/CartPoleSwingUp-v0``, …); without importing
 it, ``gym.make("svpg:svpg/CartPoleSwingUp-v0")`` imports it first.
 """
+
 from __future__ import annotations
 
-import envs as _envs  # noqa: F401  (registers the svpg/* Gymnasium ids)
+from typing import TYPE_CHECKING
+
+from svpg import envs as _envs  # noqa: F401  (registers the svpg/* Gymnasium ids)
 from svpg.core.kernels import IdentityKernel, RBFKernel
 from svpg.core.svgd import SVGD, svgd_direction
 from svpg.io import CheckpointError
 from svpg.rl.algorithm import SVPG
-from svpg.rl.callbacks import (BaseCallback, CallbackList, CheckpointCallback, EvalCallback,
-                               StopTrainingOnNoModelImprovement, StopTrainingOnRewardThreshold)
+from svpg.rl.callbacks import (
+    BaseCallback,
+    CallbackList,
+    CheckpointCallback,
+    EvalCallback,
+    StopTrainingOnNoModelImprovement,
+    StopTrainingOnRewardThreshold,
+)
+
+if TYPE_CHECKING:
+    import torch
 
 __version__ = "0.1.0"
-__all__ = ["SVPG", "BaseCallback", "CallbackList", "CheckpointCallback", "EvalCallback", "StopTrainingOnRewardThreshold",
-           "StopTrainingOnNoModelImprovement", "svgd_direction", "SVGD", "RBFKernel", "IdentityKernel", "load",
-           "CheckpointError", "__version__"]
+__all__ = [
+    "SVPG",
+    "BaseCallback",
+    "CallbackList",
+    "CheckpointCallback",
+    "EvalCallback",
+    "StopTrainingOnRewardThreshold",
+    "StopTrainingOnNoModelImprovement",
+    "svgd_direction",
+    "SVGD",
+    "RBFKernel",
+    "IdentityKernel",
+    "load",
+    "CheckpointError",
+    "__version__",
+]
 
 
-def load(path, device: str = "cpu", particle: int | None = None):
+def load(path, device: str | torch.device = "cpu", particle: int | None = None):
     """Load a saved particle ensemble (a run folder or a ``.safetensors`` checkpoint).
 
     :param particle: the particle :meth:`predict` acts with (default: the best one at save time).

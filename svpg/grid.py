@@ -135,12 +135,25 @@ def run_jobs(fn: str, jobs: list[dict], *, backend: str = "local", workers: int 
 
 
 def _run_ray(fn, jobs, workers, storage, name, cpus_per_job, gpus_per_job, on_done) -> None:
+    address = os.environ.get("RAY_ADDRESS")
+    # Ray sends this machine's token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token) on its own only
+    # with RAY_ADDRESS=auto; for an explicit head address it needs RAY_AUTH_MODE=token, or the head refuses the
+    # driver (InvalidAuthToken). A RAY_AUTH_MODE of the user's own is kept.
+    has_token = (os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")
+                 or (Path.home() / ".ray" / "auth_token").is_file())
+    token_mode = address and address != "auto" and "RAY_AUTH_MODE" not in os.environ and has_token
+    if token_mode:
+        os.environ["RAY_AUTH_MODE"] = "token"
+    ray_imported = "ray" in sys.modules
     try:
         import ray
         from ray import tune
     except ImportError:
         raise ValueError('--backend ray needs Ray: pip install "svpg[ray]" (or use --backend local)') from None
-    address = os.environ.get("RAY_ADDRESS")
+    if token_mode and ray_imported:  # Ray reads RAY_AUTH_MODE on import: have it read it again, as ray.init does
+        from ray._raylet import Config
+
+        Config.initialize("")
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # Ctrl-C stops the driver (and a restart restores), as locally
     if not ray.is_initialized():
         # a local instance gets `workers` CPUs; an existing cluster brings its own

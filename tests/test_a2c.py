@@ -98,7 +98,7 @@ def test_presets_hold_their_documented_settings():
     # From §5.4 of S²VGD: M = 16, horizon 500, 25-10 tanh policies, 1000 iterations (100 for Cartpole).
     # This package's choices (docs/rl.md), not the paper's: 5000 samples per particle (the paper's
     # "sample size of 10000" is not broken down), γ = 0.99, lr 0.005, and the three below.
-    for name, iters in (("swingup", 1000), ("pendulum", 1000), ("balance", 100)):
+    for name, iters in (("swingup", 1000), ("double-pendulum", 1000), ("balance", 100)):
         p = load_preset(name)
         assert (p["num_particles"], p["samples_per_particle"], p["horizon"], p["gamma"], p["lr"],
                 tuple(p["hidden"]), p["iterations"]) == (16, 5000, 500, 0.99, 0.005, (25, 10), iters)
@@ -106,3 +106,12 @@ def test_presets_hold_their_documented_settings():
         assert (p["alpha"], p["prior"], p["anneal_lr"]) == (1000.0, "flat", True)
     with pytest.raises(ValueError, match="unknown preset"):
         load_preset("nope")
+
+
+def test_svpg_rl_exports_the_public_rl_api():
+    import svpg
+    import svpg.rl as rl
+
+    assert rl.SVPG is svpg.SVPG and rl.EvalCallback is svpg.EvalCallback
+    assert all(hasattr(rl, name) for name in rl.__all__)
+    assert {"SVPG", "SVPGConfig", "load", "BaseCallback", "CheckpointCallback", "EvalCallback"} <= set(rl.__all__)

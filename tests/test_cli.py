@@ -1,5 +1,11 @@
-"""train.py and evaluate.py as a user runs them, and what lands in TensorBoard."""
+"""train.py and evaluate.py as a user runs them, and what lands in TensorBoard.
+
+The scripts run in this process (as ``python train.py …`` would run them: their ``__main__`` with these
+arguments), which saves an interpreter start per call; one test runs them as real processes."""
+import contextlib
+import io
 import json
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -20,8 +26,19 @@ REQUIRED_TAGS = {
 }
 
 
-def run(*args, check=True):
-    out = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+def run(script, *args, check=True):
+    """``python script *args``, in this process: (returncode, stdout, stderr) like subprocess.run's result."""
+    stdout, stderr, argv = io.StringIO(), io.StringIO(), sys.argv
+    sys.argv = [str(ROOT / script), *map(str, args)]
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            runpy.run_path(str(ROOT / script), run_name="__main__")
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    finally:
+        sys.argv = argv
+    out = subprocess.CompletedProcess(args, code, stdout.getvalue(), stderr.getvalue())
     if check and out.returncode != 0:
         raise AssertionError(f"{args} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
     return out
@@ -71,14 +88,18 @@ def test_evaluate_reports_every_particle_and_one_chosen(trained):
     assert again.stdout == one.stdout, "same seed, same numbers"
 
 
+def process(*args):
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
 def test_bad_input_gives_a_message_not_a_traceback(tmp_path):
-    out = run("train.py", "--env-id", "NoSuchEnv-v0", "--log-dir", str(tmp_path), check=False)
+    out = process("train.py", "--env-id", "NoSuchEnv-v0", "--log-dir", str(tmp_path))
     assert out.returncode == 2 and "NoSuchEnv-v0" in out.stderr and "Traceback" not in out.stderr
     out = run("train.py", "--alpha", "-1", "--log-dir", str(tmp_path), check=False)
     assert out.returncode == 2 and "--alpha" in out.stderr
     bad = tmp_path / "bad.safetensors"
     bad.write_bytes(b"not a checkpoint")
-    out = run("evaluate.py", str(bad), check=False)
+    out = process("evaluate.py", str(bad))
     assert out.returncode == 2 and "corrupt or truncated" in out.stderr and "Traceback" not in out.stderr
 
 
@@ -110,16 +131,16 @@ def test_gif_of_the_best_particle(trained, tmp_path):
     assert "rendered to" in out.stdout
 
 
-def test_obs_scale_from_the_command_line_and_the_pendulum_preset(tmp_path):
+def test_obs_scale_from_the_command_line_and_the_double_pendulum_preset(tmp_path):
     out = run(
-        "train.py", "--preset", "pendulum", "--obs-scale", "1,1,0.2,1,1,0.2", "--iterations", "1", "--num-particles", "2",
+        "train.py", "--preset", "double-pendulum", "--obs-scale", "1,1,0.2,1,1,0.2", "--iterations", "1", "--num-particles", "2",
         "--samples-per-particle", "500", "--eval-episodes", "0", "--log-dir", str(tmp_path), "--run-name", "o",
         "--progress", "false",
     )
     cfg = json.loads((tmp_path / "o" / "config.json").read_text())
     assert cfg["obs_scale"] == [1.0, 1.0, 0.2, 1.0, 1.0, 0.2]
     assert svpg.load(tmp_path / "o").spec.obs_scale == (1.0, 1.0, 0.2, 1.0, 1.0, 0.2)
-    assert load_preset("pendulum")["obs_scale"] == (1.0, 1.0, 0.1, 1.0, 1.0, 0.1)
-    bad = run("train.py", "--preset", "pendulum", "--obs-scale", "1,0.1", "--iterations", "1", "--log-dir", str(tmp_path), check=False)
+    assert load_preset("double-pendulum")["obs_scale"] == (1.0, 1.0, 0.1, 1.0, 1.0, 0.1)
+    bad = run("train.py", "--preset", "double-pendulum", "--obs-scale", "1,0.1", "--iterations", "1", "--log-dir", str(tmp_path), check=False)
     assert bad.returncode == 2 and "--obs-scale needs 6" in bad.stderr and "Traceback" not in bad.stderr
     assert out.returncode == 0

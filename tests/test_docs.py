@@ -89,19 +89,23 @@ def test_the_svgd_example_is_checked():
 
 
 def shell_commands():
-    """(doc, command words) of every `python …` line in the documents' bash blocks."""
+    """(doc, command words) of every `python …` and `svpg …` line in the documents' bash blocks."""
     for path in ALL_DOCS:
         for _, block in fenced_blocks(path, "bash"):
             for line in block.splitlines():
                 line = line.split("#", 1)[0].strip()
                 if line.startswith("python "):
                     yield path, line.split()[1:]
+                elif line.startswith("svpg "):
+                    yield path, line.split()
 
 
 def command_key(words: list[str]) -> tuple[str, ...]:
     """What identifies a command's parser: the script or module, and train.py's front end."""
     if words[0] == "-m":
         return ("-m", words[1])
+    if words[0] == "svpg":
+        return ("svpg", words[1])
     if words[0] == "train.py" and len(words) > 1 and words[1] in ("bandit", "supervised"):
         return ("train.py", words[1])
     return (words[0],)
@@ -112,7 +116,11 @@ def help_text(key: tuple[str, ...], monkeypatch) -> str:
     with monkeypatch.context() as m, contextlib.redirect_stdout(out), pytest.raises(SystemExit):
         m.chdir(ROOT)
         m.syspath_prepend(str(ROOT))
-        if key[0] == "-m":
+        if key[0] == "svpg":
+            from svpg.commands import main
+
+            main([key[1], "--help"])
+        elif key[0] == "-m":
             m.setattr(sys, "argv", [key[1], "--help"])
             runpy.run_module(key[1], run_name="__main__", alter_sys=False)
         else:
@@ -127,7 +135,7 @@ def test_documented_commands_exist_with_their_options(monkeypatch):
     helps: dict[tuple[str, ...], str] = {}
     for path, words in commands:
         key = command_key(words)
-        if key[0] != "-m":
+        if key[0] not in ("-m", "svpg"):
             assert (ROOT / key[0]).is_file(), f"{path.name}: `python {' '.join(words)}`: no file {key[0]}"
         if key not in helps:
             helps[key] = help_text(key, monkeypatch)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-import envs
-from envs import FAST_ENVS, GymVectorEnv, make_batched
+from svpg import envs
+from svpg.envs import FAST_ENVS, GymVectorEnv, make_batched
 
 FAST_IDS = sorted(FAST_ENVS)
 BACKENDS = ["numpy", "torch"]  # the same kernels on numpy arrays (CPU default) or on tensors

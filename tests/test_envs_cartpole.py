@@ -6,8 +6,8 @@ import torch
 from gymnasium.envs.classic_control import CartPoleEnv
 from gymnasium.wrappers import TimeLimit
 
-import envs
-from envs.cartpole import CartPole
+from svpg import envs
+from svpg.envs.cartpole import CartPole
 
 # The float64 port differs from numpy in the last bit now and then (folded constants, torch's
 # vectorised sin/cos); a random episode (~20 steps) stays within 1e-12. Under the balancing

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from envs import CartPoleBalance, CartPoleSwingUp, DoublePendulum
+from svpg.envs import CartPoleBalance, CartPoleSwingUp, DoublePendulum
 
 F64 = dict(dtype=torch.float64)
 

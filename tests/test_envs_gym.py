@@ -10,8 +10,8 @@ from gymnasium.utils.env_checker import check_env as gym_check_env
 from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-import envs
-from envs import FAST_ENVS
+from svpg import envs
+from svpg.envs import FAST_ENVS
 
 IDS = sorted(FAST_ENVS)
 
@@ -20,8 +20,8 @@ IDS = sorted(FAST_ENVS)
 def test_registered(env_id):
     spec = gym.spec(env_id)
     assert spec.max_episode_steps == 500
-    assert spec.entry_point == "envs.gym_api:KernelGymEnv"
-    assert spec.vector_entry_point == "envs.gym_api:KernelVectorEnv"
+    assert spec.entry_point == "svpg.envs.gym_api:KernelGymEnv"
+    assert spec.vector_entry_point == "svpg.envs.gym_api:KernelVectorEnv"
     task = FAST_ENVS[env_id]
     assert spec.kwargs == {"task": task.__name__}
     assert gym.envs.registration.EnvSpec.from_json(spec.to_json()) == spec  # plain-data kwargs
@@ -171,7 +171,7 @@ def test_render_rgb_array(env_id):
 
 def test_render_geometry():
     """The pole is drawn where the state puts it: upright above the cart, leaning the right way."""
-    from envs.render import draw_cartpole, draw_double_pendulum
+    from svpg.envs.render import draw_cartpole, draw_double_pendulum
 
     up = draw_cartpole(0.0, 0.0, x_limit=2.4, pole_length=1.0)
     left = draw_cartpole(0.0, 0.8, x_limit=2.4, pole_length=1.0)  # CCW: leans towards -x

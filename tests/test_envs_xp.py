@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from envs.xp import SCALAR, NumpyOps, TorchOps
+from svpg.envs.xp import SCALAR, NumpyOps, TorchOps
 
 DTYPES = [torch.float32, torch.float64]
 

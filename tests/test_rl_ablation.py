@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from svpg.rl import ablation
+from svpg.rl import ablation_analysis as analysis
 from svpg.rl.ablation import Cell
 from svpg.rl.experiments import job_label, run_folder, unfinished
 
@@ -71,7 +72,7 @@ def test_the_plan_is_cells_by_estimators_with_one_seed_batch_each(tmp_path):
 def test_seed_ranges():
     assert ablation.parse_seeds("100-104") == [100, 101, 102, 103, 104]
     assert ablation.parse_seeds("0-2,7") == [0, 1, 2, 7] and ablation.parse_seeds("3") == [3]
-    assert ablation.seeds_text([0, 1, 2, 7]) == "0–2, 7"
+    assert analysis.seeds_text([0, 1, 2, 7]) == "0–2, 7"
     for bad in ("5-1", "x", "", "1,1", "-3", "0-2,2"):
         with pytest.raises(ValueError, match="--seeds"):
             ablation.parse_seeds(bad)
@@ -83,10 +84,10 @@ def test_thresholds_and_curve_metrics():
         with pytest.raises(ValueError, match="--threshold"):
             ablation.parse_threshold(bad)
     # window 2: smoothed best 0.5, 1.5, 2.5, 3.5 ending at iterations 2..5; τ = 2 first reached at iteration 4
-    m = ablation.curve_metrics([0, 0, 1, 1, 5], [0, 1, 2, 3, 4], window=2, threshold=2.0)
+    m = analysis.curve_metrics([0, 0, 1, 1, 5], [0, 1, 2, 3, 4], window=2, threshold=2.0)
     assert (m["peak_best"], m["final_best"], m["peak_mean"], m["final_mean"]) == (3.5, 3.5, 3.0, 3.0)
     assert m["iterations_to_threshold"] == 4 and m["iterations"] == 5
-    assert math.isnan(ablation.curve_metrics([0, 0], [0, 1], window=10, threshold=2.0)["iterations_to_threshold"])
+    assert math.isnan(analysis.curve_metrics([0, 0], [0, 1], window=10, threshold=2.0)["iterations_to_threshold"])
 
 
 def test_select_averages_the_peak_best_return_over_estimators():
@@ -99,7 +100,7 @@ def test_select_averages_the_peak_best_return_over_estimators():
         ("s2vgd-K4-flat-a1000", "reinforce"): runs(500, 500),  # no A2C runs: not a candidate
         ("svgd", "reinforce"): runs(900, 900), ("svgd", "a2c"): runs(900, 900),  # a control: never selected
     }
-    scores = ablation.selection_scores(per_run, ("reinforce", "a2c"))
+    scores = analysis.selection_scores(per_run, ("reinforce", "a2c"))
     assert scores == {"s2vgd-K1-flat-a1000": pytest.approx(352.5), "s2vgd-K2-flat-a1000": pytest.approx(367.5)}
 
 
@@ -113,7 +114,7 @@ def test_diversity_is_the_mean_over_pairs_and_states_of_the_documented_distances
         policy.layout.get(policy.theta, "pi.log_std").copy_(torch.tensor([[0.0, -0.5], [0.3, 0.1], [-1.0, 0.2]]))
     save_policy(policy, tmp_path / "model.safetensors")
     states = torch.randn(7, 3, generator=torch.Generator().manual_seed(0))
-    got = ablation.diversity(tmp_path, states)
+    got = analysis.diversity(tmp_path, states)
     theta = policy.theta.detach()
     mu = policy.mode(policy.fast_weights(theta), states.expand(3, 7, 3))
     std = policy.layout.get(theta, "pi.log_std").exp()
@@ -133,8 +134,8 @@ def test_diversity_is_the_mean_over_pairs_and_states_of_the_documented_distances
 
 
 def test_the_probe_states_are_fixed():
-    a = ablation.probe_states("svpg/CartPoleSwingUp-v0", 50)
-    assert a.shape == (ablation.STATE_ENVS * 5, 4) and torch.equal(a, ablation.probe_states("svpg/CartPoleSwingUp-v0", 50))
+    a = analysis.probe_states("svpg/CartPoleSwingUp-v0", 50)
+    assert a.shape == (analysis.STATE_ENVS * 5, 4) and torch.equal(a, analysis.probe_states("svpg/CartPoleSwingUp-v0", 50))
     assert a.std(0).min() > 0  # random actions move the system
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import envs
+from svpg import envs
 from svpg.io import CheckpointError
 from svpg.rl import checkpoints
 from svpg.rl.config import SVPGConfig

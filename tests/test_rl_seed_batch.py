@@ -3,7 +3,7 @@ order), each with an ordinary run folder that evaluates, loads and resumes on it
 import pytest
 import torch
 
-import envs
+from svpg import envs
 import svpg
 from svpg.rl.config import SVPGConfig
 from svpg.rl.trainer import SVPGTrainer

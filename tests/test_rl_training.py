@@ -97,7 +97,7 @@ def test_impossible_hyperparameters_are_rejected_with_the_fix(tmp_runs):
 
 @pytest.mark.parametrize("env_id, estimator", [("Pendulum-v1", "a2c"), ("Acrobot-v1", "reinforce")])
 def test_any_gymnasium_id_trains_on_the_generic_path(tmp_runs, env_id, estimator):
-    import envs
+    from svpg import envs
 
     assert not envs.is_fast(env_id)
     trainer = SVPGTrainer(small_config(

@@ -470,3 +470,33 @@ def test_normalise_householder_works_on_a_leaf_that_requires_grad_and_init_is_on
     assert net.normalise_householder_(theta).item() == pytest.approx(1.0)  # net.0.v_out and net.1 are on the sphere
     assert theta.requires_grad and theta.grad is None
     torch.testing.assert_close(torch.linalg.vector_norm(layout.get(theta, "net.0.v_in"), dim=-1), torch.full((3, 2), 2.0))
+
+
+def test_svgd_step_keeps_householder_vectors_at_length_sqrt_l_per_group():
+    """The core owns the invariant: an SVGD step given the network rescales every v to √ℓ and reports
+    each group's smallest ‖v‖/√ℓ before; without the network it leaves θ as the optimizer left it."""
+    from svpg.core.svgd import SVGD
+
+    layout = ParticleLayout()
+    net = ParticleMLP(layout, NetworkSpec((3, 4, 2), householder=1, learn_scales=True))
+    theta = torch.zeros(4, layout.size, dtype=F64)
+    net.init_(theta, torch.Generator().manual_seed(1))
+    layout.get(theta, "net.0.v_in")[1].mul_(0.25)  # group 0 (rows 0-1) starts off the sphere
+    layout.get(theta, "net.1.v_out")[3].mul_(4.0)  # group 1 (rows 2-3): longer than √ℓ
+    plain = theta.clone().requires_grad_(True)
+    theta.requires_grad_(True)
+    grad = _randn(4, layout.size, seed=5) * 1e-3
+    terms = SVGD(theta, 1.0, "sgd", 1e-2, groups=2, network=net).step(grad)
+    SVGD(plain, 1.0, "sgd", 1e-2, groups=2).step(grad)
+    assert terms.min_householder_norm.shape == (2,)
+    assert terms.min_householder_norm[0].item() == pytest.approx(0.25, rel=1e-3)
+    assert terms.min_householder_norm[1].item() == pytest.approx(1.0, rel=1e-3)
+    for name in ("net.0.v_in", "net.0.v_out", "net.1.v_in", "net.1.v_out"):
+        v = layout.get(theta.detach(), name)
+        torch.testing.assert_close(torch.linalg.vector_norm(v, dim=-1), torch.full(v.shape[:2], v.shape[-1] ** 0.5, dtype=F64))
+    # the same weights as the unnormalised step: only the lengths of the v changed
+    for (w, _), (w_plain, _) in zip(net.weights(theta.detach()), net.weights(plain.detach())):
+        torch.testing.assert_close(w, w_plain, rtol=0, atol=1e-12)
+    assert not torch.equal(layout.get(theta.detach(), "net.0.v_in"), layout.get(plain.detach(), "net.0.v_in"))
+    with pytest.raises(ValueError, match="network"):
+        SVGD(torch.zeros(2, layout.size + 1, requires_grad=True), network=net)

@@ -31,7 +31,7 @@ def _toy_1d(n=200, seed=0):
 @pytest.fixture(scope="module")
 def toy_model():
     x, y = _toy_1d()
-    model = BayesianRegressor(method="s2vgd", n_particles=10, hidden=(50,), lr=1e-2, epochs=100, batch_size=50,
+    model = BayesianRegressor(method="s2vgd", num_particles=10, hidden=(50,), lr=1e-2, epochs=100, batch_size=50,
                               validation_fraction=0.0, seed=0)
     return model.fit(x, y), x, y
 
@@ -74,7 +74,7 @@ def test_tiny_regression_reaches_low_rmse():
     w = rng.normal(size=4)
     x = rng.normal(size=(240, 4))
     y = 3 * (x @ w) + 0.5 * np.tanh(x[:, 0]) + 100 + rng.normal(0, 0.1, 240)  # target std ≈ 6
-    model = BayesianRegressor(method="s2vgd", n_particles=5, lr=1e-2, lr_schedule="cosine", epochs=300, batch_size=50, seed=1)
+    model = BayesianRegressor(method="s2vgd", num_particles=5, lr=1e-2, lr_schedule="cosine", epochs=300, batch_size=50, seed=1)
     model.fit(x[:200], y[:200])
     r = model.evaluate(x[200:], y[200:])
     assert r["rmse"] < 0.4, r  # 1/15 of the target std
@@ -84,9 +84,9 @@ def test_tiny_regression_reaches_low_rmse():
 
 def test_methods_build_the_right_particles():
     x, y = _toy_1d(30)
-    s2 = BayesianRegressor(method="s2vgd", n_particles=4, householder=1, epochs=1).fit(x, y)
-    plain = BayesianRegressor(method="svgd", n_particles=4, epochs=1).fit(x, y)
-    map_ = BayesianRegressor(method="map", n_particles=4, epochs=1).fit(x, y)
+    s2 = BayesianRegressor(method="s2vgd", num_particles=4, householder=1, epochs=1).fit(x, y)
+    plain = BayesianRegressor(method="svgd", num_particles=4, epochs=1).fit(x, y)
+    map_ = BayesianRegressor(method="map", num_particles=4, epochs=1).fit(x, y)
     assert "net.0.v_in" in s2.layout_ and "net.0.lam_in" in s2.layout_
     assert "net.0.v_in" not in plain.layout_ and "net.0.lam_in" not in plain.layout_
     assert s2.theta_.shape[0] == plain.theta_.shape[0] == 4 and map_.theta_.shape[0] == 1
@@ -99,9 +99,9 @@ def test_same_seed_is_bit_identical_and_streams_are_independent(monkeypatch):
     x, y = _toy_1d(60)
     kwargs = dict(hidden=(8,), epochs=3, batch_size=20, validation_fraction=0.2)
     torch_state, numpy_state = torch.random.get_rng_state(), np.random.get_state()[1].copy()
-    a = BayesianRegressor(n_particles=3, seed=5, **kwargs).fit(x, y)
-    assert torch.equal(a.theta_, BayesianRegressor(n_particles=3, seed=5, **kwargs).fit(x, y).theta_)
-    assert not torch.equal(a.theta_, BayesianRegressor(n_particles=3, seed=6, **kwargs).fit(x, y).theta_)
+    a = BayesianRegressor(num_particles=3, seed=5, **kwargs).fit(x, y)
+    assert torch.equal(a.theta_, BayesianRegressor(num_particles=3, seed=5, **kwargs).fit(x, y).theta_)
+    assert not torch.equal(a.theta_, BayesianRegressor(num_particles=3, seed=6, **kwargs).fit(x, y).theta_)
     assert torch.equal(torch.random.get_rng_state(), torch_state) and np.array_equal(np.random.get_state()[1], numpy_state)
 
     randperm, orders = torch.randperm, []
@@ -113,7 +113,7 @@ def test_same_seed_is_bit_identical_and_streams_are_independent(monkeypatch):
     monkeypatch.setattr(torch, "randperm", recorded_randperm)
     for m in (2, 6):  # 6 particles draw 3× more initial values
         orders.append([])
-        BayesianRegressor(n_particles=m, seed=5, **kwargs).fit(x, y)
+        BayesianRegressor(num_particles=m, seed=5, **kwargs).fit(x, y)
     assert len(orders[0]) == 3 and all(torch.equal(p, q) for p, q in zip(*orders))
 
 
@@ -121,7 +121,7 @@ def test_estimator_runs_on_default_threads_and_restores_the_callers():
     x, y = _toy_1d(60)
     torch.set_num_threads(DEFAULT_THREADS + 1)  # the caller's setting (restored by the autouse fixture)
     inside = []
-    model = BayesianRegressor(n_particles=2, hidden=(8,), epochs=2)
+    model = BayesianRegressor(num_particles=2, hidden=(8,), epochs=2)
     model.fit(x, y, callback=lambda epoch, scalars: inside.append(torch.get_num_threads()))
     assert inside == [DEFAULT_THREADS] * 2 and torch.get_num_threads() == DEFAULT_THREADS + 1
     model.evaluate(x, y)
@@ -134,7 +134,7 @@ def test_estimator_runs_on_default_threads_and_restores_the_callers():
 def test_householder_vectors_are_back_on_their_sphere_after_every_step_and_their_smallest_norm_is_logged(method):
     x, y = _toy_1d(60)
     logged = []
-    model = BayesianRegressor(method=method, n_particles=3, hidden=(8,), epochs=2, batch_size=20, lr=0.05)
+    model = BayesianRegressor(method=method, num_particles=3, hidden=(8,), epochs=2, batch_size=20, lr=0.05)
     model.fit(x, y, callback=lambda _, scalars: logged.append(scalars))
     blocks = [b for b in model.layout_ if b.endswith((".v_in", ".v_out"))]
     assert bool(blocks) == (method == "s2vgd")
@@ -158,7 +158,7 @@ def digits():
 
 def test_classifier_on_small_digits_beats_88_percent(digits):
     x_tr, y_tr, x_te, y_te = digits
-    clf = BayesianClassifier(method="s2vgd", n_particles=4, hidden=(100,), epochs=4, lr=3e-3, seed=0)
+    clf = BayesianClassifier(method="s2vgd", num_particles=4, hidden=(100,), epochs=4, lr=3e-3, seed=0)
     clf.fit(x_tr, y_tr)
     probs = clf.predict_proba(x_te)
     assert probs.shape == (1000, 10)
@@ -179,7 +179,7 @@ def test_save_load_round_trip_gives_identical_predictions(tmp_path, toy_model, d
     assert loaded.get_params() == model.get_params()
 
     x_tr, y_tr, x_te, _ = digits
-    clf = BayesianClassifier(method="svgd", n_particles=2, hidden=(16,), epochs=1, seed=0).fit(x_tr[:500], y_tr[:500])
+    clf = BayesianClassifier(method="svgd", num_particles=2, hidden=(16,), epochs=1, seed=0).fit(x_tr[:500], y_tr[:500])
     clf.save(tmp_path / "clf.safetensors")
     np.testing.assert_array_equal(BayesianClassifier.load(tmp_path / "clf.safetensors").predict_proba(x_te), clf.predict_proba(x_te))
     with pytest.raises(CheckpointError, match="bnn-classifier"):
@@ -214,3 +214,28 @@ def test_evaluating_on_a_class_the_classifier_never_saw_is_a_clear_error():
     with pytest.raises(ValueError, match="class indices 0…2"):
         classification_metrics(np.array([0, 5]), probs)
     assert classification_metrics(np.array([0, 2]), probs)["error"] > 0
+
+
+def test_n_particles_is_the_former_name_of_num_particles(tmp_path):
+    import svpg.supervised as supervised
+    from svpg.io import load_tensors, save_tensors
+
+    with pytest.warns(FutureWarning, match="num_particles"):
+        model = BayesianRegressor(method="svgd", n_particles=3, hidden=(4,), epochs=1)
+    assert model.num_particles == model.n_particles == 3 and model.get_params()["num_particles"] == 3
+    with pytest.warns(FutureWarning, match="num_particles"):
+        assert model.set_params(n_particles=2).num_particles == 2
+    with pytest.warns(FutureWarning):
+        assert BayesianClassifier(n_particles=4).num_particles == 4
+    assert supervised.METHODS is supervised.BNN_METHODS  # the former name of the method registry
+    # a file written when the parameter was called n_particles loads (without a warning)
+    x, y = _toy_1d(30)
+    path = model.fit(x, y).save(tmp_path / "m.safetensors")
+    tensors, meta, kind = load_tensors(path)
+    meta["params"]["n_particles"] = meta["params"].pop("num_particles")
+    save_tensors(path, tensors, kind, meta)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loaded = BayesianRegressor.load(path)
+    assert loaded.num_particles == 2 and torch.equal(loaded.theta_, model.theta_)

@@ -35,7 +35,7 @@ class SteinKernel(Protocol):
 def pairwise_sq_dists(theta: torch.Tensor) -> torch.Tensor:
     """‖θ_i − θ_j‖² for all pairs of (…, M, D) particles, exactly zero on the diagonal, never negative.
 
-    Uses matrix products (cdist's default for M ≤ 25 is a direct loop, ~8× slower at D ~ 10⁴); the
+    Uses matrix products (cdist's default for M ≤ 25 is a direct loop, several times slower at D ~ 10⁴); the
     callers centre θ first, so the products lose no precision.
     """
     sq = torch.cdist(theta, theta, compute_mode="use_mm_for_euclid_dist").square()

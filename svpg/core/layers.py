@@ -10,9 +10,9 @@ dense layer (plain SVGD). Small K applies the reflections one by one; larger K u
 form (Joffrain et al. 2006): H_1 ⋯ H_K = I − U S⁻¹ Uᵀ with U = [v_1 … v_K],
 S = striu(UᵀU) + ½ diag(UᵀU), i.e. two batched matrix products and one triangular solve for any K.
 
-H is unchanged by v → c v, so only each v's direction matters; the front ends keep every v (of length
-ℓ) at length √ℓ, the typical length of its N(0, I) initial draw, after each SVGD step
-(:meth:`StructuralLinear.normalise_householder_`).
+H is unchanged by v → c v, so only each v's direction matters; every v (of length ℓ) is kept at length
+√ℓ, the typical length of its N(0, I) initial draw: :class:`~svpg.core.svgd.SVGD`, given the network,
+calls :meth:`StructuralLinear.normalise_householder_` after each step.
 
 Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD, eqs. 10–14),
 https://arxiv.org/abs/1603.04733 (Louizos & Welling 2016, the matrix-variate Gaussian)

@@ -69,7 +69,7 @@ class ParticleMLP:
     """
 
     def __init__(self, layout: ParticleLayout, spec: NetworkSpec, name: str = "net"):
-        self.spec = spec
+        self.spec, self.layout = spec, layout
         self.activation = ACTIVATIONS[spec.activation]
         prior = make_prior(spec.prior, spec.prior_a, spec.prior_b)
         pairs = list(zip(spec.sizes[:-1], spec.sizes[1:]))
@@ -99,8 +99,8 @@ class ParticleMLP:
 
         For tanh networks the function is rewritten with sigmoids, tanh(z) = 2σ(2z) − 1, the 2s and
         −1s folded into the weights: with s = σ(2z) a layer's input h = 2s − 1 gives
-        hW + b = s(2W) + (b − 1ᵀW). torch's CPU tanh kernel costs ~5× its sigmoid kernel, forward and
-        backward cost the same otherwise (measured: a CartPole update 35 → 26 ms, a rollout 39 → 35 ms).
+        hW + b = s(2W) + (b − 1ᵀW). torch's CPU tanh kernel costs ~4–5× its sigmoid kernel; forward and
+        backward cost the same otherwise (``bench/throughput.py`` prints the updates' and rollouts' times).
         Differentiable in the weights; compute once per rollout or update.
         """
         if self.activation is not torch.tanh:
@@ -136,7 +136,8 @@ class ParticleMLP:
     @torch.no_grad()
     def normalise_householder_(self, theta: torch.Tensor) -> torch.Tensor:
         """:meth:`StructuralLinear.normalise_householder_` on every layer: Householder vectors of length
-        √ℓ, the same effective weights. Call it after every SVGD step.
+        √ℓ, the same effective weights. :class:`~svpg.core.svgd.SVGD` given this network calls it after
+        every step.
 
         :return: the smallest ‖v‖/√ℓ before rescaling over all particles and layers, a 0-d tensor on θ's
             device (no host sync), logged as ``structure/min_householder_norm``; 1.0 for a network

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from svpg.core.kernels import RBFKernel, SteinKernel, make_kernel
+from svpg.core.networks import ParticleMLP
 
 
 @dataclass
@@ -20,6 +21,9 @@ class SVGDTerms:
     repulsive: torch.Tensor  # (G·M, D) (1/M) Σ_j ∇_{θ_j} κ(θ_j, θ_i)
     bandwidth: torch.Tensor  # 0-d, or (G,) for G > 1 groups
     groups: int = 1
+    # after an SVGD.step with a network: the smallest ‖v‖/√ℓ of its Householder vectors before they were
+    # rescaled, (G,) (one value per group; 1.0 without reflections); None otherwise
+    min_householder_norm: torch.Tensor | None = None
 
     def diagnostics(self, theta: torch.Tensor) -> dict[str, torch.Tensor]:
         """Bandwidth, mean norms of both terms, mean pairwise distance: 0-d tensors, or (G,) for
@@ -108,7 +112,8 @@ def make_optimizer(name: str, params, lr: float) -> torch.optim.Optimizer:
 class SVGD:
     """Moves the particle tensor θ along φ (eq. 9) with a standard ``torch.optim`` optimizer.
 
-    The optimizer minimises, so it is handed −φ as θ's gradient. Used by every front end.
+    The optimizer minimises, so it is handed −φ as θ's gradient. Used by every front end: each step
+    also restores the invariants of the network θ holds, so that no front end has to remember them.
 
     :param theta: the (M, D) leaf tensor holding all particles.
     :param kernel: ``"median"`` / a fixed bandwidth / ``"identity"`` or a kernel object.
@@ -118,12 +123,20 @@ class SVGD:
         :meth:`ParticleLayout.per_coordinate`). ``None``: the plain optimizer step.
     :param groups: G independent groups of particles in θ's rows (see :func:`svgd_terms`). The
         optimizers' statistics are per coordinate, so each group also keeps its own.
+    :param network: the :class:`~svpg.core.networks.ParticleMLP` whose blocks θ holds (required when
+        θ holds one). After every step its Householder vectors are rescaled to length √ℓ
+        (:meth:`~svpg.core.networks.ParticleMLP.normalise_householder_`: the same weights W), and
+        :attr:`SVGDTerms.min_householder_norm` reports the smallest length before.
     """
 
     def __init__(self, theta: torch.Tensor, kernel="median", optimizer: str = "adam", lr: float = 5e-3,
-                 step_scale: torch.Tensor | None = None, groups: int = 1):
+                 step_scale: torch.Tensor | None = None, groups: int = 1, network: ParticleMLP | None = None):
         self.theta = theta
         self.groups = groups
+        if network is not None and network.layout.size != theta.shape[1]:
+            raise ValueError(f"network: its layout has {network.layout.size} coordinates but θ has {theta.shape[1]}; "
+                             "pass the network whose layout θ was built from")
+        self.network = network
         self.kernel = make_kernel(kernel)
         self.optimizer = make_optimizer(optimizer, [theta], lr)
         if step_scale is not None:
@@ -142,4 +155,9 @@ class SVGD:
         if before is not None:  # θ ← θ_old + s ⊙ (θ_new − θ_old); exact per-coordinate lr for Adam/RMSprop/SGD
             with torch.no_grad():
                 self.theta.sub_(before).mul_(self.step_scale).add_(before)
+        if self.network is not None:
+            # the likelihood sees only the directions of the Householder vectors: keep them at length √ℓ;
+            # one group at a time, as each group's own run would
+            blocks = self.theta.detach().view(self.groups, -1, self.theta.shape[1])
+            terms.min_householder_norm = torch.stack([self.network.normalise_householder_(b) for b in blocks])
         return terms

@@ -1,6 +1,7 @@
 """Parametric weight posteriors of an MLP, every draw of a batch computed as one batched op.
 
-Five families, one layer class each, composed by :class:`WeightPosterior`. Every layer holds the
+Five families, one layer class each, composed by :class:`WeightPosterior`; what a family does differently
+(how it draws, trains, regularises and updates after a step) is its strategy object (``_FAMILY``). Every layer holds the
 weights and the bias of an affine map as one (in + 1) × out matrix W, the bias being its last row (the
 input augmented with a 1, as in Louizos & Welling), so a family's structure covers the bias too.
 
@@ -501,6 +502,7 @@ class WeightPosterior(nn.Module):
                  options: dict | None = None):
         super().__init__()
         self.family, self.sizes, self.activation_name = family, tuple(sizes), activation
+        self.strategy = _FAMILY[family]   # what the family does differently
         self.options = dict(options or {})   # the family's options as resolved by make_posterior
         self.activation = ACTIVATIONS[activation]
         self.layers = nn.ModuleList(layers)
@@ -536,7 +538,7 @@ class WeightPosterior(nn.Module):
                 h = self.activation(h)
         return h
 
-    # --- the interface ----------------------------------------------------------------------------------
+    # --- the interface: each delegates to the family's strategy ------------------------------------------
     def forward(self, x: torch.Tensor, num_samples: int, generator: torch.Generator | None = None) -> torch.Tensor:
         """Outputs under ``num_samples`` independent posterior draws: (S, B, out).
 
@@ -545,41 +547,18 @@ class WeightPosterior(nn.Module):
         outputs are drawn layer by layer from their Gaussian given the input: the same distribution,
         without materialising S weight matrices. badam draws from eq. 14's posterior.
         """
-        g = self._generator(generator)
-        h = self._inputs(x, num_samples)
-        if self.family == "badam":
-            n = self.examples_seen
-            if h.shape[1] == 1:
-                def step(layer, h):
-                    mean, var = layer.posterior(n)
-                    std = _affine(h.square(), var).sqrt()
-                    return _affine(h, mean) + std * _randn(std.shape, std, g)
-            else:
-                def step(layer, h):
-                    mean, var = layer.posterior(n)
-                    return _affine(h, mean + var.sqrt() * _randn((num_samples, *mean.shape), mean, g))
-            return self._run(h, step)
-        if h.shape[1] == 1:
-            return self._run(h, lambda layer, h: layer.local(h, g))
-        return self._run(h, lambda layer, h: _affine(h, layer.sample(num_samples, g)))
+        return self.strategy.forward(self, self._inputs(x, num_samples), num_samples, self._generator(generator))
 
     def train_forward(self, x: torch.Tensor, num_samples: int, generator: torch.Generator | None = None) -> torch.Tensor:
         """What the training loss sees. ELBO families: S draws by local reparameterisation (per input
         the distribution of :meth:`forward`, independent draws per input, lower-variance gradients);
         badam: the point weights θ, (1, B, out) whatever S."""
-        if self.family == "badam":
-            h = x.unsqueeze(0) if x.dim() == 2 else self._inputs(x, num_samples)[:1]
-            return self._run(h, lambda layer, h: _affine(h, layer.theta))
-        g = self._generator(generator)
-        return self._run(self._inputs(x, num_samples), lambda layer, h: layer.local(h, g))
+        return self.strategy.train_forward(self, x, num_samples, generator)
 
     def regulariser(self, generator: torch.Generator | None = None) -> torch.Tensor:
         """KL(q ‖ p) summed over layers for the ELBO families (bbb's mixture prior: a Monte Carlo
         estimate from fresh weight draws; the others in closed form); −log p(θ) for badam."""
-        if self.family == "badam":
-            return -sum(layer.log_prior() for layer in self.layers)
-        g = self._generator(generator)
-        return sum(layer.kl(g) for layer in self.layers)
+        return self.strategy.regulariser(self, generator)
 
     @torch.no_grad()
     def observe_step(self, optimizer: torch.optim.Optimizer, examples_seen: int, data_size: int | None = None) -> None:
@@ -599,17 +578,87 @@ class WeightPosterior(nn.Module):
             seen so far, t × batch size (the paper's heuristic, §4).
         :param data_size: the N by which the loss's log-likelihood was scaled, or None.
         """
-        if self.family == "vmg":
-            for layer in self.layers:
-                layer.project_()
-        if self.family != "badam":
-            return
+        self.strategy.observe_step(self, optimizer, examples_seen, data_size)
+
+    def mean_forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, out) at the posterior mean (badam: eq. 14's mean)."""
+        return self._run(x.unsqueeze(0), lambda layer, h: _affine(h, self.strategy.mean_weights(self, layer)))[0]
+
+    def extra_repr(self) -> str:
+        return f"family={self.family!r}, sizes={self.sizes}, activation={self.activation_name!r}"
+
+
+class _ELBOFamily:
+    """How bbb and the Kronecker flows draw, train and regularise: weight draws (or local
+    reparameterisation for one input per draw), the KL to the prior, nothing to do after a step. One
+    stateless strategy object per family (:data:`_FAMILY`) holds everything a family does differently, so
+    that :class:`WeightPosterior` never branches on the family's name."""
+
+    def __init__(self, layer: type[_Layer], **layer_options):
+        self.layer, self.layer_options = layer, layer_options
+
+    def make_layer(self, n_in: int, n_out: int, generator: torch.Generator, opts: dict) -> _Layer:
+        return self.layer(n_in, n_out, generator, **self.layer_options, **opts)
+
+    def forward(self, post: WeightPosterior, h: torch.Tensor, num_samples: int, g: torch.Generator) -> torch.Tensor:
+        if h.shape[1] == 1:
+            return post._run(h, lambda layer, h: layer.local(h, g))
+        return post._run(h, lambda layer, h: _affine(h, layer.sample(num_samples, g)))
+
+    def train_forward(self, post: WeightPosterior, x: torch.Tensor, num_samples: int, generator) -> torch.Tensor:
+        g = post._generator(generator)
+        return post._run(post._inputs(x, num_samples), lambda layer, h: layer.local(h, g))
+
+    def regulariser(self, post: WeightPosterior, generator) -> torch.Tensor:
+        g = post._generator(generator)
+        return sum(layer.kl(g) for layer in post.layers)
+
+    def observe_step(self, post: WeightPosterior, optimizer, examples_seen: int, data_size: int | None) -> None:
+        pass
+
+    def mean_weights(self, post: WeightPosterior, layer: _Layer) -> torch.Tensor:
+        return layer.mean()
+
+
+class _MatrixGaussianFamily(_ELBOFamily):
+    """vmg: an ELBO family whose pseudo-data noise is clipped after every step."""
+
+    def observe_step(self, post, optimizer, examples_seen, data_size) -> None:
+        for layer in post.layers:
+            layer.project_()
+
+
+class _BayesAdamFamily(_ELBOFamily):
+    """badam: trained as a point estimate θ under its prior; draws come from eq. 14's posterior, read
+    off Adam's second moments after every step."""
+
+    def forward(self, post, h, num_samples, g) -> torch.Tensor:
+        n = post.examples_seen
+        if h.shape[1] == 1:
+            def step(layer, h):
+                mean, var = layer.posterior(n)
+                std = _affine(h.square(), var).sqrt()
+                return _affine(h, mean) + std * _randn(std.shape, std, g)
+        else:
+            def step(layer, h):
+                mean, var = layer.posterior(n)
+                return _affine(h, mean + var.sqrt() * _randn((num_samples, *mean.shape), mean, g))
+        return post._run(h, step)
+
+    def train_forward(self, post, x, num_samples, generator) -> torch.Tensor:
+        h = x.unsqueeze(0) if x.dim() == 2 else post._inputs(x, num_samples)[:1]
+        return post._run(h, lambda layer, h: _affine(h, layer.theta))
+
+    def regulariser(self, post, generator) -> torch.Tensor:
+        return -sum(layer.log_prior() for layer in post.layers)
+
+    def observe_step(self, post, optimizer, examples_seen, data_size) -> None:
         if examples_seen < 0:
             raise ValueError(f"examples_seen must be ≥ 0, got {examples_seen}")
         if data_size is not None and data_size < 1:
             raise ValueError(f"data_size must be ≥ 1 (the data-set size the loss was scaled to), got {data_size}")
         betas = {id(p): group.get("betas") for group in optimizer.param_groups for p in group["params"]}
-        for layer in self.layers:
+        for layer in post.layers:
             state = optimizer.state.get(layer.theta, {})
             if "exp_avg_sq" not in state or betas.get(id(layer.theta)) is None:
                 raise ValueError("observe_step: the optimizer has no Adam state for this posterior's weights; "
@@ -618,19 +667,20 @@ class WeightPosterior(nn.Module):
             step = float(state["step"])
             v_hat = state["exp_avg_sq"] / (1.0 - beta2 ** step)
             layer.curvature.copy_(v_hat.sqrt() / (data_size or 1))
-        self.examples_seen.fill_(float(examples_seen))
+        post.examples_seen.fill_(float(examples_seen))
 
-    def mean_forward(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, out) at the posterior mean (badam: eq. 14's mean)."""
-        h = x.unsqueeze(0)
-        if self.family == "badam":
-            out = self._run(h, lambda layer, h: _affine(h, layer.posterior(self.examples_seen)[0]))
-        else:
-            out = self._run(h, lambda layer, h: _affine(h, layer.mean()))
-        return out[0]
+    def mean_weights(self, post, layer) -> torch.Tensor:
+        return layer.posterior(post.examples_seen)[0]
 
-    def extra_repr(self) -> str:
-        return f"family={self.family!r}, sizes={self.sizes}, activation={self.activation_name!r}"
+
+#: each family's strategy: its layer class and what it does differently
+_FAMILY: dict[str, _ELBOFamily] = {
+    "bbb": _ELBOFamily(BayesByBackpropLinear),
+    "vmg": _MatrixGaussianFamily(MatrixGaussianLinear),
+    "kflow-diag": _ELBOFamily(KroneckerFlowLinear, triangular=False),
+    "kflow-linear": _ELBOFamily(KroneckerFlowLinear, triangular=True),
+    "badam": _BayesAdamFamily(BayesAdamLinear),
+}
 
 
 def posterior_options(family: str) -> dict[str, object]:
@@ -679,14 +729,7 @@ def make_posterior(family: str, sizes: tuple[int, ...], activation: str = "relu"
     seed = int(torch.randint(0, 2 ** 62, (1,), generator=generator))   # the posterior's own draws, if not given
     layers: list[_Layer] = []
     for n_in, n_out in itertools.pairwise(sizes):
-        if family == "bbb":
-            layers.append(BayesByBackpropLinear(n_in, n_out, generator, **opts))
-        elif family == "vmg":
-            layers.append(MatrixGaussianLinear(n_in, n_out, generator, **opts))
-        elif family.startswith("kflow"):
-            layers.append(KroneckerFlowLinear(n_in, n_out, generator, triangular=family == "kflow-linear", **opts))
-        else:
-            layers.append(BayesAdamLinear(n_in, n_out, generator, **opts))
+        layers.append(_FAMILY[family].make_layer(n_in, n_out, generator, opts))
     return WeightPosterior(family, sizes, activation, layers, seed, opts)
 
 

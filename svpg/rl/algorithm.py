@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import envs
+from svpg import envs
 from svpg.core.svgd import SVGD
 from svpg.io import CheckpointError, flatten_state, load_tensors, save_tensors, unflatten_state
 from svpg.rl.config import DEFAULT_HORIZON, SVPGConfig, default_horizon, load_preset
@@ -173,7 +173,7 @@ class SVPG:
         # each seed's particles drawn from its own stream, exactly as its single-seed run draws them
         theta = torch.cat([ParticlePolicy(self.spec, device=self.device, seed=seed).theta.detach() for seed in self.seeds])
         self.policy = ParticlePolicy(dataclasses.replace(self.spec, num_particles=s * m), theta)
-        self.svgd = SVGD(self.policy.theta, cfg.kernel_spec(), cfg.optimizer, cfg.lr, groups=s)
+        self.svgd = SVGD(self.policy.theta, cfg.kernel_spec(), cfg.optimizer, cfg.lr, groups=s, network=self.policy.net)
         if cfg.estimator in ("a2c", "ppo"):
             self.estimator = (A2C if cfg.estimator == "a2c" else PPO)(
                 self.spec.obs_dim, s * m, cfg.gamma, gae_lambda=cfg.gae_lambda, hidden=cfg.critic_hidden,
@@ -325,10 +325,9 @@ class SVPG:
         self._check_finite(grad, "the gradient of log q(θ)")  # before the step: the optimizer state stays good
         terms = self.svgd.step(grad)
         self._check_finite(theta.detach(), "θ after the SVGD step")
-        # the likelihood sees only the directions of the Householder vectors: keep them on the unit sphere
-        min_norm = torch.stack([self.policy.net.normalise_householder_(block) for block in self._per_seed(theta.detach())])
         return {**terms.diagnostics(theta.detach()), "train/policy_loss": torch.stack(loss),
-                "policy/entropy": torch.stack([e.mean() for e in entropy]), "structure/min_householder_norm": min_norm}
+                "policy/entropy": torch.stack([e.mean() for e in entropy]),
+                "structure/min_householder_norm": terms.min_householder_norm}
 
     def learning_rate(self) -> float:
         """lr of the next iteration: with ``anneal_lr``, linear decay to 0 over the current ``learn``
@@ -500,7 +499,7 @@ class SVPG:
         return policy.set_particle(self._per_seed(self.last_returns)[k].argmax().item())
 
     def get_env(self):
-        """The batched training environments (:class:`envs.BatchedEnv`)."""
+        """The batched training environments (:class:`svpg.envs.BatchedEnv`)."""
         return self.env
 
     # -- saving and loading ----------------------------------------------------------------------

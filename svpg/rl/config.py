@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +38,7 @@ def default_horizon(env_id) -> int:
     if not isinstance(env_id, str):
         return DEFAULT_HORIZON
     try:
-        import envs
+        from svpg import envs
 
         envs.check_registered(env_id)
         steps = gym.spec(env_id.rpartition(":")[2]).max_episode_steps
@@ -219,8 +220,21 @@ def available_presets() -> list[str]:
     return sorted(p.stem for p in PRESET_DIR.glob("*.json"))
 
 
+#: former preset names that still work, with a one-line note on stderr
+PRESET_ALIASES = {"pendulum": "double-pendulum"}  # easily taken for Gymnasium's Pendulum-v1
+_noted_aliases: set[str] = set()
+
+
+class _Tasks(tuple):
+    """The preset names; ``in`` also accepts an alias, so a command line with ``choices=TASKS`` takes it
+    (and its ``--help`` lists only the current names)."""
+
+    def __contains__(self, name) -> bool:
+        return tuple.__contains__(self, PRESET_ALIASES.get(name, name))
+
+
 #: the paper's RL tasks, one preset each (the reproduction harnesses run these)
-TASKS = tuple(available_presets())
+TASKS = _Tasks(available_presets())
 
 
 def load_preset(name_or_path: str) -> dict:
@@ -230,6 +244,12 @@ def load_preset(name_or_path: str) -> dict:
 
     path = Path(name_or_path)
     if not path.suffix:
+        if name_or_path in PRESET_ALIASES:
+            if name_or_path not in _noted_aliases:  # once per process: grids load a preset per job
+                _noted_aliases.add(name_or_path)
+                print(f"note: preset {name_or_path!r} is now called {PRESET_ALIASES[name_or_path]!r}",
+                      file=sys.stderr)
+            name_or_path = PRESET_ALIASES[name_or_path]
         path = PRESET_DIR / f"{name_or_path}.json"
     if not path.exists():
         raise ValueError(f"unknown preset {name_or_path!r}: choose from {', '.join(available_presets())} or give a .json path")

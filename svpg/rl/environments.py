@@ -36,7 +36,7 @@ class EnvSource:
 
     @property
     def target(self):
-        """What :func:`envs.make_batched` takes."""
+        """What :func:`svpg.envs.make_batched` takes."""
         return self.factory if self.factory is not None else self.env_id
 
     @property
@@ -80,7 +80,7 @@ def resolve_env(env, env_kwargs: dict | None = None) -> EnvSource:
         raise ValueError(f"env_kwargs must be a dict of gym.make keyword arguments, got {type(env_kwargs).__name__}")
     env_kwargs = dict(env_kwargs or {})
     if isinstance(env, str):
-        import envs
+        from svpg import envs
 
         envs.check_registered(env)
         return EnvSource(env, env_kwargs)

@@ -12,6 +12,8 @@ diagnostics are per group, shape (G,).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from svpg.core.networks import NetworkSpec, ParticleMLP
@@ -60,10 +62,6 @@ class Reinforce:
         explained = explained_variance(adv, returns, self.groups)
         return standardize(adv, dims=(0, 2)), None, {"baseline/explained_variance": explained}
 
-    def _group_values(self, obs: torch.Tensor) -> torch.Tensor:
-        """V of obs (T, M, N, obs_dim), one group at a time (per-row work, faster on blocks that stay in cache)."""
-        return torch.cat([self.values(x, theta) for x, theta in zip(obs.chunk(self.groups, 1), self.theta.chunk(self.groups))], 1)
-
     def fit(self, batch: Rollout, targets: None, generators: list[torch.Generator] | None = None) -> dict[str, torch.Tensor]:
         """Nothing to train: the linear baseline is refitted inside :meth:`advantages`."""
         return {}
@@ -75,7 +73,11 @@ class Reinforce:
         pass
 
 
-_DEFAULTS = SVPGConfig()  # the critic's defaults live in the config (one home, shown by --help)
+def _config_default(name: str):
+    """The default of an :class:`SVPGConfig` field: the critic's defaults live in the config (one home,
+    shown by --help), read off the field without building a config."""
+    field = SVPGConfig.__dataclass_fields__[name]
+    return field.default if field.default is not dataclasses.MISSING else field.default_factory()
 
 
 class A2C:
@@ -89,17 +91,24 @@ class A2C:
         list of G seeds (seed batching) initialises G equal consecutive groups of critics, each from
         its own seed's stream, as G separate runs would.
     :param obs_scale: the policy's fixed observation scale, which the critics read too.
+
+    The critic options left at None take the defaults of :class:`~svpg.rl.config.SVPGConfig`.
     """
 
     name = "a2c"
     needs_final_obs = True
 
     def __init__(
-        self, obs_dim: int, num_particles: int, gamma: float, *, gae_lambda: float = _DEFAULTS.gae_lambda,
-        hidden: tuple[int, ...] = _DEFAULTS.critic_hidden, lr: float = _DEFAULTS.critic_lr,
-        value_steps: int = _DEFAULTS.value_steps, value_epochs: int = _DEFAULTS.value_epochs,
+        self, obs_dim: int, num_particles: int, gamma: float, *, gae_lambda: float | None = None,
+        hidden: tuple[int, ...] | None = None, lr: float | None = None,
+        value_steps: int | None = None, value_epochs: int | None = None,
         device="cpu", seed: int | list[int] = 0, obs_scale: tuple[float, ...] = (),
     ):
+        gae_lambda = _config_default("gae_lambda") if gae_lambda is None else gae_lambda
+        hidden = _config_default("critic_hidden") if hidden is None else hidden
+        lr = _config_default("critic_lr") if lr is None else lr
+        value_steps = _config_default("value_steps") if value_steps is None else value_steps
+        value_epochs = _config_default("value_epochs") if value_epochs is None else value_epochs
         self.gamma, self.gae_lambda = gamma, gae_lambda
         self.value_steps, self.value_epochs = value_steps, value_epochs
         self.obs_scale = tuple(obs_scale)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-import envs
+from svpg import envs
 from svpg.rl.config import DEFAULT_HORIZON, default_horizon
 from svpg.rl.policies import ParticlePolicy
 from svpg.seeding import int_seed, torch_generator

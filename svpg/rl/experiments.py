@@ -1,9 +1,9 @@
 """Reproduce the S²VGD paper's RL comparison (§5.4, Figure 4) on one task, resumably.
 
     python -m svpg.rl.experiments --task swingup --seeds 5
-    python -m svpg.rl.experiments --task pendulum --seeds 5 --jobs 2 --out runs/repro-pendulum
+    python -m svpg.rl.experiments --task double-pendulum --seeds 5 --jobs 2 --out runs/repro-double-pendulum
     python -m svpg.rl.experiments --task swingup --alpha 1 --anneal-lr true   # any train.py option overrides the preset
-    python -m svpg.rl.experiments --task pendulum --seeds 5 --backend ray      # Ray Tune trials (RAY_ADDRESS: a cluster)
+    python -m svpg.rl.experiments --task double-pendulum --seeds 5 --backend ray      # Ray Tune trials (RAY_ADDRESS: a cluster)
 
 Runs {s2vgd, svgd, svgd-star, independent} × {reinforce, a2c} × seeds with the task's paper preset,
 one run folder each under ``--out`` (``<method>__<estimator>__seed<s>``). The seeds of each (method,

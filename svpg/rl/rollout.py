@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from envs import BatchedEnv
+from svpg.envs import BatchedEnv
 from svpg.rl.policies import ParticlePolicy
 
 

@@ -1,7 +1,7 @@
 """Stable-Baselines3 A2C and PPO on the same registered tasks, added to the reproduction table.
 
     python -m svpg.rl.sb3 --task swingup --seeds 5
-    python -m svpg.rl.sb3 --task pendulum --seeds 3 --steps 1000000
+    python -m svpg.rl.sb3 --task double-pendulum --seeds 3 --steps 1000000
 
 Each agent trains with ``--steps`` environment steps (default: the SVPG preset's budget *per particle*,
 iterations × samples per particle = 5 M for swing-up; the whole 16-particle ensemble uses 16× that),
@@ -18,30 +18,43 @@ from pathlib import Path
 
 import numpy as np
 
+from svpg.io import atomic_write
 from svpg.rl.config import TASKS
+from svpg.runtime import torch_threads
 
 
 def train_one(task_env: str, algo: str, seed: int, steps: int, eval_every: int, out: Path) -> list[dict]:
-    import envs  # noqa: F401  (registers svpg/* ids)
-    import torch
+    from svpg import envs  # noqa: F401  (registers svpg/* ids)
     from stable_baselines3 import A2C, PPO
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
 
-    # SB3's small MLPs gain nothing from a second thread, and the svpg runs it is compared with use one
-    torch.set_num_threads(1)
     cls = {"a2c": A2C, "ppo": PPO}[algo]
-    model = cls("MlpPolicy", make_vec_env(task_env, n_envs=8, seed=seed), seed=seed, device="cpu", verbose=0)
-    eval_env = make_vec_env(task_env, n_envs=1, seed=seed + 1000)
-    rows, done = [], 0
-    while done < steps:
-        chunk = min(eval_every, steps - done)
-        model.learn(total_timesteps=chunk, reset_num_timesteps=False)
-        done += chunk
-        mean, std = evaluate_policy(model, eval_env, n_eval_episodes=10, deterministic=True)
-        rows.append({"algo": algo, "seed": seed, "total_steps": done, "eval_mean": float(mean), "eval_std": float(std)})
-    model.save(out / f"{algo}__seed{seed}")
+    # SB3's small MLPs gain nothing from a second thread, and the svpg runs it is compared with use one;
+    # the caller's setting is restored afterwards
+    with torch_threads(1):
+        model = cls("MlpPolicy", make_vec_env(task_env, n_envs=8, seed=seed), seed=seed, device="cpu", verbose=0)
+        eval_env = make_vec_env(task_env, n_envs=1, seed=seed + 1000)
+        rows, done = [], 0
+        while done < steps:
+            chunk = min(eval_every, steps - done)
+            model.learn(total_timesteps=chunk, reset_num_timesteps=False)
+            done += chunk
+            mean, std = evaluate_policy(model, eval_env, n_eval_episodes=10, deterministic=True)
+            rows.append({"algo": algo, "seed": seed, "total_steps": done, "eval_mean": float(mean), "eval_std": float(std)})
+        eval_env.close()
+        model.save(out / f"{algo}__seed{seed}")
     return rows
+
+
+def _write_csv(path: Path, rows: list[dict]) -> None:
+    def write(tmp):
+        with open(tmp, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+
+    atomic_write(path, write)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,7 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out or f"runs/repro-{args.task}")
     (out / "sb3").mkdir(parents=True, exist_ok=True)
     csv_path = out / "sb3" / "curves.csv"
-    rows = list(csv.DictReader(open(csv_path))) if csv_path.exists() else []
+    rows = []
+    if csv_path.exists():
+        with open(csv_path, newline="") as f:
+            rows = list(csv.DictReader(f))
     done = {(r["algo"], int(r["seed"])) for r in rows if int(r["total_steps"]) >= steps}
     t0 = time.perf_counter()
     for algo in args.algos.split(","):
@@ -71,10 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             t1 = time.perf_counter()
             new = train_one(preset["env_id"], algo, seed, steps, eval_every, out / "sb3")
             rows = [r for r in rows if not (r["algo"] == algo and int(r["seed"]) == seed)] + new
-            with open(csv_path, "w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=list(new[0]))
-                w.writeheader()
-                w.writerows(rows)
+            _write_csv(csv_path, rows)
             print(f"{algo} seed {seed}: final {new[-1]['eval_mean']:.1f}, peak {max(r['eval_mean'] for r in new):.1f} "
                   f"({time.perf_counter() - t1:.0f} s, {steps / (time.perf_counter() - t1):,.0f} steps/s)")
     lines = ["", f"## Stable-Baselines3 baselines ({steps:,} steps per agent, default hyperparameters, 8 envs)", "",
@@ -94,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines) + "\n"
     md = out / "results.md"
     old = md.read_text().split("\n## Stable-Baselines3")[0].rstrip("\n") + "\n" if md.exists() else ""
-    md.write_text(old + text)
+    atomic_write(md, lambda tmp: Path(tmp).write_text(old + text))
     print(text)
     print(f"wall-clock {(time.perf_counter() - t0) / 60:.1f} min")
     return 0

@@ -6,7 +6,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
-import envs
+from svpg import envs
 from svpg.io import atomic_write
 from svpg.rl.policies import ParticlePolicy
 from svpg.seeding import int_seed

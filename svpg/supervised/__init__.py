@@ -1,5 +1,6 @@
 """Supervised Bayesian neural networks (§5.1–5.2 of S²VGD): particles on the shared particle core, or the
-parametric posteriors the papers compare with (:mod:`svpg.core.variational`); ``METHODS`` lists them all.
+parametric posteriors the papers compare with (:mod:`svpg.core.variational`); ``BNN_METHODS`` lists them all
+(``METHODS`` is its former name).
 
 Paper: https://proceedings.mlr.press/v84/zhang18a.html
 
@@ -9,7 +10,7 @@ Paper: https://proceedings.mlr.press/v84/zhang18a.html
     mean, std = model.predict(data.x)
 """
 from svpg.supervised.data import Dataset, Standardizer, load_dataset, standard_splits, train_test_splits
-from svpg.supervised.models import METHODS, BayesianClassifier, BayesianRegressor
+from svpg.supervised.models import BNN_METHODS, METHODS, BayesianClassifier, BayesianRegressor
 
-__all__ = ["BayesianClassifier", "BayesianRegressor", "Dataset", "METHODS", "Standardizer", "load_dataset", "standard_splits",
+__all__ = ["BayesianClassifier", "BayesianRegressor", "BNN_METHODS", "Dataset", "METHODS", "Standardizer", "load_dataset", "standard_splits",
            "train_test_splits"]

@@ -249,7 +249,7 @@ def resolve(cfg: SupervisedConfig, data: Dataset) -> dict:
 
 def posterior_options_for(method: str, data: Dataset, tuned: dict | None = None) -> dict | None:
     """The options of a parametric method's posterior on this data set, when they differ from the
-    estimator's defaults (``POSTERIOR_OPTIONS`` of svpg/supervised/models.py): VMG's pseudo-data count
+    estimator's defaults (``POSTERIOR_OPTIONS`` of svpg/supervised/models/methods.py): VMG's pseudo-data count
     (``VMG_PSEUDO_DATA``) and classification model, and what a grid chose on validation rows (``tuned``,
     e.g. BBB's scale mixture)."""
     options = dict(POSTERIOR_OPTIONS.get(method, {}))
@@ -270,7 +270,7 @@ def split_seed(seed: int, split: int) -> int:
 def make_estimator(cfg: SupervisedConfig, data: Dataset, settings: dict, method: str, seed: int, progress: bool):
     own = settings.get("method_settings", {}).get(method, {})  # a parametric method's lr, schedule, optimizer, draws
     kwargs = dict(
-        method=method, n_particles=settings["num_particles"], householder=cfg.householder, hidden=settings["hidden"],
+        method=method, num_particles=settings["num_particles"], householder=cfg.householder, hidden=settings["hidden"],
         activation="relu", prior_a=cfg.prior_a, prior_b=cfg.prior_b,
         kernel="median" if cfg.bandwidth == "median" else float(cfg.bandwidth),
         optimizer="adam" if cfg.optimizer == "auto" else cfg.optimizer, lr=settings["lr"], lr_schedule=settings["lr_schedule"],

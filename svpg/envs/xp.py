@@ -1,7 +1,7 @@
 """Array namespaces for the task kernels: one definition of each task's equations, three executions.
 
 Every fast-path task writes its transition, reward and termination *once*, as a kernel
-``kernel(xp, state, action)`` over the columns of the state (see :class:`envs.base.BatchedKernelEnv`).
+``kernel(xp, state, action)`` over the columns of the state (see :class:`svpg.envs.base.BatchedKernelEnv`).
 The kernel only uses
 
 - the math functions of the namespace ``xp`` (``sin``, ``addcmul``, ``clip``, ``wrap_angle``, ... listed in
@@ -277,4 +277,3 @@ class SCALAR:
     fill_where_ = staticmethod(_fill_where)
     take = staticmethod(_take)
     full_like = staticmethod(_full_like)
-

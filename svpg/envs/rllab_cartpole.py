@@ -29,7 +29,7 @@ Rewards and terminations are evaluated at the state *after* the step, as rllab d
 
 The equations, rewards and terminations are written once, as kernels over state columns
 (:func:`cartpole_dynamics`, :func:`balance_kernel`, :func:`swingup_kernel`), run on arrays by the
-batched tasks and on Python floats by the single ``gym.make`` envs (:mod:`envs.xp`).
+batched tasks and on Python floats by the single ``gym.make`` envs (:mod:`svpg.envs.xp`).
 
 Deviations from rllab: (1) the dynamics are the analytic equations above instead of a Box2D
 simulation (no contact solver, no joint-error correction); (2) start states are physically
@@ -72,11 +72,9 @@ def cartpole_dynamics(xp, state, action):
     sin, cos = xp.sin(theta), xp.cos(theta)
     # x_acc = [F + sin (cos (m l)(m g l) / J - m l th_dot²)] / [(M + m) - (m l)² cos² / J], with
     # numerator and denominator divided by MAX_FORCE, as the force is carried as u = F / MAX_FORCE
-    inner = xp.addcmul(
-        cos * ((_M * _L) * (_M * GRAVITY * _L) / _J), theta_dot, theta_dot, value=-_M * _L
-    )
+    inner = xp.addcmul(cos * ((_M * _L) * (_M * GRAVITY * _L) / _J), theta_dot, theta_dot, value=-_M * _L)
     x_acc = xp.addcmul(u, sin, inner, value=1.0 / MAX_FORCE) / xp.addcmul(
-        (MASS_CART + _M) / MAX_FORCE, cos, cos, value=-(_M * _L) ** 2 / _J / MAX_FORCE
+        (MASS_CART + _M) / MAX_FORCE, cos, cos, value=-((_M * _L) ** 2) / _J / MAX_FORCE
     )
     # velocities first, then positions (Box2D's order); theta_acc = (m g l sin + m l cos x_acc) / J
     x_dot = xp.add(x_dot, x_acc, alpha=DT)
@@ -126,9 +124,7 @@ class _RllabCartPole(BatchedKernelEnv):
         """RGB frame of one observation ``[x, x_dot, theta, theta_dot]``."""
         from .render import draw_cartpole
 
-        return draw_cartpole(
-            float(obs[0]), float(obs[2]), x_limit=cls.render_x_limit, pole_length=2 * POLE_COM
-        )
+        return draw_cartpole(float(obs[0]), float(obs[2]), x_limit=cls.render_x_limit, pole_length=2 * POLE_COM)
 
 
 class CartPoleBalance(_RllabCartPole):

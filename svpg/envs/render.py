@@ -97,9 +97,7 @@ def draw_cartpole(
     return canvas.img
 
 
-def draw_double_pendulum(
-    theta1: float, theta2: float, *, link_length: float = 1.0, size: int = 500
-) -> np.ndarray:
+def draw_double_pendulum(theta1: float, theta2: float, *, link_length: float = 1.0, size: int = 500) -> np.ndarray:
     """Double pendulum frame; absolute angles counter-clockwise from hanging down."""
     scale = size / (4.8 * link_length)
     canvas = Canvas(size, size, scale, origin=(size / 2, size / 2))

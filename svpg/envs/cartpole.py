@@ -7,7 +7,7 @@ step *including* the terminating one, reset ``U(-0.05, 0.05)`` for all four stat
 limit 500 (truncation). The observation is the state ``[x, x_dot, theta, theta_dot]`` (theta = 0
 upright, positive leaning towards +x), in the env's dtype.
 
-The equations are written once, as :func:`cartpole_kernel` over state columns (:mod:`envs.xp`): the
+The equations are written once, as :func:`cartpole_kernel` over state columns (:mod:`svpg.envs.xp`): the
 batched task runs it on numpy or torch arrays, the single ``gym.make("svpg/CartPole-v1")`` env on
 Python floats. The only differences to Gymnasium are floating point ones: the divisions by the total
 mass are folded into the coefficients (``(f + c q) / m`` is computed as ``f / m + (c / m) q``) so that
@@ -38,7 +38,7 @@ X_THRESHOLD = 2.4
 
 
 def cartpole_kernel(xp, state, action):
-    """One step of Gymnasium's CartPole-v1 on state columns (see :class:`envs.base.BatchedKernelEnv`)."""
+    """One step of Gymnasium's CartPole-v1 on state columns (see :class:`svpg.envs.base.BatchedKernelEnv`)."""
     x, x_dot, theta, theta_dot = state
     cos, sin = xp.cos(theta), xp.sin(theta)
     # temp = (force + polemass_length * theta_dot^2 * sin) / total_mass, force -10 / +10 by action 0 / 1

@@ -1,4 +1,4 @@
-"""Generic (slow) path: any Gymnasium environment as a :class:`~envs.base.BatchedEnv`.
+"""Generic (slow) path: any Gymnasium environment as a :class:`~svpg.envs.base.BatchedEnv`.
 
 Wraps ``gym.make_vec(env_id, num_envs, vectorization_mode="sync")`` (or a ``SyncVectorEnv`` of a
 factory's environments, or a user's vector env) with same-step autoreset and converts numpy <-> torch
@@ -8,6 +8,8 @@ to the action space before they are applied, as Stable-Baselines3 does.
 """
 
 from __future__ import annotations
+
+from typing import cast
 
 import gymnasium as gym
 import numpy as np
@@ -39,18 +41,18 @@ class GymVectorEnv(BatchedEnv):
         seed: int | None = None,
         **env_kwargs,
     ):
-        super().__init__(
-            num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed
-        )
+        super().__init__(num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed)
         same_step = gym.vector.AutoresetMode.SAME_STEP
         if isinstance(env_id, gym.vector.VectorEnv):
             self.env_id = type(env_id.unwrapped).__name__
             if env_id.num_envs != self.num_envs:
                 raise ValueError(f"the vector env has {env_id.num_envs} environments, {self.num_envs} are needed")
             if env_id.metadata.get("autoreset_mode") != same_step:
-                raise ValueError("the vector env must reset on the same step (create it with vector_kwargs="
-                                 "{'autoreset_mode': gym.vector.AutoresetMode.SAME_STEP}), or pass its id or a factory")
-            self.vec_env = env_id
+                raise ValueError(
+                    "the vector env must reset on the same step (create it with vector_kwargs="
+                    "{'autoreset_mode': gym.vector.AutoresetMode.SAME_STEP}), or pass its id or a factory"
+                )
+            self.vec_env: gym.vector.VectorEnv = env_id
         elif callable(env_id):
             self.env_id = getattr(env_id, "__name__", type(env_id).__name__)
             steps = max_episode_steps
@@ -78,7 +80,7 @@ class GymVectorEnv(BatchedEnv):
         self._seed = seed
         obs_space = self.vec_env.single_observation_space
         if isinstance(obs_space, gym.spaces.Discrete):
-            self._obs_n = int(obs_space.n)
+            self._obs_n: int | None = int(obs_space.n)
             self.single_observation_space = gym.spaces.Box(0.0, 1.0, (self._obs_n,), np.float32)
         elif isinstance(obs_space, gym.spaces.Box):
             self._obs_n = None
@@ -88,14 +90,10 @@ class GymVectorEnv(BatchedEnv):
                 dtype=np.float32,
             )
         else:
-            raise ValueError(
-                f"{env_id}: only Box and Discrete observation spaces are supported, got {obs_space}"
-            )
+            raise ValueError(f"{env_id}: only Box and Discrete observation spaces are supported, got {obs_space}")
         act_space = self.vec_env.single_action_space
         if not isinstance(act_space, (gym.spaces.Discrete, gym.spaces.Box)):
-            raise ValueError(
-                f"{env_id}: only Discrete and Box action spaces are supported, got {act_space}"
-            )
+            raise ValueError(f"{env_id}: only Discrete and Box action spaces are supported, got {act_space}")
         self.single_action_space = act_space
         self._started = False
 
@@ -114,20 +112,20 @@ class GymVectorEnv(BatchedEnv):
             per_group = self.num_envs // len(seed)
             seed = [int(s) + i for s in seed for i in range(per_group)]
         self._started = True
-        obs, _ = self.vec_env.reset(seed=seed)
+        obs, _ = self.vec_env.reset(seed=seed)  # type: ignore[arg-type]  # a list: one seed per env
         return self._to_torch(obs)
 
     def step(self, actions: torch.Tensor) -> StepResult:
         if not self._started:
             raise RuntimeError(f"{type(self).__name__}: call reset() before step()")
         space = self.single_action_space
-        actions = actions.detach().cpu().numpy()
+        acts = actions.detach().cpu().numpy()
         if isinstance(space, gym.spaces.Discrete):
-            actions = actions.reshape(self.num_envs).astype(space.dtype)
+            acts = acts.reshape(self.num_envs).astype(space.dtype)
         else:
-            actions = np.clip(actions.reshape(self.num_envs, *space.shape), space.low, space.high)
-            actions = actions.astype(space.dtype)
-        obs, reward, terminated, truncated, infos = self.vec_env.step(actions)
+            box = cast(gym.spaces.Box, space)
+            acts = np.clip(acts.reshape(self.num_envs, *box.shape), box.low, box.high).astype(box.dtype)
+        obs, reward, terminated, truncated, infos = self.vec_env.step(acts)
         final_obs = obs
         if "final_obs" in infos:
             final_obs = np.array(obs, copy=True)

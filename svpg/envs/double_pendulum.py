@@ -25,7 +25,7 @@ step; never terminates; horizon 500, so returns lie in ``[-2000, 0]``. The actio
 ``Box(-1, 1, (1,))``; actions outside it are clipped here.
 
 The equations, reward and observation are written once, as :func:`double_pendulum_kernel` and
-:func:`double_pendulum_observe` over state columns (:mod:`envs.xp`): the batched task runs them on
+:func:`double_pendulum_observe` over state columns (:mod:`svpg.envs.xp`): the batched task runs them on
 arrays, the single ``gym.make`` env on Python floats.
 
 Deviations from rllab: (1) analytic rigid-body dynamics instead of a Box2D simulation; (2) start
@@ -65,7 +65,7 @@ def double_pendulum_observe(xp, state):
 
 def double_pendulum_kernel(xp, state, action):
     """Two substeps of the double pendulum (module docstring) on state columns, then observation
-    and reward (see :class:`envs.base.BatchedKernelEnv`); never terminates."""
+    and reward (see :class:`svpg.envs.base.BatchedKernelEnv`); never terminates."""
     th1, th2, w1, w2 = state
     u = xp.clip(action, -1.0, 1.0)  # tau = MAX_TORQUE u
     for _ in range(SUBSTEPS):

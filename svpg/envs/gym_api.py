@@ -1,7 +1,7 @@
 """Gymnasium front doors for the fast-path tasks: ``gym.make`` and ``gym.make_vec``.
 
 - :class:`KernelGymEnv` (``entry_point``): one environment as a ``gym.Env``: the task's kernel (the
-  same function the batched task runs on arrays, see :mod:`envs.xp`) on Python floats (float64),
+  same function the batched task runs on arrays, see :mod:`svpg.envs.xp`) on Python floats (float64),
   numpy float32 observations out, ``render_mode="rgb_array"`` drawn with numpy. No torch op per step,
   so it runs at the speed of Gymnasium's own classic-control envs (what Stable-Baselines3's
   ``make_vec_env`` steps). Like those it has no time limit of its own; ``gym.make`` adds the
@@ -61,6 +61,7 @@ def _task_class(task: str) -> type[BatchedKernelEnv]:
 def _to_action_tensor(space: gym.spaces.Space, action: Any, n: int, dtype: torch.dtype) -> torch.Tensor:
     if isinstance(space, gym.spaces.Discrete):
         return torch.as_tensor(np.asarray(action, dtype=np.int64).reshape(n))
+    assert space.shape is not None  # a Box
     return torch.as_tensor(np.asarray(action, dtype=np.float64).reshape(n, *space.shape)).to(dtype)
 
 
@@ -80,15 +81,15 @@ class KernelGymEnv(gym.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.render_mode = render_mode
-        self.task_cls = task = _task_class(task)
-        self.metadata = {**self.metadata, "render_fps": task.render_fps}
-        self.observation_space = task.single_observation_space
-        self.action_space = task.single_action_space
+        self.task_cls = cls = _task_class(task)
+        self.metadata = {**self.metadata, "render_fps": cls.render_fps}
+        self.observation_space = cls.single_observation_space
+        self.action_space = cls.single_action_space
         self._n_actions = int(self.action_space.n) if isinstance(self.action_space, gym.spaces.Discrete) else None
-        self._kernel = task.kernel
-        self._observe = task.observe_columns
-        self._reset_loc = np.asarray(task.reset_loc, dtype=np.float64)
-        self._reset_scale = np.asarray(task.reset_scale, dtype=np.float64)
+        self._kernel = cls.kernel
+        self._observe = cls.observe_columns
+        self._reset_loc = np.asarray(cls.reset_loc, dtype=np.float64)
+        self._reset_scale = np.asarray(cls.reset_scale, dtype=np.float64)
         self.state: tuple[float, ...] | None = None
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):

@@ -8,9 +8,9 @@ the value of a truncated episode).
 
 :class:`BatchedKernelEnv` is the fast path: the whole batch is one ``(num_envs, state_dim)`` array and
 the step is a few dozen array ops with no host synchronisation. A task is written once, as a *kernel*
-over the columns of the state (:mod:`envs.xp`): the batched env runs it on numpy columns on CPU
+over the columns of the state (:mod:`svpg.envs.xp`): the batched env runs it on numpy columns on CPU
 (handing out torch tensors that share the arrays' memory) and on tensor columns on other devices;
-the single ``gym.make`` env (:mod:`envs.gym_api`) runs it on Python floats. Start states come from
+the single ``gym.make`` env (:mod:`svpg.envs.gym_api`) runs it on Python floats. Start states come from
 blocks of fresh draws (one generator call per block of steps, see
 :meth:`BatchedKernelEnv._reset_states`) and are selected row-wise where an episode ended.
 """
@@ -18,7 +18,8 @@ blocks of fresh draws (one generator call per block of steps, see
 from __future__ import annotations
 
 import operator
-from typing import Callable, ClassVar, NamedTuple
+from collections.abc import Callable
+from typing import Any, ClassVar, NamedTuple
 
 import gymnasium as gym
 import torch
@@ -122,6 +123,7 @@ class BatchedEnv:
         space = self.single_action_space
         if isinstance(space, gym.spaces.Discrete):
             return int(space.n)
+        assert space.shape is not None  # a Box
         return int(space.shape[0])
 
     def __repr__(self) -> str:
@@ -147,7 +149,7 @@ class BatchedKernelEnv(BatchedEnv):
 
     The batch's state is one ``(num_envs, state_dim)`` array and the step has no host syncs. A task
     sets the class attributes below; its equations live in one pure function, :attr:`kernel`,
-    written against an array namespace ``xp`` (:mod:`envs.xp`)::
+    written against an array namespace ``xp`` (:mod:`svpg.envs.xp`)::
 
         kernel(xp, state, action) -> (next_state, obs, reward, terminated)
 
@@ -177,6 +179,8 @@ class BatchedKernelEnv(BatchedEnv):
     reset_scale: ClassVar[tuple[float, ...]]
     #: Reset draws are made this many numbers at a time (a block of steps' worth, at most 128 steps).
     reset_block_numbers: ClassVar[int] = 1 << 17
+    #: frames per second of a rendered episode (each task sets it)
+    render_fps: ClassVar[int]
 
     def __init__(
         self,
@@ -188,9 +192,7 @@ class BatchedKernelEnv(BatchedEnv):
         seed: int | None = None,
         backend: str | None = None,
     ):
-        super().__init__(
-            num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed
-        )
+        super().__init__(num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed)
         if self.max_episode_steps is None:
             self.max_episode_steps = self.default_max_episode_steps
         self.max_episode_steps = int(self.max_episode_steps)
@@ -199,7 +201,7 @@ class BatchedKernelEnv(BatchedEnv):
         if self.backend == "numpy":
             if not numpy_ok:
                 raise ValueError(f"backend='numpy' needs device cpu and float32/float64, got {self.device}, {dtype}")
-            self._xp: NumpyOps | TorchOps = NumpyOps(dtype)
+            self._xp: Any = NumpyOps(dtype)  # NumpyOps or TorchOps: arrays and tensors, never mixed
         elif self.backend == "torch":
             self._xp = TorchOps(self.device, dtype)
         else:
@@ -207,7 +209,7 @@ class BatchedKernelEnv(BatchedEnv):
         self.generator = torch.Generator(device=self.device)
         self._seed(seed)  # sets the block size and the seed groups
         xp = self._xp
-        kw = dict(device=self.device, dtype=self.dtype)
+        kw: dict[str, Any] = dict(device=self.device, dtype=self.dtype)
         self._reset_loc = torch.tensor(self.reset_loc, **kw)
         self._reset_scale = torch.tensor(self.reset_scale, **kw)
         self._obs_is_state = type(self).observe_columns is BatchedKernelEnv.observe_columns
@@ -218,14 +220,12 @@ class BatchedKernelEnv(BatchedEnv):
         self._false = xp.from_torch(self._false_t)
         self._resets: tuple = ()
         self._next_reset = 0
-        self._state = None  # (num_envs, state_dim) array of the backend
+        self._state: Any = None  # (num_envs, state_dim) array of the backend
         # Time limits without per-step counting: env i truncates at step count `_deadline[i]`
         # (steps since reset()); no env can do so before `_no_hit_before`, and for a task that
         # never terminates, `_synced` says all deadlines are equal (all envs truncate together).
         self._t = 0
-        self._deadline = xp.from_torch(
-            torch.full((n,), self.max_episode_steps, dtype=torch.int64, device=self.device)
-        )
+        self._deadline = xp.from_torch(torch.full((n,), self.max_episode_steps, dtype=torch.int64, device=self.device))
         self._no_hit_before = self.max_episode_steps
         self._synced = True
 
@@ -246,7 +246,9 @@ class BatchedKernelEnv(BatchedEnv):
         generators = self._group_generators or [self.generator]
         u = torch.empty((steps, self.num_envs, self.state_dim), device=self.device, dtype=self.dtype)
         for block, generator in zip(u.chunk(len(generators), dim=1), generators):
-            part = torch.empty(block.shape, device=self.device, dtype=self.dtype)  # contiguous: the draw order of a lone batch
+            part = torch.empty(
+                block.shape, device=self.device, dtype=self.dtype
+            )  # contiguous: the draw order of a lone batch
             if self.reset_distribution == "uniform":
                 part.uniform_(-1.0, 1.0, generator=generator)
             elif self.reset_distribution == "normal":
@@ -358,9 +360,7 @@ class BatchedKernelEnv(BatchedEnv):
     def state(self, value) -> None:
         value = torch.as_tensor(value, dtype=self.dtype, device=self.device)
         if value.shape != (self.num_envs, self.state_dim):
-            raise ValueError(
-                f"state must have shape {(self.num_envs, self.state_dim)}, got {tuple(value.shape)}"
-            )
+            raise ValueError(f"state must have shape {(self.num_envs, self.state_dim)}, got {tuple(value.shape)}")
         self._state = self._xp.from_torch(value.clone())
 
     @property

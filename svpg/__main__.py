@@ -1,0 +1,7 @@
+"""``python -m svpg …``: the ``svpg`` command."""
+
+import sys
+
+from svpg.commands import main
+
+sys.exit(main())

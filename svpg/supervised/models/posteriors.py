@@ -1,0 +1,340 @@
+"""How an estimator's posterior is held and trained: M particles moved by SVGD, or a parametric posterior of
+:mod:`svpg.core.variational` trained by a torch optimizer; the epoch loop both share."""
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from svpg.core.networks import NetworkSpec
+from svpg.core.probability import LOG_2PI, gamma_log_prob_of_log
+from svpg.core.svgd import SVGD, make_optimizer
+from svpg.core.variational import gamma_kl, make_posterior
+from svpg.io import CheckpointError
+from svpg.seeding import torch_generator
+from svpg.supervised.models.methods import FOREACH, NOISE_POSTERIORS, POLYAK
+from svpg.supervised.models.objective import row_log_likelihood, shared_objective
+from tqdm.auto import tqdm
+
+if TYPE_CHECKING:
+    from svpg.supervised.models.estimators import _BayesianNN
+
+
+def _cosine(optimizer: torch.optim.Optimizer, total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+    """lr × ½(1 + cos(π t / T)): from the peak rate to 0 over all T steps."""
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: 0.5 * (1 + math.cos(math.pi * min(step, total_steps) / total_steps)))
+
+
+def _row_chunks(n: int, size: int) -> list[slice]:
+    """Slices of at most ``size`` rows covering n, none of one row unless n = 1 (a one-row batch is drawn
+    input by input, see :meth:`~svpg.core.variational.WeightPosterior.forward`, not with whole weight draws)."""
+    starts = list(range(0, n, size))
+    if len(starts) > 1 and n - starts[-1] == 1:
+        starts.pop()
+    return [slice(a, b) for a, b in zip(starts, starts[1:] + [n])]
+
+
+
+class _Posterior:
+    """How an estimator's posterior is held and trained; the estimator owns the data handling.
+
+    Members are what the predictive distribution mixes: the M particles, or S posterior draws.
+    :meth:`_train_epochs` is the epoch loop both kinds share (minibatch order, validation, checkpoint,
+    callback); each subclass supplies one epoch of steps.
+    """
+
+    shared_noise = False  # one noise precision for every member (True) or one per member
+
+    def __init__(self, est: _BayesianNN, n_in: int, n_out: int):
+        self.est, self.task = est, est._task
+
+    def _train_epochs(self, n: int, device, run_epoch, snapshot, restore, x_val, y_val, callback,
+                      evaluated=contextlib.nullcontext) -> None:
+        """``est.epochs`` passes, each over a fresh permutation of the n rows from the stream
+        ``"minibatch"``; ``run_epoch(perm, diagnose)`` takes the steps and returns diagnostics (when
+        ``diagnose``). With validation rows the best epoch by validation log-likelihood is kept
+        (``snapshot()`` / ``restore(state)``, both inside ``evaluated()``, the weights the model would be
+        fitted with at that epoch); otherwise the last."""
+        est = self.est
+        history: list[dict] = []
+        best, best_state, best_epoch = -math.inf, None, est.epochs
+        order = torch_generator(est.seed, "minibatch")  # on the CPU: the same order on every device
+        bar = tqdm(range(1, est.epochs + 1), disable=not est.progress, unit="epoch", leave=False, dynamic_ncols=True)
+        for epoch in bar:
+            t0 = time.perf_counter()
+            perm = torch.randperm(n, generator=order).to(device)
+            diagnostics = run_epoch(perm, callback is not None)
+            record = {"epoch": epoch, "epoch_seconds": time.perf_counter() - t0}
+            if x_val is not None and (epoch % est.eval_every == 0 or epoch == est.epochs):
+                with evaluated():
+                    score = est._validation_score(x_val, y_val)
+                    if score > best:
+                        best, best_state, best_epoch = score, snapshot(), epoch
+                record["val_log_likelihood"] = score
+                bar.set_postfix(val_ll=f"{score:.3f}", best=best_epoch)
+            if callback is not None:
+                callback(epoch, {**record, **{k: float(v) for k, v in diagnostics.items()}})
+            history.append(record)
+        bar.close()
+        if best_state is not None:
+            restore(best_state)
+        est.history_, est.best_epoch_ = history, best_epoch
+
+
+class _Particles(_Posterior):
+    """M particles θ (M, D) moved by SVGD (eq. 9) on the log posterior: the home of the SVGD loop."""
+
+    def __init__(self, est, n_in, n_out):
+        super().__init__(est, n_in, n_out)
+        structural = est.method == "s2vgd"
+        self.spec = NetworkSpec((n_in, *est.hidden, n_out), activation=est.activation,
+                                householder=est.householder if structural else 0, learn_scales=structural,
+                                prior="mvg", prior_a=est.prior_a, prior_b=est.prior_b)
+        self.objective, self.log_posterior = shared_objective(self.task, self.spec, est.compile)
+        self.layout, self.net = self.objective.layout, self.objective.net
+        self.theta = torch.zeros(1 if est.method == "map" else est.num_particles, self.layout.size, device=est.device)
+
+    def fit(self, x, y, x_val, y_val, callback) -> None:
+        est = self.est
+        self.net.init_(self.theta, torch_generator(est.seed, "init", device=self.theta.device))
+        if self.task == "regression":
+            with torch.no_grad():
+                self.log_noise_precision().zero_()  # noise std = 1 target std
+        theta = self.theta.requires_grad_(True)
+        svgd = SVGD(theta, est.kernel if theta.shape[0] > 1 else "median", est.optimizer, est.lr, network=self.net)
+        n, bs = len(x), min(est.batch_size, len(x))
+        scale = torch.tensor(n / bs, device=x.device)  # a tensor: a compiled objective is not specialised on N
+        schedule = _cosine(svgd.optimizer, est.epochs * (n // bs)) if est.lr_schedule == "cosine" else None
+
+        def run_epoch(perm, diagnose):
+            householder_norms = []
+            for start in range(0, n - bs + 1, bs):  # drop the last partial batch: every step sees B rows
+                idx = perm[start : start + bs]
+                log_post = self.log_posterior(theta, x[idx], y[idx], scale)
+                (grad,) = torch.autograd.grad(log_post.sum(), theta)
+                terms = svgd.step(grad)
+                householder_norms.append(terms.min_householder_norm)
+                if schedule is not None:
+                    schedule.step()
+            if not diagnose:
+                return {}
+            diag = terms.diagnostics(theta.detach())
+            if self.net.has_householder:
+                diag["structure/min_householder_norm"] = torch.stack(householder_norms).amin()
+            return {**diag, "train/log_posterior": log_post.detach().mean()}
+
+        def restore(best):
+            with torch.no_grad():
+                theta.copy_(best)
+
+        self._train_epochs(n, x.device, run_epoch, lambda: theta.detach().clone(), restore, x_val, y_val, callback)
+        self.theta = theta.detach()
+
+    def outputs(self, x: torch.Tensor, chunk: int = 2048) -> torch.Tensor:
+        """Network outputs of every particle for inputs x (n, d) in model units: (M, n, out)."""
+        theta = self.theta
+        with torch.no_grad():
+            weights = self.net.weights(theta)
+            m = theta.shape[0]
+            parts = [self.net.forward(weights, x[i : i + chunk].expand(m, -1, -1)) for i in range(0, len(x), chunk)]
+        return torch.cat(parts, 1)
+
+    def log_noise_precision(self) -> torch.Tensor:
+        """log γ of every particle, a view into θ: (M,)."""
+        return self.objective.log_prec(self.theta.detach())
+
+    def set_log_noise_precision(self, value: torch.Tensor) -> None:
+        with torch.no_grad():
+            self.log_noise_precision().copy_(value)
+
+    def state(self) -> tuple[dict[str, torch.Tensor], dict]:
+        return {"theta": self.theta}, {"spec": self.spec.to_dict(), "layout": self.layout.describe()}
+
+    def load(self, tensors: dict[str, torch.Tensor], meta: dict, path) -> None:
+        theta = tensors.get("theta")
+        if theta is None or self.layout.describe() != meta.get("layout") or tuple(theta.shape) != tuple(self.theta.shape):
+            raise CheckpointError(f"{path}: particle layout does not match its metadata (file written by another version?)")
+        self.theta = theta.to(self.theta.device)
+
+
+class _Variational(_Posterior):
+    """A parametric posterior q of :mod:`svpg.core.variational` trained by a torch optimizer on
+    −(N/B) Σ_batch mean_s log p(y | x, W_s) + R (R = KL(q ‖ p), or −log p(θ) for badam, with
+    :meth:`~svpg.core.variational.WeightPosterior.observe_step` after every step): the home of the
+    variational loop. Its members are ``predict_samples`` posterior draws.
+
+    The regression noise precision γ is shared by the draws: a point estimate (log γ with a Gamma prior),
+    or, for the methods of :data:`NOISE_POSTERIORS`, a learned Gamma posterior q(γ) = Gam(a, b): the
+    training loss then has the expected log-likelihood ½(ψ(a) − log b) − ½ log 2π − ½ (a/b)(y − f)² and
+    KL(q(γ) ‖ p(γ)) instead of −log p(γ), and the S predictive draws take the S quantiles
+    (s + ½)/S of q(γ) as their precisions (no random numbers: the same every call). With
+    :data:`POLYAK` the fitted parameters are the bias-corrected moving average of the steps' parameters.
+    badam's eq. 14 uses N = the number of training rows (as the reference code's ``BayesAdam(..., N, ...)``).
+    """
+
+    shared_noise = True
+
+    def __init__(self, est, n_in, n_out):
+        super().__init__(est, n_in, n_out)
+        self.sizes = (n_in, *est.hidden, n_out)
+        self.options = est.posterior_options_()
+        self.post = make_posterior(est.method, self.sizes, est.activation,
+                                   generator=torch_generator(est.seed, "init"), **self.options).to(est.device)
+        self.noise_posterior = self.task == "regression" and est.method in NOISE_POSTERIORS
+        self.log_noise = self.noise_gamma = None
+        if self.noise_posterior:
+            a, b = est.noise_prior_()   # q(γ) starts at the prior (the reference code's a1, b1 = a0, b0)
+            self.noise_gamma = torch.nn.Parameter(torch.tensor([math.log(a), math.log(b)], device=est.device))
+        elif self.task == "regression":
+            self.log_noise = torch.nn.Parameter(torch.zeros(1, device=est.device))
+
+    def _noise_params(self) -> list[torch.nn.Parameter]:
+        return [p for p in (self.log_noise, self.noise_gamma) if p is not None]
+
+    def parameters(self) -> list[torch.nn.Parameter]:
+        return [*self.post.parameters(), *self._noise_params()]
+
+    def _noise_regulariser(self) -> torch.Tensor | float:
+        """−log p(γ) of the point estimate, or KL(q(γ) ‖ p(γ)) of the Gamma posterior; 0 for classification."""
+        a0, b0 = self.est.noise_prior_()
+        if self.noise_gamma is not None:
+            a, b = self.noise_gamma.exp()
+            return gamma_kl(a, b, a0, b0)
+        if self.log_noise is None:
+            return 0.0
+        return -gamma_log_prob_of_log(self.log_noise, a0, b0).sum()
+
+    def _log_likelihood(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Σ over the batch of the mean over draws of log p(y | x, W_s) (its expectation under q(γ) for a
+        Gamma posterior of the noise precision)."""
+        if self.noise_gamma is None:
+            return row_log_likelihood(self.task, out, y, self.log_noise).mean(0).sum()
+        a, b = self.noise_gamma.exp()
+        sq = (y - out[..., 0]).square()
+        return (0.5 * (torch.digamma(a) - torch.log(b) - LOG_2PI) - 0.5 * (a / b) * sq).mean(0).sum()
+
+    def fit(self, x, y, x_val, y_val, callback) -> None:
+        est, post = self.est, self.post
+        params = self.parameters()
+        optimizer = make_optimizer(est.optimizer, params, est.lr)
+        if est.method in FOREACH:
+            for group in optimizer.param_groups:   # one multi-tensor update for the many small parameters
+                group["foreach"] = True
+        draws = torch_generator(est.seed, "posterior", "train", device=x.device)
+        n, bs = len(x), min(est.batch_size, len(x))
+        schedule = _cosine(optimizer, est.epochs * (n // bs)) if est.lr_schedule == "cosine" else None
+        beta = POLYAK.get(est.method)
+        average = [p.detach().clone().zero_() for p in params] if beta else []
+        steps = 0
+
+        def run_epoch(perm, diagnose):
+            nonlocal steps
+            for start in range(0, n - bs + 1, bs):  # drop the last partial batch: every step sees B rows
+                idx = perm[start : start + bs]
+                out = post.train_forward(x[idx], est.samples, draws)
+                log_lik = self._log_likelihood(out, y[idx])
+                regulariser = post.regulariser(draws) + self._noise_regulariser()
+                loss = -(n / bs) * log_lik + regulariser
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                steps += 1
+                # badam: eq. 14's N = the training rows, as the reference BayesAdam(..., N, ...); the loss
+                # is scaled to n rows. vmg: clips its pseudo-data noise.
+                post.observe_step(optimizer, n, data_size=n)
+                if schedule is not None:
+                    schedule.step()
+                if beta:
+                    with torch.no_grad():
+                        torch._foreach_lerp_(average, params, 1.0 - beta)
+            if not diagnose:
+                return {}
+            return {"train/loss": loss.detach(), "train/regulariser": regulariser.detach()}
+
+        @contextlib.contextmanager
+        def averaged():
+            """The parameters replaced by their bias-corrected moving average (Polyak), then put back."""
+            if not beta or steps == 0:
+                yield
+                return
+            current = [p.detach().clone() for p in params]
+            with torch.no_grad():
+                for avg, p in zip(average, params):
+                    p.copy_(avg / (1.0 - beta ** steps))
+            try:
+                yield
+            finally:
+                with torch.no_grad():
+                    for value, p in zip(current, params):
+                        p.copy_(value)
+
+        def snapshot():
+            return {k: v.detach().clone() for k, v in self.state()[0].items()}
+
+        self._train_epochs(n, x.device, run_epoch, snapshot, self._load_tensors, x_val, y_val, callback, averaged)
+        if beta and x_val is None:   # with validation rows, the best epoch's averaged weights are restored
+            with torch.no_grad():
+                for avg, p in zip(average, params):
+                    p.copy_(avg / (1.0 - beta ** steps))
+
+    def outputs(self, x: torch.Tensor, chunk: int = 2048, samples_per_pass: int = 10) -> torch.Tensor:
+        """Network outputs under ``predict_samples`` posterior draws for inputs x (n, d): (S, n, out).
+
+        Every row chunk restarts the stream ``("posterior", "predict")``, so draw s is the same weight
+        sample for every row (coherent functions) and the result depends on the fitted model only."""
+        s_total = self.est.predict_samples
+        parts = []
+        with torch.no_grad():
+            for rows in _row_chunks(len(x), chunk):
+                draws = torch_generator(self.est.seed, "posterior", "predict", device=x.device)
+                parts.append(torch.cat([self.post(x[rows], min(samples_per_pass, s_total - s), draws)
+                                        for s in range(0, s_total, samples_per_pass)], 0))
+        return torch.cat(parts, 1)
+
+    def log_noise_precision(self) -> torch.Tensor:
+        """log γ for every draw: (S,), the one shared estimate, or the S quantiles (s + ½)/S of q(γ)."""
+        s_total = self.est.predict_samples
+        if self.noise_gamma is None:
+            return self.log_noise.detach().expand(s_total)
+        from scipy.special import gammaincinv
+
+        a, b = (float(v) for v in self.noise_gamma.detach().double().exp().cpu())
+        quantiles = gammaincinv(a, (np.arange(s_total) + 0.5) / s_total) / b
+        return torch.as_tensor(np.log(quantiles), dtype=self.noise_gamma.dtype, device=self.noise_gamma.device)
+
+    def set_log_noise_precision(self, value: torch.Tensor) -> None:
+        with torch.no_grad():
+            if self.noise_gamma is None:
+                self.log_noise.copy_(value.reshape(-1)[:1])
+            elif not torch.equal(value, self.log_noise_precision()):
+                # keep q(γ)'s shape, move its mean E γ = a / b to the value
+                self.noise_gamma[1] = self.noise_gamma[0] - value.reshape(-1)[0]
+
+    def state(self) -> tuple[dict[str, torch.Tensor], dict]:
+        tensors = {f"posterior.{k}": v for k, v in self.post.state_dict().items()}
+        if self.log_noise is not None:
+            tensors["log_noise_precision"] = self.log_noise.detach()
+        if self.noise_gamma is not None:
+            tensors["noise_posterior_log_shape_rate"] = self.noise_gamma.detach()
+        return tensors, {"sizes": list(self.sizes), "posterior_options": self.options}
+
+    def _load_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
+        self.post.load_state_dict({k.removeprefix("posterior."): v for k, v in tensors.items() if k.startswith("posterior.")})
+        with torch.no_grad():
+            if self.log_noise is not None:
+                self.log_noise.copy_(tensors["log_noise_precision"].to(self.log_noise.device))
+            if self.noise_gamma is not None:
+                self.noise_gamma.copy_(tensors["noise_posterior_log_shape_rate"].to(self.noise_gamma.device))
+
+    def load(self, tensors, meta, path) -> None:
+        expected = set(self.state()[0])
+        given = {k for k in tensors if k.startswith("posterior.") or k in ("log_noise_precision",
+                                                                           "noise_posterior_log_shape_rate")}
+        if given != expected or meta.get("sizes") != list(self.sizes):
+            raise CheckpointError(f"{path}: its tensors do not match a {self.est.method} posterior of sizes "
+                                  f"{self.sizes} (file written by another version?)")
+        self._load_tensors(tensors)
