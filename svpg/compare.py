@@ -16,6 +16,7 @@ are refused with a one-line error. Every table shows mean ± standard error over
 each row's paired difference to ``--reference`` with its 95 % Student-t interval over the seeds or
 splits both have.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,17 +61,25 @@ def _kind_of_runs(runs: list[str], expected: str | None) -> str:
         kind = run_kind(run)
         if kind is None:
             if expected == "bandit":
-                raise CompareError(f"{run} is not a bandit run folder (no config.json): pass folders written by train.py bandit")
+                raise CompareError(
+                    f"{run} is not a bandit run folder (no config.json): pass folders written by train.py bandit"
+                )
             if expected == "supervised":
-                raise CompareError(f"{run} is not a supervised run folder (no {CONFIG_FILE}): "
-                                   "pass folders written by train.py supervised")
-            raise CompareError(f"{run} is not a run folder of {', '.join(KINDS.values())} (no config.json of theirs): "
-                               "pass runs/<run-name> folders")
+                raise CompareError(
+                    f"{run} is not a supervised run folder (no {CONFIG_FILE}): "
+                    "pass folders written by train.py supervised"
+                )
+            raise CompareError(
+                f"{run} is not a run folder of {', '.join(KINDS.values())} (no config.json of theirs): "
+                "pass runs/<run-name> folders"
+            )
         found.setdefault(kind, run)
     if expected is not None and set(found) != {expected}:
         other = next(k for k in found if k != expected)
-        raise CompareError(f"{found[other]} is a run of {KINDS[other]}, not of {KINDS[expected]}: compare it with "
-                           f"python -m svpg.compare")
+        raise CompareError(
+            f"{found[other]} is a run of {KINDS[other]}, not of {KINDS[expected]}: compare it with "
+            f"python -m svpg.compare"
+        )
     if len(found) > 1:
         (a, run_a), (b, run_b) = list(found.items())[:2]
         raise CompareError(f"{run_a} is a run of {KINDS[a]} and {run_b} one of {KINDS[b]}: compare runs of one kind")
@@ -82,14 +91,21 @@ def build_parser(prog: str = "python -m svpg.compare"):
 
     p = Parser(prog=prog, description=__doc__)
     p.add_argument("runs", nargs="+", help="run folders (runs/<run-name>) of one kind, or folders of RL run folders")
-    p.add_argument("--reference", default=None,
-                   help="the agent, method or RL arm every other is paired with (default: s2vgd, or for RL runs "
-                        "without an s2vgd arm the first arm)")
+    p.add_argument(
+        "--reference",
+        default=None,
+        help="the agent, method or RL arm every other is paired with (default: s2vgd, or for RL runs "
+        "without an s2vgd arm the first arm)",
+    )
     p.add_argument("--seeds", default=None, help="only these seeds, e.g. 0-9 or 0,2 (default: every one any run has)")
     p.add_argument("--splits", default=None, help="supervised runs: only these splits, e.g. 0-9 (default: every one)")
-    p.add_argument("--spread", default="se", choices=SPREADS,
-                   help="after ±: se, the standard error of the mean, or std, the sample standard deviation over "
-                        "seeds (bandit and RL runs) (default: se)")
+    p.add_argument(
+        "--spread",
+        default="se",
+        choices=SPREADS,
+        help="after ±: se, the standard error of the mean, or std, the sample standard deviation over "
+        "seeds (bandit and RL runs) (default: se)",
+    )
     p.add_argument("--out", default=None, help="also write the table to this Markdown file")
     return p
 
@@ -115,36 +131,51 @@ def main(argv: list[str] | None = None, *, kind: str | None = None, prog: str = 
 
 
 def _compare(kind: str, args, keys: list[int] | None) -> str:
+    """The header and table of ``kind``'s runs."""
     spread = "standard error" if args.spread == "se" else "standard deviation"
-    if kind == "bandit":
-        from svpg.bandits import compare as bandit
+    return {"bandit": _bandit_table, "supervised": _supervised_table, "rl": _rl_table}[kind](args, keys, spread)
 
-        config, table = bandit.load_runs(args.runs)
-        reference = args.reference or "s2vgd"
-        text = bandit.compare_table(table, reference, keys, args.spread)
-        return (f"**{config['problem']}**, {config['rounds']} rounds; mean ± {spread} over seeds; paired differences of "
-                f"the normalised regret to {reference} over the seeds both have, with 95 % t-intervals (negative: lower "
-                f"regret).\n\n" + text)
-    if kind == "supervised":
-        from svpg.supervised import compare as supervised
 
-        if args.spread != "se":
-            raise ValueError("--spread std: supervised tables show the standard error over splits only")
-        shared, table, labels = supervised.load_runs(args.runs)
-        reference = args.reference or "s2vgd"
-        text = supervised.compare_table(table, reference, keys, labels)
-        metrics = "RMSE and log-likelihood" if supervised.table_task(table) == "regression" else "error and NLL"
-        return (f"**{shared['dataset']}**, --protocol {shared['protocol']}, --seed {shared['seed']}; mean ± standard error "
-                f"over splits; paired differences of the {metrics} to {reference} over the splits both have, with 95 % "
-                f"t-intervals; *better on*: splits where the method is better on each.\n\n" + text)
+def _bandit_table(args, keys: list[int] | None, spread: str) -> str:
+    from svpg.bandits import compare as bandit
+
+    config, table = bandit.load_runs(args.runs)
+    reference = args.reference or "s2vgd"
+    text = bandit.compare_table(table, reference, keys, args.spread)
+    return (
+        f"**{config['problem']}**, {config['rounds']} rounds; mean ± {spread} over seeds; paired differences of "
+        f"the normalised regret to {reference} over the seeds both have, with 95 % t-intervals (negative: lower "
+        f"regret).\n\n" + text
+    )
+
+
+def _supervised_table(args, keys: list[int] | None, spread: str) -> str:
+    from svpg.supervised import compare as supervised
+
+    if args.spread != "se":
+        raise ValueError("--spread std: supervised tables show the standard error over splits only")
+    shared, table, labels = supervised.load_runs(args.runs)
+    reference = args.reference or "s2vgd"
+    text = supervised.compare_table(table, reference, keys, labels)
+    metrics = "RMSE and log-likelihood" if supervised.table_task(table) == "regression" else "error and NLL"
+    return (
+        f"**{shared['dataset']}**, --protocol {shared['protocol']}, --seed {shared['seed']}; mean ± standard error "
+        f"over splits; paired differences of the {metrics} to {reference} over the splits both have, with 95 % "
+        f"t-intervals; *better on*: splits where the method is better on each.\n\n" + text
+    )
+
+
+def _rl_table(args, keys: list[int] | None, spread: str) -> str:
     from svpg.rl import compare as rl
 
     shared, table = rl.load_runs(args.runs)
     reference = args.reference or ("s2vgd" if "s2vgd" in table else next(iter(table)))
     text = rl.compare_table(table, reference, keys, args.spread, shared["metrics"])
-    return (f"**{shared['env_id']}**, {shared['length']}; mean ± {spread} over seeds; paired differences to {reference} "
-            f"over the seeds both have, with 95 % t-intervals (positive: higher return); *higher on*: seeds where the "
-            f"{shared['metrics'][0][1]} is higher.\n\n" + text)
+    return (
+        f"**{shared['env_id']}**, {shared['length']}; mean ± {spread} over seeds; paired differences to {reference} "
+        f"over the seeds both have, with 95 % t-intervals (positive: higher return); *higher on*: seeds where the "
+        f"{shared['metrics'][0][1]} is higher.\n\n" + text
+    )
 
 
 if __name__ == "__main__":

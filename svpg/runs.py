@@ -124,9 +124,12 @@ def refuse_options(run_dir: Path, typed: set[str], allowed: tuple[str, ...], con
     one check of what may change on resume)."""
     refused = [f"--{k.replace('_', '-')}" for k in sorted(set(typed) - set(allowed))]
     if refused:
-        raise ValueError(f"{', '.join(refused)} cannot be given with --resume: options cannot change when resuming "
-                         f"{run_dir}, which continues with those in its {config_file} (it would be a different run; only "
-                         f"{', '.join('--' + k.replace('_', '-') for k in allowed)} may change); start a new run to change them")
+        may = ", ".join("--" + k.replace("_", "-") for k in allowed)
+        raise ValueError(
+            f"{', '.join(refused)} cannot be given with --resume: options cannot change when resuming {run_dir}, "
+            f"which continues with those in its {config_file} (it would be a different run; only {may} may change); "
+            f"start a new run to change them"
+        )
 
 
 def refuse_on_resume(run_dir: Path, typed: set[str], allowed: tuple[str, ...], config_file: str = CONFIG_FILE) -> None:
@@ -184,7 +187,7 @@ class RunFolders:
         return f"python {self.command} --resume"
 
     def create(self, log_dir: str | Path, name: str, config, built: dict) -> Path:
-        """A new run folder, appearing atomically with its config.json; a ValueError naming ``--resume`` if it exists."""
+        """A new run folder, appearing atomically with its config.json; a ValueError naming --resume if it exists."""
         return create_run_dir(log_dir, name, resume_hint=self.resume_hint, config={**asdict(config), **built})
 
     def load(self, run_dir: str | Path):
@@ -234,8 +237,10 @@ class RunFolders:
                  on_done=on_done)
         missing = left() if left is not None else []
         if missing:
-            raise ValueError(f"the jobs of {what} {missing} finished but left no result file in {run_dir}: with Ray, the "
-                             f"run folder must be on a file system every node can reach")
+            raise ValueError(
+                f"the jobs of {what} {missing} finished but left no result file in {run_dir}: with Ray, the run "
+                f"folder must be on a file system every node can reach"
+            )
 
 
 class Writer:
@@ -256,7 +261,7 @@ class Writer:
             self.lock.release()
             self.lock = None
 
-    def __enter__(self) -> "Writer":
+    def __enter__(self) -> Writer:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from svpg.allocator import keep_freed_memory
 from svpg.bandits.agents import AGENTS, DEFAULT_AGENTS, S2VGD_STRUCTURE, STEIN_LR, VARIATIONAL_METHODS
 from svpg.bandits.problems import PROBLEMS, BanditProblem, make_problem
 from svpg.bandits.protocol import agent_factories, run_seed
@@ -40,7 +41,6 @@ from svpg.bandits.results import markdown_table
 from svpg.bandits.runfolder import clear_live_curves, finished_seeds, load_results, save_seed, seed_file
 from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, explicit_options
 from svpg.cli import option as _f
-from svpg.allocator import keep_freed_memory
 from svpg.core.networks import ACTIVATIONS
 from svpg.core.priors import PRIORS
 from svpg.core.svgd import OPTIMIZERS

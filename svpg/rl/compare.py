@@ -8,6 +8,7 @@ differ (``s2vgd``, or ``method=svgd, estimator=a2c``). Every run is read at its 
 from their ``result.json``, one arm per agent. Every arm is paired with the reference arm on the seeds
 both have; runs of another environment, or of another length, are refused.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,11 +20,25 @@ from svpg.runs import CONFIG_FILE, read_json_object
 from svpg.stats import mean_se, paired_difference
 
 #: config.json entries that say how a run was run, not what it is: ignored when runs are grouped into arms
-RUN_ONLY = ("seed", "num_seeds", "run_name", "log_dir", "progress", "threads", "device", "eval_episodes",
-            "checkpoint_every", "keep_checkpoints", "iterations", "total_steps")
+RUN_ONLY = (
+    "seed",
+    "num_seeds",
+    "run_name",
+    "log_dir",
+    "progress",
+    "threads",
+    "device",
+    "eval_episodes",
+    "checkpoint_every",
+    "keep_checkpoints",
+    "iterations",
+    "total_steps",
+)
 #: (progress.csv column, table column) of the final returns; the first is the one counted in "higher on"
-METRICS = (("rollout/ep_rew_mean", "final return, mean over particles"),
-           ("rollout/ep_rew_max", "final return, max over particles"))
+METRICS = (
+    ("rollout/ep_rew_mean", "final return, mean over particles"),
+    ("rollout/ep_rew_max", "final return, max over particles"),
+)
 #: the same of a benchmark run's result.json: the evaluation return of the particle chosen on training returns
 BENCHMARK_METRICS = (("final", "final evaluation return"),)
 
@@ -56,13 +71,15 @@ def holds_runs(path: str | Path) -> bool:
 
 
 def expand(paths: list[str | Path]) -> list[Path]:
-    """Run folders, with a folder of run folders (an experiments, ablation or benchmark ``--out``) replaced by its runs."""
+    """Run folders; a folder of run folders (an experiments, ablation or benchmark ``--out``) stands for its runs."""
     runs = []
     for path in map(Path, paths):
         inner = _runs_in(path)
         if not inner:
-            raise CompareError(f"{path} is not an RL run folder (no config.json of train.py) and holds none: pass "
-                               "runs/<run-name> or the --out folder of python -m svpg.rl.experiments or benchmark")
+            raise CompareError(
+                f"{path} is not an RL run folder (no config.json of train.py) and holds none: pass "
+                "runs/<run-name> or the --out folder of python -m svpg.rl.experiments or benchmark"
+            )
         runs += inner
     return runs
 
@@ -72,7 +89,9 @@ def _last_row(run: Path) -> dict:
 
     rows = ProgressCSV.read(run / PROGRESS_FILE)
     if not rows:
-        raise CompareError(f"{run} has no finished iteration yet: train it, or continue it with python train.py --resume {run}")
+        raise CompareError(
+            f"{run} has no finished iteration yet: train it, or continue it with python train.py --resume {run}"
+        )
     return rows[-1]
 
 
@@ -84,8 +103,10 @@ def load_runs(paths: list[str | Path]) -> tuple[dict, dict[str, dict[int, dict]]
     if all(benchmark):
         return _load_benchmark_runs(runs)
     if any(benchmark):
-        raise CompareError(f"{runs[benchmark.index(True)]} is a run of python -m svpg.rl.benchmark and "
-                           f"{runs[benchmark.index(False)]} one of train.py: compare runs of one command")
+        raise CompareError(
+            f"{runs[benchmark.index(True)]} is a run of python -m svpg.rl.benchmark and "
+            f"{runs[benchmark.index(False)]} one of train.py: compare runs of one command"
+        )
     records = []
     for run in runs:
         config = read_json_object(run / CONFIG_FILE, "run config")
@@ -94,12 +115,16 @@ def load_runs(paths: list[str | Path]) -> tuple[dict, dict[str, dict[int, dict]]
     first_run, first, first_row = records[0]
     for run, config, row in records[1:]:
         if config.get("env_id") != first.get("env_id"):
-            raise CompareError(f"{run} and {first_run} train on different environments ({config.get('env_id')} and "
-                               f"{first.get('env_id')}): compare runs of one environment")
+            raise CompareError(
+                f"{run} and {first_run} train on different environments ({config.get('env_id')} and "
+                f"{first.get('env_id')}): compare runs of one environment"
+            )
         if int(row["iteration"]) != int(first_row["iteration"]):
-            raise CompareError(f"{run} stopped at iteration {row['iteration']} and {first_run} at {first_row['iteration']}: "
-                               f"compare runs of one length (continue the shorter with python train.py --resume RUN "
-                               f"--iterations N)")
+            raise CompareError(
+                f"{run} stopped at iteration {row['iteration']} and {first_run} at {first_row['iteration']}: "
+                f"compare runs of one length (continue the shorter with python train.py --resume RUN "
+                f"--iterations N)"
+            )
     keys = [{k: v for k, v in config.items() if k not in RUN_ONLY} for _, config, _ in records]
     differing = [k for k in keys[0] if any(key.get(k) != keys[0].get(k) for key in keys)]
     differing += [k for key in keys for k in key if k not in keys[0] and k not in differing]
@@ -125,17 +150,20 @@ def load_runs(paths: list[str | Path]) -> tuple[dict, dict[str, dict[int, dict]]
 
 def _load_benchmark_runs(runs: list[Path]) -> tuple[dict, dict[str, dict[int, dict]]]:
     table: dict[str, dict[int, dict]] = {}
-    first_run, first = None, None
+    first_run: Path | None = None
+    first: dict = {}
     for run in runs:
         result = read_json_object(run / "result.json", "benchmark result")
         job = read_json_object(run / "job.json", "benchmark job")
         setting = {k: job.get(k) for k in ("task", "total_steps", "eval_episodes")}
-        if first is None:
+        if first_run is None:
             first_run, first = run, setting
         elif setting != first:
             differs = ", ".join(k for k in setting if setting[k] != first[k])
-            raise CompareError(f"{run} and {first_run} are runs of different benchmarks ({differs} differ): compare "
-                               "runs of one task and budget")
+            raise CompareError(
+                f"{run} and {first_run} are runs of different benchmarks ({differs} differ): compare "
+                "runs of one task and budget"
+            )
         arm, seed = str(job.get("agent")), int(job.get("seed", -1))
         if seed in table.get(arm, {}):
             raise CompareError(f"{run} is seed {seed} of {arm} a second time: pass each run once")
@@ -144,15 +172,25 @@ def _load_benchmark_runs(runs: list[Path]) -> tuple[dict, dict[str, dict[int, di
     return {"env_id": first["task"], "length": length, "metrics": BENCHMARK_METRICS}, table
 
 
-def compare_table(table: dict[str, dict[int, dict]], reference: str, seeds: list[int] | None = None,
-                  spread: str = "se", metrics=METRICS) -> str:
+def compare_table(
+    table: dict[str, dict[int, dict]],
+    reference: str,
+    seeds: list[int] | None = None,
+    spread: str = "se",
+    metrics=METRICS,
+) -> str:
     """The Markdown comparison: every arm's final returns as mean ± standard error (``spread="std"``: ± the
     sample standard deviation) over seeds, and its paired differences to ``reference`` with 95 % t-intervals."""
     if reference not in table:
         raise CompareError(f"--reference {reference!r} is in none of the runs: choose one of {', '.join(table)}")
     short = {"rollout/ep_rew_mean": "mean", "rollout/ep_rew_max": "max", "final": "return"}
-    head = ["runs", "seeds", *[name for _, name in metrics],
-            *[f"{short[m]} − {reference} [95 % CI]" for m, _ in metrics], "higher on"]
+    head = [
+        "runs",
+        "seeds",
+        *[name for _, name in metrics],
+        *[f"{short[m]} − {reference} [95 % CI]" for m, _ in metrics],
+        "higher on",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     ref = table[reference]
     for arm, by_seed in table.items():
@@ -173,7 +211,9 @@ def compare_table(table: dict[str, dict[int, dict]], reference: str, seeds: list
             a = {s: v[key] for s, v in own.items()}
             b = {s: v[key] for s, v in ref.items() if s in a}
             pairs, mean, lo, hi = paired_difference(a, b)
-            cells.append(f"{mean:+.1f} [{lo:+.1f}, {hi:+.1f}]" if math.isfinite(lo) else (f"{mean:+.1f}" if pairs else ""))
+            cells.append(
+                f"{mean:+.1f} [{lo:+.1f}, {hi:+.1f}]" if math.isfinite(lo) else (f"{mean:+.1f}" if pairs else "")
+            )
             if i == 0 and pairs:
                 higher = f"{sum(a[s] > b[s] for s in b)}/{pairs}"
         cells.append(higher)

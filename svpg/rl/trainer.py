@@ -16,8 +16,17 @@ from svpg.rl import checkpoints
 from svpg.rl.algorithm import SVPG, NonFiniteError
 from svpg.rl.callbacks import PROGRESS_FILE, CheckpointCallback, ProgressCSV, StopOnRequest
 from svpg.rl.config import RESUMABLE_OPTIONS, SVPGConfig
-from svpg.runs import (CONFIG_FILE, RunLock, check_writable, create_run_dir, read_json_object, refuse_options,
-                       remove_stray_temporaries, run_name, write_json)
+from svpg.runs import (
+    CONFIG_FILE,
+    RunLock,
+    check_writable,
+    create_run_dir,
+    read_json_object,
+    refuse_options,
+    remove_stray_temporaries,
+    run_name,
+    write_json,
+)
 from svpg.runtime import StopRequest
 
 __all__ = ["SVPGTrainer", "TrainingInterrupted", "NonFiniteError", "ProgressCSV", "CHART_LAYOUT", "PROGRESS_FILE"]

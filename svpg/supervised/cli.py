@@ -1,7 +1,7 @@
 """``python train.py supervised``: Bayesian neural networks on repeated train/test splits, a Markdown table out.
 
     python train.py supervised --dataset boston --method s2vgd,svgd --splits 20
-    python train.py supervised --dataset boston --protocol standard --method s2vgd,svgd,bbb,vmg,kflow-linear,kflow-diag,badam,map
+    python train.py supervised --dataset boston --method s2vgd,svgd,bbb,vmg,kflow-linear,kflow-diag,badam,map
     python train.py supervised --dataset boston --protocol standard      # the published tables' 20 splits
     python train.py supervised --dataset concrete --method s2vgd --householder 2
     python train.py supervised --dataset csv --data-path my.csv --target price
@@ -33,6 +33,7 @@ With --resume only --splits, --progress, --threads, --device, --compile and --da
 processes or as Ray Tune trials; every job loads the data and builds its estimator from config.json and
 saves its split file itself, so the results are those of the default in-process loop, bit for bit.
 """
+
 # This module parses the command line and dispatches: the options are svpg.supervised.config, the run
 # folder svpg.supervised.runfolder, the fits svpg.supervised.training and the table svpg.supervised.tables.
 from __future__ import annotations
@@ -45,14 +46,36 @@ from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, expli
 from svpg.grid import add_backend_arguments
 from svpg.runs import Writer
 from svpg.runtime import StopRequest
+
 # the names this module had before it was split into modules with one job each, still importable from here
-from svpg.supervised.config import (CLASSIFICATION_DEFAULTS, CLASSIFICATION_EPOCHS, LARGE_REGRESSION_DEFAULTS,  # noqa: F401
-                                    MID_REGRESSION_DEFAULTS, REGRESSION_DEFAULTS, REGRESSION_METHOD_DEFAULTS,
-                                    VARIATIONAL_SAMPLES, SupervisedConfig, make_estimator, posterior_options_for, resolve,
-                                    split_data, split_seed)
+from svpg.supervised.config import (  # noqa: F401
+    CLASSIFICATION_DEFAULTS,
+    CLASSIFICATION_EPOCHS,
+    LARGE_REGRESSION_DEFAULTS,
+    MID_REGRESSION_DEFAULTS,
+    REGRESSION_DEFAULTS,
+    REGRESSION_METHOD_DEFAULTS,
+    VARIATIONAL_SAMPLES,
+    SupervisedConfig,
+    make_estimator,
+    posterior_options_for,
+    resolve,
+    split_data,
+    split_seed,
+)
 from svpg.supervised.models import METHODS
-from svpg.supervised.runfolder import (BUILT, RESUME_OPTIONS, RUN_FOLDERS, TABLE_FILE, load_config,  # noqa: F401
-                                       new_run, read_finished, resumed_run, split_file, write_report)
+from svpg.supervised.runfolder import (  # noqa: F401
+    BUILT,
+    RESUME_OPTIONS,
+    RUN_FOLDERS,
+    TABLE_FILE,
+    load_config,
+    new_run,
+    read_finished,
+    resumed_run,
+    split_file,
+    write_report,
+)
 from svpg.supervised.tables import format_table, method_label  # noqa: F401
 from svpg.supervised.training import fit_split, fit_split_job, train, train_on_workers  # noqa: F401
 
@@ -62,9 +85,13 @@ RESUME_HINT = RUN_FOLDERS.resume_hint
 
 def build_parser() -> Parser:
     parser = Parser(prog="train.py supervised", description=__doc__, listed={"methods": METHODS})
-    parser.add_argument("--resume", metavar="RUN_DIR", default=None,
-                        help="continue the run in RUN_DIR: run its splits that have no result yet (with --splits: extend it); "
-                             "only --splits, --progress, --threads, --device, --compile and --data-dir may be given")
+    parser.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        default=None,
+        help="continue the run in RUN_DIR: run its splits that have no result yet (with --splits: extend it); "
+        "only --splits, --progress, --threads, --device, --compile and --data-dir may be given",
+    )
     add_backend_arguments(parser, "(split, method) fits", shared="the run folder and the data")
     add_dataclass_arguments(parser, SupervisedConfig)
     return parser
@@ -80,14 +107,20 @@ def main(argv: list[str] | None = None) -> int:
     with StopRequest(immediate=True) as stop, contextlib.ExitStack() as held:
         try:
             writer = held.enter_context(Writer(args.resume))  # one writer per run folder, before a resumed one is read
-            run = (resumed_run(args.resume, explicit_options(parser, argv), vars(args)) if args.resume
-                   else new_run(dataclass_from_args(SupervisedConfig, args)))
+            run = (
+                resumed_run(args.resume, explicit_options(parser, argv), vars(args))
+                if args.resume
+                else new_run(dataclass_from_args(SupervisedConfig, args))
+            )
             writer.hold(run.run_dir)
             todo = run.todo()
             print(f"{run.data}\nrun folder: {run.run_dir}\nsettings: {run.settings}", flush=True)
             if args.resume:
-                print(f"resuming: {run.count()} finished; "
-                      + (f"running the other {len(todo)}" if todo else "nothing to do (rewriting results.md)"), flush=True)
+                print(
+                    f"resuming: {run.count()} finished; "
+                    + (f"running the other {len(todo)}" if todo else "nothing to do (rewriting results.md)"),
+                    flush=True,
+                )
             if args.backend:
                 train_on_workers(run, args.backend, args.jobs, args.gpus_per_job)
             else:
@@ -106,8 +139,10 @@ def main(argv: list[str] | None = None) -> int:
                 print("interrupted before the run started", file=sys.stderr)
             else:  # counted from the split files: exact even if the signal came while one was being written
                 saved = read_finished(run.run_dir, run.methods)
-                print(f"interrupted: {run.count(saved)} finished and saved; continue with: {RESUME_HINT} {run.run_dir}",
-                      file=sys.stderr)
+                print(
+                    f"interrupted: {run.count(saved)} finished and saved; continue with: {RESUME_HINT} {run.run_dir}",
+                    file=sys.stderr,
+                )
             return stop.exit_status or 130
     print("\n" + table)
     print(f"written to {run.run_dir / TABLE_FILE}")

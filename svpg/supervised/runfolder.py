@@ -9,6 +9,7 @@
 The unit of work is one method on one split; its split file is written atomically once it has
 finished, so a (method, split) either has a result or is fitted again from epoch 1.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -40,16 +41,21 @@ RUN_FOLDERS = RunFolders("train.py supervised", SupervisedConfig, RESUME_OPTIONS
 def prepare(cfg: SupervisedConfig) -> tuple[Dataset, dict]:
     """The data and the resolved settings, with everything checked before a file is written."""
     cfg.validate()
-    data = load_dataset(cfg.dataset, cfg.data_path or None, cfg.target or None, data_dir=cfg.data_dir or None,
-                        progress=cfg.progress)
+    data = load_dataset(
+        cfg.dataset, cfg.data_path or None, cfg.target or None, data_dir=cfg.data_dir or None, progress=cfg.progress
+    )
     settings = resolve(cfg, data)
     if cfg.protocol == "standard":
         standard_splits(data.name)  # raises for a data set without them
         if len(data.y) != STANDARD_SPLIT_ROWS[data.name]:
-            raise ValueError(f"{data.name} has {len(data.y)} rows, but its standard splits index "
-                             f"{STANDARD_SPLIT_ROWS[data.name]}; use --protocol random")
+            raise ValueError(
+                f"{data.name} has {len(data.y)} rows, but its standard splits index "
+                f"{STANDARD_SPLIT_ROWS[data.name]}; use --protocol random"
+            )
         if settings["splits"] > UCI_SETS[data.name].splits:
-            raise ValueError(f"--splits {settings['splits']}: {data.name} has {UCI_SETS[data.name].splits} standard splits")
+            raise ValueError(
+                f"--splits {settings['splits']}: {data.name} has {UCI_SETS[data.name].splits} standard splits"
+            )
     elif data.y_test is None:
         train_test_split(len(data.y), 0, cfg.test_fraction, cfg.seed)  # raises if the set is too small for it
     for method in cfg.methods():
@@ -65,7 +71,9 @@ def built(data: Dataset, settings: dict) -> dict:
         if a is not None:
             digest.update(np.ascontiguousarray(a).tobytes())
     resolved = {k: v for k, v in settings.items() if k != "splits"}  # --resume may change the number of splits
-    return json.loads(json.dumps({"resolved": resolved, "data": {"description": repr(data), "sha256": digest.hexdigest()}}))
+    return json.loads(
+        json.dumps({"resolved": resolved, "data": {"description": repr(data), "sha256": digest.hexdigest()}})
+    )
 
 
 def split_file(run_dir: Path, method: str, k: int) -> Path:
@@ -80,8 +88,10 @@ def read_finished(run_dir: Path, methods: list[str]) -> dict[str, dict[int, dict
             continue
         row = read_json_object(path, "split result")
         if row.get("split") != int(match["split"]):
-            raise ValueError(f"{path} does not hold the row of split {int(match['split'])}; "
-                             f"delete it and --resume to run that split again")
+            raise ValueError(
+                f"{path} does not hold the row of split {int(match['split'])}; "
+                f"delete it and --resume to run that split again"
+            )
         finished[match["method"]][row["split"]] = row
     return finished
 
@@ -114,8 +124,10 @@ class SupervisedRun:
         return f"{done} of {n} splits" if m == 1 else f"{done} of {m * n} fits ({m} methods × {n} splits)"
 
     def save_results(self) -> None:
-        write_json(self.run_dir / RESULTS_FILE, {"dataset": self.data.name, "task": self.data.task,
-                                                 "settings": self.settings, "results": self.rows()})
+        write_json(
+            self.run_dir / RESULTS_FILE,
+            {"dataset": self.data.name, "task": self.data.task, "settings": self.settings, "results": self.rows()},
+        )
 
 
 def new_run(cfg: SupervisedConfig) -> SupervisedRun:
@@ -138,13 +150,21 @@ def resumed_run(run_dir: Path, typed: set[str], values: dict) -> SupervisedRun:
     cfg, recorded = RUN_FOLDERS.resume(run_dir, typed, values)
     data, settings = prepare(cfg)
     made = built(data, settings)
-    RUN_FOLDERS.check_built(run_dir, recorded, made, lambda changed: ("data set" if "data" in changed else "resolved settings")
-                            + " differ from what its options give now")
+    RUN_FOLDERS.check_built(
+        run_dir,
+        recorded,
+        made,
+        lambda changed: (
+            ("data set" if "data" in changed else "resolved settings") + " differ from what its options give now"
+        ),
+    )
     finished = read_finished(run_dir, cfg.methods())
     needed = 1 + max((k for rows in finished.values() for k in rows), default=-1)
     if needed > settings["splits"]:
-        raise ValueError(f"--splits {settings['splits']} is fewer than the {needed} splits {run_dir} has (partly) finished; "
-                         f"pass --splits {needed} or more (finished results are never deleted)")
+        raise ValueError(
+            f"--splits {settings['splits']} is fewer than the {needed} splits {run_dir} has (partly) finished; "
+            f"pass --splits {needed} or more (finished results are never deleted)"
+        )
     RUN_FOLDERS.continue_in(run_dir, cfg, made)  # a later --resume continues with these --splits
     return SupervisedRun(cfg, data, settings, run_dir, finished)
 
@@ -155,8 +175,10 @@ def write_report(run: SupervisedRun) -> str:
     data, settings = run.data, run.settings
     kind = "run(s) on the official test set" if data.y_test is not None else f"{run.cfg.protocol} 90/10 splits"
     epochs = ", ".join(f"{n} ({m})" for m, n in settings["epochs"].items())
-    title = (f"{data.name}: {settings['splits']} {kind}, M = {settings['num_particles']}, "
-             f"hidden {','.join(map(str, settings['hidden']))}, epochs {epochs}")
+    title = (
+        f"{data.name}: {settings['splits']} {kind}, M = {settings['num_particles']}, "
+        f"hidden {','.join(map(str, settings['hidden']))}, epochs {epochs}"
+    )
     rows = run.rows()
     table = format_table(rows, data.task, run.cfg, title)
     atomic_write(run.run_dir / TABLE_FILE, lambda tmp: Path(tmp).write_text(table))
@@ -165,8 +187,10 @@ def write_report(run: SupervisedRun) -> str:
     logger = TensorBoardLogger(summary)
     for method, method_rows in rows.items():
         for row in method_rows:
-            logger.log({f"{method}/test/{key}": row[key] for key in ("rmse", "test_ll", "error", "nll", "ece") if key in row},
-                       row["split"])
+            logger.log(
+                {f"{method}/test/{key}": row[key] for key in ("rmse", "test_ll", "error", "nll", "ece") if key in row},
+                row["split"],
+            )
     logger.text("results", table)
     logger.close()
     return table

@@ -1,4 +1,5 @@
 """The Markdown results table of a supervised run (``results.md``)."""
+
 from __future__ import annotations
 
 import numpy as np

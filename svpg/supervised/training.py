@@ -1,5 +1,6 @@
 """Fitting the (split, method) pairs of a supervised run folder: in this process, or as jobs of
 :mod:`svpg.grid` on local processes or Ray (``--backend``)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,8 +15,7 @@ from svpg.allocator import keep_freed_memory
 from svpg.grid import gpus_per_job
 from svpg.runs import TensorBoardLogger, write_json
 from svpg.supervised.config import make_estimator, split_data, split_seed
-from svpg.supervised.runfolder import (MODELS_DIR, RUN_FOLDERS, SupervisedRun, built, prepare, read_finished,
-                                       split_file)
+from svpg.supervised.runfolder import MODELS_DIR, RUN_FOLDERS, SupervisedRun, built, prepare, read_finished, split_file
 
 
 def fit_split(run: SupervisedRun, method: str, k: int, progress: bool) -> dict:
@@ -39,6 +39,7 @@ def fit_split(run: SupervisedRun, method: str, k: int, progress: bool) -> dict:
     logger = TensorBoardLogger(curves) if k == 0 or classification else None  # regression: split 0's curves only
     callback = None
     if logger is not None:
+
         def callback(epoch: int, scalars: dict) -> None:
             logger.log({key: v for key, v in scalars.items() if key != "epoch"}, epoch)
 
@@ -51,9 +52,16 @@ def fit_split(run: SupervisedRun, method: str, k: int, progress: bool) -> dict:
         if logger is not None:
             logger.close()
     seconds = time.perf_counter() - t0
-    row = {"split": k, "seed": seed, "n_train": len(y_tr), "n_test": len(y_te), **model.evaluate(x_te, y_te),
-           "best_epoch": model.best_epoch_, "seconds": seconds,
-           "seconds_per_epoch": float(np.mean([h["epoch_seconds"] for h in model.history_]))}
+    row = {
+        "split": k,
+        "seed": seed,
+        "n_train": len(y_tr),
+        "n_test": len(y_te),
+        **model.evaluate(x_te, y_te),
+        "best_epoch": model.best_epoch_,
+        "seconds": seconds,
+        "seconds_per_epoch": float(np.mean([h["epoch_seconds"] for h in model.history_])),
+    }
     if cfg.save_models:
         model.save(model_file)  # before the row: a saved row implies its model file
     write_json(split_file(run.run_dir, method, k), row)
@@ -83,8 +91,11 @@ def _show(bar: tqdm, run: SupervisedRun, method: str, row: dict | None) -> None:
         bar.set_postfix(method=method, error=f"{row['error']:.4f}", ece=f"{row['ece']:.4f}")
     else:
         done = run.finished[method].values()
-        bar.set_postfix(method=method, rmse=f"{np.mean([r['rmse'] for r in done]):.3f}",
-                        ll=f"{np.mean([r['test_ll'] for r in done]):.3f}")
+        bar.set_postfix(
+            method=method,
+            rmse=f"{np.mean([r['rmse'] for r in done]):.3f}",
+            ll=f"{np.mean([r['test_ll'] for r in done]):.3f}",
+        )
 
 
 def fit_split_job(job: dict, report=None) -> dict:
@@ -103,8 +114,10 @@ def fit_split_job(job: dict, report=None) -> dict:
             cfg = dataclasses.replace(cfg, dataset=str(Path(job["cwd"]) / cfg.dataset))
         data, settings = prepare(cfg)
         if built(data, settings)["data"] != recorded["data"]:
-            raise ValueError(f"the data set {data.name!r} this job loaded differs from the one {run_dir} was started "
-                             f"with (a Ray node needs the same data files)")
+            raise ValueError(
+                f"the data set {data.name!r} this job loaded differs from the one {run_dir} was started "
+                f"with (a Ray node needs the same data files)"
+            )
         fit_split(SupervisedRun(cfg, data, settings, run_dir, {}), method, k, progress=False)
     return {"seconds": time.perf_counter() - start}
 
@@ -125,8 +138,16 @@ def train_on_workers(run: SupervisedRun, backend: str, workers: int, gpus: float
         return run.todo()
 
     try:
-        RUN_FOLDERS.run_units("svpg.supervised.training:fit_split_job", run.run_dir,
-                              [{"method": m, "split": k} for k, m in todo], backend=backend, workers=workers,
-                              gpus=gpus_per_job(gpus, run.cfg.device), on_done=done, left=left, what="(split, method)")
+        RUN_FOLDERS.run_units(
+            "svpg.supervised.training:fit_split_job",
+            run.run_dir,
+            [{"method": m, "split": k} for k, m in todo],
+            backend=backend,
+            workers=workers,
+            gpus=gpus_per_job(gpus, run.cfg.device),
+            on_done=done,
+            left=left,
+            what="(split, method)",
+        )
     finally:
         bar.close()
