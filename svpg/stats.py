@@ -96,7 +96,7 @@ def convention(unit: str, n: int | Sequence | None = None, paired: str | None = 
     """
     if n is not None and not isinstance(n, int):
         n = len(n)
-    text = f"{SPREAD} over {'' if n is None else f'{n} '}{unit}"
+    text = f"{SPREAD} over {'' if n is None else f'{n} '}{unit.rstrip('s') if n == 1 else unit}"
     if paired is not None:
         text += f"; paired difference to {paired} by {unit.rstrip('s')} with a {LEVEL * 100:g} % t-interval"
     return text

@@ -57,6 +57,7 @@ def test_cells_and_convention():
     assert format_difference(1, 2.0, math.nan, math.nan) == "+2.0 (n=1)" and format_difference(0, math.nan, 0, 0) == "–"
     assert convention("seeds", 5, "ppo") == "mean ± s.e. over 5 seeds; paired difference to ppo by seed with a 95 % t-interval"
     assert convention("splits", [0, 1, 2]) == "mean ± s.e. over 3 splits" and convention("runs") == "mean ± s.e. over runs"
+    assert convention("splits", 1) == "mean ± s.e. over 1 split"
 
 
 def test_mean_se_rows_matches_mean_se_per_column():
@@ -76,3 +77,19 @@ def test_markdown_table_keeps_cells_as_given_and_aligns():
     assert "-212.50 ± 3.00" in lines[2] and "007" in lines[3] and text.endswith("\n")
     with pytest.raises(ValueError, match="align"):
         markdown_table(["a", "b"], [], align="l")
+
+
+def test_supervised_table_by_hand():
+    from types import SimpleNamespace
+
+    from svpg.supervised.tables import format_table
+
+    rows = {"s2vgd": [{"rmse": 1.0, "test_ll": -1.0, "seconds": 2.0}, {"rmse": 2.0, "test_ll": -2.0, "seconds": 4.0},
+                      {"rmse": 6.0, "test_ll": -3.0, "seconds": 3.0}],
+            "map": [{"rmse": 5.0, "test_ll": -4.0, "seconds": 1.0}]}
+    text = format_table(rows, "regression", SimpleNamespace(householder=2), "boston")
+    assert text.startswith("**boston**\n\n(mean ± s.e. over splits; ")  # unequal split counts: no count in the header
+    cells = {r[0]: r for r in ([c.strip() for c in line.strip("|").split("|")] for line in text.splitlines() if line.startswith("|"))}
+    # rmse (1, 2, 6): mean 3, s.e. √(7/3) = 1.528; test_ll (−1, −2, −3): s.e. 1/√3 = 0.577
+    assert cells["s2vgd (K=2)"] == ["s2vgd (K=2)", "3.000 ± 1.528", "-2.000 ± 0.577", "3", "3.00"]
+    assert cells["map (M=1)"] == ["map (M=1)", "5.000", "-4.000", "1", "1.00"]
