@@ -149,7 +149,7 @@ def main() -> None:
 def compare_cells(parser, args) -> None:
     """Steps/s and seconds per iteration of ablation cells on the task's preset, in alternating blocks."""
     from svpg.rl.ablation import parse_cells
-    from svpg.rl.config import TASKS as PRESETS, load_preset
+    from svpg.rl.config import PRESETS, load_preset
 
     if args.task not in PRESETS:
         parser.error(f"--cells needs a task with a preset ({', '.join(PRESETS)}), not {args.task!r}")
