@@ -1,9 +1,9 @@
 """Reproduce the S²VGD paper's RL comparison (§5.4, Figure 4) on one task, resumably.
 
-    python -m svpg.rl.experiments --task swingup --seeds 5
-    python -m svpg.rl.experiments --task pendulum --seeds 5 --jobs 2 --out runs/repro-pendulum
+    python -m svpg.rl.experiments --task swingup --num-seeds 5
+    python -m svpg.rl.experiments --task pendulum --num-seeds 5 --jobs 2 --out runs/repro-pendulum
     python -m svpg.rl.experiments --task swingup --alpha 1 --anneal-lr true   # any train.py option overrides the preset
-    python -m svpg.rl.experiments --task pendulum --seeds 5 --backend ray      # Ray Tune trials (RAY_ADDRESS: a cluster)
+    python -m svpg.rl.experiments --task pendulum --num-seeds 5 --backend ray      # Ray Tune trials (RAY_ADDRESS: a cluster)
 
 Runs {s2vgd, svgd, svgd-star, independent} × {reinforce, a2c} × seeds with the task's paper preset,
 one run folder each under ``--out`` (``<method>__<estimator>__seed<s>``). The seeds of each (method,
@@ -316,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
 
     p = Parser(prog="python -m svpg.rl.experiments", description=__doc__)
     p.add_argument("--task", choices=PRESETS, required=True)
-    p.add_argument("--seeds", type=int, default=5, help="seeds 0 … N−1 of every (method, estimator) (default: 5)")
+    p.add_argument("--num-seeds", deprecated=("--seeds",), dest="seeds", type=int, default=5,
+                   help="seeds 0 … N−1 of every (method, estimator) (default: 5)")
     p.add_argument("--methods", default=",".join(POLICY_METHODS))
     p.add_argument("--estimators", default=",".join(ESTIMATORS))
     add_backend_arguments(p, "seed batches", shared="--out", default="local")
@@ -330,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = [m for m in methods if m not in POLICY_METHODS] + [e for e in estimators if e not in ESTIMATORS]
     if bad or args.seeds < 1:
         print(f"{p.prog}: error: unknown method/estimator {bad} (choose from {', '.join(POLICY_METHODS)} and "
-              f"{', '.join(ESTIMATORS)}), or --seeds below 1", file=sys.stderr)
+              f"{', '.join(ESTIMATORS)}), or --num-seeds below 1", file=sys.stderr)
         return 2
     out = Path(args.out or f"runs/repro-{args.task}")
     overrides = typed_overrides(p, argv, args, OWN_OPTIONS)
