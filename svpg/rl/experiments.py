@@ -172,9 +172,9 @@ def write_table(summary: dict, path: Path, task: str, wall: float | None) -> str
     text = "\n".join([
         f"# {task}: final and peak returns",
         "",
-        f"Final returns: {convention('seeds', seeds[0] if len(seeds) == 1 else None)}. *max* = max over particles of each",
-        "particle's average episode return (the SVPG paper's metric); *mean* = mean over particles. *peak* = the best",
-        "iteration of the seed-averaged curve.",
+        f"Final returns: {convention('seeds', seeds[0] if len(seeds) == 1 else None)}; *peak* = the best iteration of the",
+        "seed-averaged curve. *max* = max over particles of each particle's average episode return (the SVPG paper's",
+        "metric); *mean* = mean over particles.",
         "",
     ]) + "\n" + markdown_table(["method", "estimator", "seeds", "iterations", "final mean", "final max", "peak mean",
                                 "peak max"], rows, align="llrrrrrr")
