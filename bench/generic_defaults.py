@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Candidate defaults for environments svpg has no preset for, trained on tuning seeds, in parallel.
 
-    python bench/generic_defaults.py --env-id Pendulum-v1 --steps 200000 --seeds 100-104 --jobs 16 --out tune.csv
+    python bench/generic_defaults.py --env-id Pendulum-v1 --total-steps 200000 --seeds 100-104 --jobs 16 --out tune.csv
     python bench/generic_defaults.py --candidates base,m8,gamma95 --env-id Pendulum-v1 --seeds 100-104
 
 Each candidate is a set of ``svpg.SVPG`` options (``CANDIDATES``, on top of ``BASE``; ``defaults`` is
@@ -14,13 +14,13 @@ already there are skipped). Prints mean ± s.e. per candidate.
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
+from svpg.cli import Parser
 from svpg.stats import cell, convention, markdown_table, parse_range_list
 
 BASE = dict(estimator="ppo", num_particles=4, samples_per_particle=2048, hidden=(64, 64), lr=3e-4, anneal_lr=False,
@@ -91,9 +91,9 @@ def run_sb3(env_id: str, seed: int, steps: int, t0: float) -> dict:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(prog="python bench/generic_defaults.py", description=__doc__)
     p.add_argument("--env-id", default="Pendulum-v1")
-    p.add_argument("--steps", type=int, default=200_000)
+    p.add_argument("--total-steps", deprecated=("--steps",), dest="steps", type=int, default=200_000)
     p.add_argument("--seeds", default="100-104", help="tuning seeds, e.g. 100-104")
     p.add_argument("--candidates", default=",".join(CANDIDATES), help="names of CANDIDATES, defaults, sb3-ppo")
     p.add_argument("--jobs", type=int, default=os.cpu_count())
