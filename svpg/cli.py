@@ -63,6 +63,14 @@ class Parser(argparse.ArgumentParser):
         _add_aliases(super().add_argument, action, tuple(deprecated), self.options)
         return action
 
+    def option_name(self, dest: str) -> str:
+        """The option's current name for a destination (``"seeds"`` → ``"--num-seeds"`` after a rename), for messages
+        that name options by their destination; ``--dest-name`` when no option has that destination."""
+        for action in self.options:
+            if action.dest == dest and action.option_strings and not isinstance(action, _DeprecatedAlias):
+                return max(action.option_strings, key=len)
+        return "--" + dest.replace("_", "-")
+
     def add_argument_group(self, *args, **kwargs):
         """An argument group whose options are recorded here and take ``deprecated=`` too."""
         group = super().add_argument_group(*args, **kwargs)

@@ -157,6 +157,7 @@ def test_an_old_option_name_works_with_a_one_line_note(capsys):
     assert vars(p.parse_args([])) == {"episodes": 20, "quiet": False, "seeds": 1, "progress": True}  # one default each
     assert capsys.readouterr().err == ""
     assert "--seeds SEEDS" in p.format_help() and "deprecated name of --num-seeds" in p.format_help()
+    assert (p.option_name("seeds"), p.option_name("quiet"), p.option_name("no_such")) == ("--num-seeds", "--quiet", "--no-such")
     with pytest.raises(SystemExit):
         p.parse_args(["--seeds", "x"])  # the old name checks its value as the new one does
     assert "argument --seeds: invalid int value: 'x'" in capsys.readouterr().err
