@@ -12,7 +12,6 @@ table). Not a test: timings depend on the machine and its load.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import sys
@@ -24,17 +23,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from svpg.bandits import make_agent, make_problem, play  # noqa: E402
+from svpg.cli import Parser  # noqa: E402
 from svpg.runtime import DEFAULT_THREADS  # noqa: E402
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(prog="python bench/bandit_showdown.py", description=__doc__)
     p.add_argument("--problem", default="covertype", help="statlog | covertype | financial | adult")
     p.add_argument("--data-dir", default="", help="data root (see svpg.datafiles)")
-    p.add_argument("--agents", "--method", default="s2vgd",
+    p.add_argument("--agents", deprecated=("--method",), default="s2vgd",
                    help="comma-separated agent names (s2vgd, svgd, neural-greedy, bbb, vmg, kflow-diag, kflow-linear, badam, …)")
     p.add_argument("--rounds", type=int, default=50_000)
-    p.add_argument("--particles", type=int, default=20)
+    p.add_argument("--num-particles", deprecated=("--particles",), dest="particles", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=DEFAULT_THREADS)
     p.add_argument("--train-every", type=int, default=50)

@@ -10,7 +10,6 @@ are merged and paired by seed as ``python -m svpg.bandits.compare`` does.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
@@ -19,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from svpg.bandits.compare import load_runs  # noqa: E402
-from svpg.stats import mean_se, paired_difference  # noqa: E402
+from svpg.stats import cell, convention, format_difference, markdown_table, paired_difference  # noqa: E402
 
 # Huang et al. 2020 (arXiv:1906.04282), Table 4: normalised cumulative regret, mean ± s.e. over 3 seeds
 KFLOW = {
@@ -56,37 +55,28 @@ def table(run_dirs: list[str], reference: str = "s2vgd") -> str:
     agents = sorted({a for a, _ in runs}, key=lambda a: ORDER.index(a) if a in ORDER else len(ORDER))
     seeds = sorted({s for _, s in runs})
     ref = {s: runs[(reference, s)]["normalised_regret"] for s in seeds if (reference, s) in runs}
-    lines = [f"| agent | seeds | normalised regret (uniform = 100) | reward / optimal | minus S²VGD: mean [95 % CI] "
-             f"| s per run | Huang et al. T4 (regret) | Salas et al. T1 (reward / optimal) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    header = ["agent", "seeds", "normalised regret (uniform = 100)", "reward / optimal",
+              "minus S²VGD: mean [95 % CI]", "s per run", "Huang et al. T4 (regret)", "Salas et al. T1 (reward / optimal)"]
+    rows = []
     used_k, used_b = set(), set()
     for agent in agents:
         own = {s: runs[(agent, s)] for s in seeds if (agent, s) in runs}
         reg = {s: v["normalised_regret"] for s, v in own.items()}
-        m, se = mean_se(reg.values())
-        rm, rse = mean_se([v["reward_ratio"] for v in own.values()])
         secs = float(np.median([v["seconds"] for v in own.values()]))
-        if agent == reference or not ref:
-            diff = ""
-        else:
-            n, d, lo, hi = paired_difference(reg, ref)
-            diff = f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]" if math.isfinite(lo) else f"{d:+.2f}"
+        diff = "" if agent == reference or not ref else format_difference(*paired_difference(reg, ref), digits=2)
         k, b = OURS.get(agent, (None, None))
         used_k.add(k), used_b.add(b)
         kval = f"{KFLOW[problem][k]} ({k})" if k else ""
         bval = f"{BADAM[problem][b]} ({b})" if b else ""
-        se_text = f" ± {se:.2f}" if math.isfinite(se) else ""
-        rse_text = f" ± {rse:.3f}" if math.isfinite(rse) else ""
         name = f"**{agent}**" if agent == reference else agent
-        lines.append(f"| {name} | {len(own)} | {m:.2f}{se_text} | {rm:.3f}{rse_text} | {diff} | {secs:.0f} | {kval} | {bval} |")
-    for k in KFLOW[problem]:
-        if k not in used_k:
-            lines.append(f"| *{k} (not here)* | | | | | | {KFLOW[problem][k]} | |")
-    for b in BADAM[problem]:
-        if b not in used_b:
-            lines.append(f"| *{b} (not here)* | | | | | | | {BADAM[problem][b]} |")
+        rows.append([name, len(own), cell(reg.values(), 2), cell([v["reward_ratio"] for v in own.values()], 3), diff,
+                     f"{secs:.0f}", kval, bval])
+    rows += [[f"*{k} (not here)*", "", "", "", "", "", KFLOW[problem][k], ""] for k in KFLOW[problem] if k not in used_k]
+    rows += [[f"*{b} (not here)*", "", "", "", "", "", "", BADAM[problem][b]] for b in BADAM[problem] if b not in used_b]
     head = f"**{problem}**, {config['rounds']} rounds, seeds {seeds[0]}–{seeds[-1]}" if seeds else problem
-    return head + "\n\n" + "\n".join(lines) + "\n"
+    note = (f"{convention('seeds', seeds, paired=reference)}; the papers' columns as printed there "
+            "(Huang et al.: mean ± s.e. over 3 seeds; Salas et al.: mean ± s.e. over 10 runs)")
+    return head + f"\n\n({note})\n\n" + markdown_table(header, rows)
 
 
 def main() -> int:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Candidate defaults for environments svpg has no preset for, trained on tuning seeds, in parallel.
 
-    python bench/generic_defaults.py --env-id Pendulum-v1 --steps 200000 --seeds 100-104 --jobs 16 --out tune.csv
+    python bench/generic_defaults.py --env-id Pendulum-v1 --total-steps 200000 --seeds 100-104 --jobs 16 --out tune.csv
     python bench/generic_defaults.py --candidates base,m8,gamma95 --env-id Pendulum-v1 --seeds 100-104
 
 Each candidate is a set of ``svpg.SVPG`` options (``CANDIDATES``, on top of ``BASE``; ``defaults`` is
@@ -14,12 +14,14 @@ already there are skipped). Prints mean ± s.e. per candidate.
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
+
+from svpg.cli import Parser
+from svpg.stats import cell, convention, markdown_table, parse_range_list
 
 BASE = dict(estimator="ppo", num_particles=4, samples_per_particle=2048, hidden=(64, 64), lr=3e-4, anneal_lr=False,
             normalize_obs=True, normalize_reward=True, method="s2vgd", prior="flat", alpha=1.0, ppo_epochs=10,
@@ -88,18 +90,10 @@ def run_sb3(env_id: str, seed: int, steps: int, t0: float) -> dict:
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
-def parse_seeds(text: str) -> list[int]:
-    out = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out += list(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(prog="python bench/generic_defaults.py", description=__doc__)
     p.add_argument("--env-id", default="Pendulum-v1")
-    p.add_argument("--steps", type=int, default=200_000)
+    p.add_argument("--total-steps", deprecated=("--steps",), dest="steps", type=int, default=200_000)
     p.add_argument("--seeds", default="100-104", help="tuning seeds, e.g. 100-104")
     p.add_argument("--candidates", default=",".join(CANDIDATES), help="names of CANDIDATES, defaults, sb3-ppo")
     p.add_argument("--jobs", type=int, default=os.cpu_count())
@@ -109,7 +103,7 @@ def main() -> None:
     done = set()
     if out.exists():
         done = {(r["env_id"], r["candidate"], int(r["seed"])) for r in csv.DictReader(open(out))}
-    todo = [(args.env_id, c, s) for c in args.candidates.split(",") for s in parse_seeds(args.seeds)
+    todo = [(args.env_id, c, s) for c in args.candidates.split(",") for s in parse_range_list(args.seeds)
             if (args.env_id, c, s) not in done]
     with ProcessPoolExecutor(args.jobs) as pool:
         futures = [pool.submit(run, env, c, s, args.steps) for env, c, s in todo]
@@ -126,8 +120,10 @@ def main() -> None:
 
     table = pd.read_csv(out)
     table = table[table.env_id == args.env_id]
-    summary = table.groupby("candidate")[["best_particle", "mean_particles", "top_particle", "seconds"]].agg(["mean", "sem"])
-    print(summary.round(1).sort_values(("best_particle", "mean"), ascending=False).to_string())
+    columns = ["best_particle", "mean_particles", "top_particle", "seconds"]
+    groups = sorted(table.groupby("candidate"), key=lambda kv: -kv[1].best_particle.mean())
+    print(f"\n({convention('seeds')})\n")
+    print(markdown_table(["candidate", "seeds", *columns], [[name, len(g), *(cell(g[c]) for c in columns)] for name, g in groups]))
 
 
 if __name__ == "__main__":

@@ -35,7 +35,6 @@ what FILE holds, so an interrupted grid continues where it stopped.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import time
@@ -43,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from svpg.cli import Parser
 from svpg.core.svgd import OPTIMIZERS
 from svpg.core.variational import BBB_PRIOR_GRID
 from svpg.seeding import int_seed
@@ -152,12 +152,13 @@ def _setting(row: dict) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(prog="python bench/supervised_validation.py", description=__doc__)
     parser.add_argument("--dataset", default="boston")
     parser.add_argument("--data-dir", default="", help="folder of the public data files (see train.py supervised --help)")
     parser.add_argument("--method", default="s2vgd", choices=tuple(METHODS))
     parser.add_argument("--protocol", default="full", choices=("full", "checkpoint"))
-    parser.add_argument("--splits", type=int, default=5, help="use the validation rows of splits 0..N-1")
+    parser.add_argument("--num-splits", deprecated=("--splits",), dest="splits", type=int, default=5,
+                        help="use the validation rows of splits 0..N-1")
     parser.add_argument("--epochs", type=int, default=0, help="0: the method's default on the data set")
     parser.add_argument("--lr", type=float, default=0.0, help="0: the method's default on the data set")
     parser.add_argument("--lr-schedule", default="auto", choices=("auto", "constant", "cosine"))

@@ -16,12 +16,13 @@ SB3 is not run.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 import time
 
 import torch
+
+from svpg.cli import Parser
 
 #: the network, prior and critic the throughput tables are measured with (the S²VGD paper's; the
 #: package's generic defaults differ: docs/rl.md); the command line's --estimator and sizes go on top
@@ -99,10 +100,11 @@ def sb3_a2c_steps_per_second(env_id: str, steps: int) -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(prog="python bench/throughput.py", description=__doc__)
     p.add_argument("--task", choices=sorted(TASKS), default="cartpole")
-    p.add_argument("--particles", type=int, default=16)
-    p.add_argument("--samples", type=int, default=5000, help="samples per particle per iteration")
+    p.add_argument("--num-particles", deprecated=("--particles",), dest="particles", type=int, default=16)
+    p.add_argument("--samples-per-particle", deprecated=("--samples",), dest="samples", type=int, default=5000,
+                   help="samples per particle per iteration")
     p.add_argument("--householder", type=int, default=1)
     p.add_argument("--estimator", default="reinforce")
     p.add_argument("--iterations", type=int, default=5, help="timed iterations per block")
@@ -149,7 +151,7 @@ def main() -> None:
 def compare_cells(parser, args) -> None:
     """Steps/s and seconds per iteration of ablation cells on the task's preset, in alternating blocks."""
     from svpg.rl.ablation import parse_cells
-    from svpg.rl.config import TASKS as PRESETS, load_preset
+    from svpg.rl.config import PRESETS, load_preset
 
     if args.task not in PRESETS:
         parser.error(f"--cells needs a task with a preset ({', '.join(PRESETS)}), not {args.task!r}")

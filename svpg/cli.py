@@ -1,17 +1,50 @@
-"""Command-line parsers generated from config dataclasses (so ``--help`` documents every field)."""
+"""Command-line parsers generated from config dataclasses (so ``--help`` documents every field), and the one
+mechanism for renamed options: ``add_argument("--new", deprecated=("--old",), …)`` keeps ``--old`` working with
+a one-line note on stderr."""
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import typing
+
+
+class _DeprecatedAlias(argparse.Action):
+    """An old name of an option: does what the option does, after a one-line note naming the new name."""
+
+    def __init__(self, option_strings, dest, canonical: str, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.canonical = canonical
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{parser.prog}: note: {option_string} is deprecated, use {self.canonical} (same meaning)", file=sys.stderr)
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
+
+
+def _add_aliases(add, action: argparse.Action, deprecated: tuple[str, ...], registry: list) -> None:
+    """Old names of ``action`` added by ``add`` (same destination, type and choices; no default of their own)."""
+    if deprecated and not action.option_strings:
+        raise ValueError(f"{action.dest}: a positional argument has no option name to deprecate")
+    for old in deprecated:
+        canonical = max(action.option_strings, key=len)
+        registry.append(add(
+            old, action=_DeprecatedAlias, canonical=canonical, dest=action.dest, nargs=action.nargs, const=action.const,
+            type=action.type, choices=action.choices, metavar=action.metavar, default=argparse.SUPPRESS,
+            help=f"deprecated name of {canonical}"))
 
 
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line (plus a pointer to ``--help``), not a usage dump,
     whose description keeps its line breaks (module docstrings with examples), and whose epilog can
-    list named choices: ``Parser(prog=…, listed={"methods": {"s2vgd": "…", …}})``."""
+    list named choices: ``Parser(prog=…, listed={"methods": {"s2vgd": "…", …}})``.
+
+    It records every option added to it or to its argument groups (:attr:`options`, read by
+    :func:`explicit_options`), and ``add_argument`` takes ``deprecated=("--old-name", …)``: old names that keep
+    working with a one-line note on stderr."""
 
     def __init__(self, *args, listed: dict[str, dict[str, str]] | None = None, **kwargs):
+        #: every argparse Action added, aliases included, in order (set before argparse adds --help)
+        self.options: list[argparse.Action] = []
         kwargs.setdefault("usage", "%(prog)s [options]")
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         if listed:
@@ -23,6 +56,34 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def add_argument(self, *args, deprecated: tuple[str, ...] = (), **kwargs):
+        action = super().add_argument(*args, **kwargs)
+        self.options.append(action)
+        _add_aliases(super().add_argument, action, tuple(deprecated), self.options)
+        return action
+
+    def option_name(self, dest: str) -> str:
+        """The option's current name for a destination (``"seeds"`` → ``"--num-seeds"`` after a rename), for messages
+        that name options by their destination; ``--dest-name`` when no option has that destination."""
+        for action in self.options:
+            if action.dest == dest and action.option_strings and not isinstance(action, _DeprecatedAlias):
+                return max(action.option_strings, key=len)
+        return "--" + dest.replace("_", "-")
+
+    def add_argument_group(self, *args, **kwargs):
+        """An argument group whose options are recorded here and take ``deprecated=`` too."""
+        group = super().add_argument_group(*args, **kwargs)
+        add, options = group.add_argument, self.options
+
+        def add_argument(*names, deprecated: tuple[str, ...] = (), **kw):
+            action = add(*names, **kw)
+            options.append(action)
+            _add_aliases(add, action, tuple(deprecated), options)
+            return action
+
+        group.add_argument = add_argument  # type: ignore[method-assign]
+        return group
 
 
 def option(default, help: str, **kw):
@@ -73,9 +134,18 @@ def _float_tuple(text: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers such as 1,1,0.1, got {text!r}") from None
 
 
-def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = ()) -> None:
-    """One ``--field-name`` option per dataclass field, with its default and help text."""
+def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = (),
+                            renamed: dict[str, str] | None = None) -> None:
+    """One ``--field-name`` option per dataclass field, with its default and help text.
+
+    :param renamed: field → its option's name where that is not ``--field-name`` (e.g. ``{"seeds": "--num-seeds"}``);
+        ``--field-name`` then keeps working as a deprecated name (``parser`` must be a :class:`Parser` or one of its
+        groups). The destination stays the field's name."""
     hints = typing.get_type_hints(cls)
+    renamed = renamed or {}
+    unknown = sorted(set(renamed) - {f.name for f in dataclasses.fields(cls)})
+    if unknown:
+        raise ValueError(f"renamed: {unknown} are not fields of {cls.__name__}")
     for f in dataclasses.fields(cls):
         if f.name in skip:
             continue
@@ -98,7 +168,11 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[st
             kwargs["type"] = hint
         if "choices" in f.metadata:
             kwargs["choices"] = f.metadata["choices"]
-        parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, **kwargs)
+        flag = "--" + f.name.replace("_", "-")
+        if f.name in renamed:
+            parser.add_argument(renamed[f.name], dest=f.name, deprecated=(flag,), **kwargs)
+        else:
+            parser.add_argument(flag, dest=f.name, **kwargs)
 
 
 def json_text(value) -> str:
@@ -157,10 +231,12 @@ def dataclass_from_dict(cls, data: dict, source: str):
     return cls(**{k: _typed(k, hints[k], v, source) for k, v in data.items()})
 
 
-def explicit_options(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]:
-    """Destinations the user actually typed (so a preset can fill in the rest)."""
+def explicit_options(parser: Parser, argv: list[str]) -> set[str]:
+    """Destinations the user actually typed (so a preset can fill in the rest), under any of their names."""
+    if not isinstance(parser, Parser):
+        raise TypeError(f"explicit_options needs a svpg.cli.Parser (it records its options), got {type(parser).__name__}")
     probe = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
-    for action in parser._actions:
+    for action in parser.options:
         if not action.option_strings or action.dest == "help":
             continue
         if action.nargs == 0:  # flags (store_true and the like)

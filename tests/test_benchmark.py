@@ -27,6 +27,27 @@ def run(tmp_path, *extra):
                            "--svpg-options", SVPG_TINY, "--out", str(tmp_path), *extra])
 
 
+def table_rows(text: str) -> dict[str, list[str]]:
+    """The cells of every Markdown table row, by its first cell (the header rows included)."""
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines() if line.startswith("|")]
+    return {r[0]: r for r in rows}
+
+
+def test_table_reports_mean_se_and_paired_t_intervals(tmp_path):
+    """results.md by hand: s2vgd finals (−200, −210, −190) against PPO's (−220, −215, −230) on seeds 0-2."""
+    results = [{"task": "Pendulum-v1", "agent": agent, "seed": s, "env_steps": 1600, "final": final[s],
+                "final_particle_mean": final[s] - 10, "wall_s": 60.0}
+               for agent, final in (("s2vgd", (-200.0, -210.0, -190.0)), ("ppo", (-220.0, -215.0, -230.0)))
+               for s in range(3)]
+    text = benchmark.write_table(results, tmp_path / "results.md")
+    assert (tmp_path / "results.md").read_text() == text
+    assert "mean ± s.e. over seeds; paired difference to PPO by seed with a 95 % t-interval" in text.replace("Mean", "mean")
+    table = table_rows(text)
+    # s2vgd: mean −200, sd 10, s.e. 10/√3 = 5.77; d = (20, 5, 40): mean 21.67, sd 17.56, t(2) 4.3027 · 17.56/√3 = 43.62
+    assert table["s2vgd"][3:6] == ["-200.0 ± 5.8", "-210.0 ± 5.8", "+21.7 [-22.0, +65.3] (n=3)"]
+    assert table["ppo"][3:6] == ["-221.7 ± 4.4", "–", "–"] and table["ppo"][6] == "1.00 ± 0.00"
+
+
 def read_csv(path):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
@@ -65,11 +86,10 @@ def test_equal_steps_table_curves_and_skip_when_finished(tmp_path, tiny_ppo, cap
     results = read_csv(tmp_path / "results.csv")
     assert {(r["agent"], r["seed"]) for r in results} == {(a, s) for a in benchmark.AGENTS for s in ("0", "1")}
     assert {int(r["env_steps"]) for r in results} == {BUDGET}  # svpg counts all particles' steps
-    table = (tmp_path / "results.md").read_text()
+    table = table_rows((tmp_path / "results.md").read_text())
     for agent in benchmark.AGENTS:
-        assert f"| {agent} | 2 | 1,600 |" in table
-    svgd_row = next(line for line in table.splitlines() if line.startswith("| svgd "))
-    assert "(n=2)" in svgd_row  # a paired difference to PPO over both seeds
+        assert table[agent][1:3] == ["2", "1,600"]
+    assert "(n=2)" in table["svgd"][5]  # a paired difference to PPO over both seeds
     curves = read_csv(tmp_path / "curves.csv")
     assert {r["agent"] for r in curves} == set(benchmark.AGENTS)
     assert max(int(r["total_steps"]) for r in curves) == BUDGET

@@ -144,3 +144,62 @@ def test_obs_scale_from_the_command_line_and_the_double_pendulum_preset(tmp_path
     bad = run("train.py", "--preset", "double-pendulum", "--obs-scale", "1,0.1", "--iterations", "1", "--log-dir", str(tmp_path), check=False)
     assert bad.returncode == 2 and "--obs-scale needs 6" in bad.stderr and "Traceback" not in bad.stderr
     assert out.returncode == 0
+
+
+# -- svpg.cli: renamed options and what the user typed ----------------------------------------------
+def _alias_parser():
+    import dataclasses
+
+    from svpg.cli import Parser, add_dataclass_arguments, option
+
+    @dataclasses.dataclass
+    class Options:
+        seeds: int = option(1, "how many seeds")
+        progress: bool = option(True, "show a progress bar")
+
+    p = Parser(prog="tool")
+    p.add_argument("--eval-episodes", deprecated=("--episodes",), dest="episodes", type=int, default=20)
+    p.add_argument("--quiet", deprecated=("--silent",), action="store_true")
+    add_dataclass_arguments(p.add_argument_group("options"), Options, renamed={"seeds": "--num-seeds"})
+    return p
+
+
+def test_an_old_option_name_works_with_a_one_line_note(capsys):
+    from svpg.cli import explicit_options
+
+    p = _alias_parser()
+    argv = ["--episodes", "3", "--silent", "--seeds", "7"]
+    assert vars(p.parse_args(argv)) == {"episodes": 3, "quiet": True, "seeds": 7, "progress": True}
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"tool: note: --{old} is deprecated, use --{new} (same meaning)"
+                   for old, new in (("episodes", "eval-episodes"), ("silent", "quiet"), ("seeds", "num-seeds"))]
+    assert explicit_options(p, argv) == {"episodes", "quiet", "seeds"}  # typed, under either name
+    assert explicit_options(p, ["--num-seeds", "2", "--progress", "false"]) == {"seeds", "progress"}
+    assert vars(p.parse_args([])) == {"episodes": 20, "quiet": False, "seeds": 1, "progress": True}  # one default each
+    assert capsys.readouterr().err == ""
+    assert "--seeds SEEDS" in p.format_help() and "deprecated name of --num-seeds" in p.format_help()
+    assert (p.option_name("seeds"), p.option_name("quiet"), p.option_name("no_such")) == ("--num-seeds", "--quiet", "--no-such")
+    with pytest.raises(SystemExit):
+        p.parse_args(["--seeds", "x"])  # the old name checks its value as the new one does
+    assert "argument --seeds: invalid int value: 'x'" in capsys.readouterr().err
+
+
+def test_renaming_an_unknown_field_is_refused():
+    import argparse
+
+    from svpg.cli import Parser, add_dataclass_arguments, explicit_options
+    from svpg.rl.config import SVPGConfig
+
+    with pytest.raises(ValueError, match=r"renamed: \['nope'\] are not fields of SVPGConfig"):
+        add_dataclass_arguments(Parser(prog="x"), SVPGConfig, renamed={"nope": "--nope"})
+    with pytest.raises(TypeError, match="svpg.cli.Parser"):
+        explicit_options(argparse.ArgumentParser(), [])
+
+
+def test_experiments_harness_keeps_its_old_seed_count_option(capsys):
+    from svpg.rl import experiments
+
+    with pytest.raises(SystemExit):
+        experiments.main(["--help"])
+    out = capsys.readouterr().out
+    assert "--num-seeds SEEDS" in out and "deprecated name of --num-seeds" in out

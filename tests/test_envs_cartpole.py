@@ -66,8 +66,8 @@ def test_single_env_matches_gymnasium(kind):
 
 
 def test_batched_matches_gymnasium_across_autoresets():
-    """64 envs in one batch vs 64 Gymnasium envs in lockstep, through many autoresets."""
-    n, steps = 64, 600
+    """16 envs in one batch vs 16 Gymnasium envs in lockstep, through many autoresets."""
+    n, steps = 16, 600
     rng = np.random.default_rng(1)
     port = CartPole(n, dtype=torch.float64, seed=3)
     obs = port.reset()

@@ -4,7 +4,7 @@ import json
 from svpg.rl import experiments as harness
 
 TINY = ["--iterations", "2", "--samples-per-particle", "500", "--num-particles", "2", "--alpha", "3",
-        "--methods", "s2vgd,independent", "--estimators", "reinforce", "--seeds", "1", "--jobs", "1"]
+        "--methods", "s2vgd,independent", "--estimators", "reinforce", "--num-seeds", "1", "--jobs", "1"]
 
 
 def test_harness_overrides_the_preset_writes_reports_and_skips_finished_runs(tmp_path, capsys):

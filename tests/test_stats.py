@@ -1,10 +1,11 @@
-"""svpg.stats: Student-t quantiles against tabulated values, paired intervals and standard errors by hand."""
+"""svpg.stats: Student-t quantiles against tabulated values, paired intervals and standard errors by hand, cells and tables."""
 import math
 import statistics
 
 import pytest
 
-from svpg.stats import mean_se, paired_difference, parse_range_list, t_quantile
+from svpg.stats import (cell, convention, format_difference, format_mean_se, markdown_table, mean_se, mean_se_rows,
+                        paired_difference, parse_range_list, t_quantile)
 
 T_975 = {1: 12.7062047, 2: 4.3026527, 4: 2.7764451, 9: 2.2621572, 19: 2.0930241, 29: 2.0452296}  # printed tables
 
@@ -37,3 +38,58 @@ def test_range_lists():
     for bad in ("5-1", "x", "", "1,1", "-3", "0-2,2"):
         with pytest.raises(ValueError, match="--splits"):
             parse_range_list(bad, "--splits")
+
+
+def test_paired_difference_interval_is_scipys_and_zero_width_for_equal_differences():
+    # d = (2, 2, 2): no spread, so the interval is the mean itself
+    assert paired_difference({0: 3.0, 1: 4.0, 2: 5.0}, {0: 1.0, 1: 2.0, 2: 3.0}) == (3, 2.0, 2.0, 2.0)
+    # 5 seeds, d = (1, 2, 3, 4, 10): mean 4, sd² = (9 + 4 + 1 + 0 + 36) / 4 = 12.5, half width t(4) · √(12.5 / 5)
+    a, b = {s: 10.0 + d for s, d in enumerate((1, 2, 3, 4, 10))}, {s: 10.0 for s in range(5)}
+    pairs, mean, lo, hi = paired_difference(a, b)
+    half = T_975[4] * math.sqrt(12.5 / 5)
+    assert (pairs, mean) == (5, 4.0) and (lo, hi) == pytest.approx((4 - half, 4 + half), abs=1e-6)
+
+
+def test_cells_and_convention():
+    assert cell([1.0, 2.0, 6.0], digits=2) == f"3.00 ± {math.sqrt(7 / 3):.2f}"
+    assert cell([5.0]) == "5.0" and cell([]) == "–" and format_mean_se(math.nan, 1.0) == "–"
+    assert format_difference(3, 8 / 3, -1.128, 6.461) == "+2.7 [-1.1, +6.5] (n=3)"
+    assert format_difference(1, 2.0, math.nan, math.nan) == "+2.0 (n=1)" and format_difference(0, math.nan, 0, 0) == "–"
+    assert convention("seeds", 5, "ppo") == "mean ± s.e. over 5 seeds; paired difference to ppo by seed with a 95 % t-interval"
+    assert convention("splits", [0, 1, 2]) == "mean ± s.e. over 3 splits" and convention("runs") == "mean ± s.e. over runs"
+    assert convention("splits", 1) == "mean ± s.e. over 1 split"
+
+
+def test_mean_se_rows_matches_mean_se_per_column():
+    import numpy as np
+
+    y = np.array([[1.0, 0.0], [2.0, 0.0], [6.0, 3.0]])  # 3 seeds × 2 iterations
+    mean, se = mean_se_rows(y)
+    assert mean.tolist() == pytest.approx([3.0, 1.0]) and se.tolist() == pytest.approx([mean_se(y[:, 0])[1], mean_se(y[:, 1])[1]])
+    assert mean_se_rows(y[:1])[1].tolist() == [0.0, 0.0]
+
+
+def test_markdown_table_keeps_cells_as_given_and_aligns():
+    text = markdown_table(["agent", "return"], [["s2vgd", "-212.50 ± 3.00"], ["ppo", "007"]])
+    lines = text.splitlines()
+    assert [c.strip() for c in lines[0].strip("|").split("|")] == ["agent", "return"]
+    assert lines[1].replace("-", "") == "|:|:|"  # first column left, the other right
+    assert "-212.50 ± 3.00" in lines[2] and "007" in lines[3] and text.endswith("\n")
+    with pytest.raises(ValueError, match="align"):
+        markdown_table(["a", "b"], [], align="l")
+
+
+def test_supervised_table_by_hand():
+    from types import SimpleNamespace
+
+    from svpg.supervised.tables import format_table
+
+    rows = {"s2vgd": [{"rmse": 1.0, "test_ll": -1.0, "seconds": 2.0}, {"rmse": 2.0, "test_ll": -2.0, "seconds": 4.0},
+                      {"rmse": 6.0, "test_ll": -3.0, "seconds": 3.0}],
+            "map": [{"rmse": 5.0, "test_ll": -4.0, "seconds": 1.0}]}
+    text = format_table(rows, "regression", SimpleNamespace(householder=2), "boston")
+    assert text.startswith("**boston**\n\n(mean ± s.e. over splits; ")  # unequal split counts: no count in the header
+    cells = {r[0]: r for r in ([c.strip() for c in line.strip("|").split("|")] for line in text.splitlines() if line.startswith("|"))}
+    # rmse (1, 2, 6): mean 3, s.e. √(7/3) = 1.528; test_ll (−1, −2, −3): s.e. 1/√3 = 0.577
+    assert cells["s2vgd (K=2)"] == ["s2vgd (K=2)", "3.000 ± 1.528", "-2.000 ± 0.577", "3", "3.00"]
+    assert cells["map (M=1)"] == ["map (M=1)", "5.000", "-4.000", "1", "1.00"]

@@ -74,7 +74,7 @@ def test_tiny_regression_reaches_low_rmse():
     w = rng.normal(size=4)
     x = rng.normal(size=(240, 4))
     y = 3 * (x @ w) + 0.5 * np.tanh(x[:, 0]) + 100 + rng.normal(0, 0.1, 240)  # target std ≈ 6
-    model = BayesianRegressor(method="s2vgd", num_particles=5, lr=1e-2, lr_schedule="cosine", epochs=300, batch_size=50, seed=1)
+    model = BayesianRegressor(method="s2vgd", num_particles=5, lr=3e-2, lr_schedule="cosine", epochs=100, batch_size=50, seed=1)
     model.fit(x[:200], y[:200])
     r = model.evaluate(x[200:], y[200:])
     assert r["rmse"] < 0.4, r  # 1/15 of the target std

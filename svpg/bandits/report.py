@@ -12,11 +12,12 @@ import numpy as np
 
 from svpg.bandits.results import BanditResults, markdown_table, per_seed_frame, summary_frame
 from svpg.io import atomic_write
+from svpg.stats import convention, mean_se_rows
 from svpg.runs import TensorBoardLogger
 
 CHART_LAYOUT = {
     "bandit": {
-        "cumulative regret (mean ± std over seeds)": ["Margin", ["regret/cumulative_mean", "regret/cumulative_lower", "regret/cumulative_upper"]],
+        "cumulative regret (mean ± s.e. over seeds)": ["Margin", ["regret/cumulative_mean", "regret/cumulative_lower", "regret/cumulative_upper"]],
         "cumulative regret, every seed": ["Multiline", ["regret/cumulative"]],
     }
 }
@@ -45,8 +46,8 @@ def curves_frame(results: BanditResults, points: int = 500):
 
 
 def plot_regret(results: BanditResults, path: str | Path, points: int = 500) -> Path:
-    """PNG of cumulative regret against rounds, mean ± std over seeds, one line per agent."""
-    title = f"{results.problem.get('name', 'bandit')}: cumulative regret (mean ± std over {len(results.seeds)} seed(s))"
+    """PNG of cumulative regret against rounds, mean ± standard error over seeds, one line per agent."""
+    title = f"{results.problem.get('name', 'bandit')}: cumulative regret ({convention('seeds', results.seeds)})"
     return plot_curves(curves_frame(results, points), path, title, agents=results.agents)
 
 
@@ -71,10 +72,9 @@ def plot_curves(curves, path: str | Path, title: str = "cumulative regret", agen
     for ax, names in zip(axes[0], panels):
         for agent in names:
             d = curves[curves["agent"] == agent].pivot(index="round", columns="seed", values="cumulative_regret")
-            mean = d.mean(1).to_numpy()
-            std = d.std(1, ddof=1).fillna(0).to_numpy() if d.shape[1] > 1 else np.zeros(len(d))
+            mean, se = mean_se_rows(d.to_numpy(), axis=1)
             ax.plot(d.index, mean, label=agent, lw=1.6, color=colors[agent])
-            ax.fill_between(d.index, mean - std, mean + std, color=colors[agent], alpha=0.18, lw=0)
+            ax.fill_between(d.index, mean - se, mean + se, color=colors[agent], alpha=0.18, lw=0)
         ax.set_xlabel("round")
         ax.set_ylabel("cumulative regret")
         ax.grid(alpha=0.3)
@@ -91,7 +91,7 @@ def plot_curves(curves, path: str | Path, title: str = "cumulative regret", agen
 
 
 def write_tensorboard_summary(results: BanditResults, run_dir: str | Path, points: int = 500) -> None:
-    """Per agent, a run ``<agent>/mean`` with the mean and mean ± std of cumulative regret over seeds.
+    """Per agent, a run ``<agent>/mean`` with the mean and mean ± standard error of cumulative regret over seeds.
 
     Earlier summaries in ``run_dir`` are replaced, not appended to (a resumed run writes it again).
     """
@@ -100,12 +100,10 @@ def write_tensorboard_summary(results: BanditResults, run_dir: str | Path, point
     for old in run_dir.glob("events.out.tfevents.*"):  # the custom-chart layout of an earlier summary
         old.unlink()
     for agent in results.agents:
-        curves = np.stack([r.cumulative_regret[idx - 1] for r in results.runs if r.agent == agent])
-        mean = curves.mean(0)
-        std = curves.std(0, ddof=1) if curves.shape[0] > 1 else np.zeros_like(mean)
+        mean, se = mean_se_rows(np.stack([r.cumulative_regret[idx - 1] for r in results.runs if r.agent == agent]))
         shutil.rmtree(run_dir / agent / "mean", ignore_errors=True)
         logger = TensorBoardLogger(run_dir / agent / "mean")
-        for t, m, s in zip(idx.tolist(), mean.tolist(), std.tolist()):
+        for t, m, s in zip(idx.tolist(), mean.tolist(), se.tolist()):
             for tag, v in (("regret/cumulative_mean", m), ("regret/cumulative_lower", m - s), ("regret/cumulative_upper", m + s)):
                 logger.writer.add_scalar(tag, v, t)
         logger.text("results", markdown_table(results))

@@ -6,11 +6,11 @@ Reported per agent and seed:
 
 * cumulative regret Σ_t [max_a E r(x_t, a) − r_t(a_t)] (realised rewards);
 * cumulative pseudo-regret Σ_t [max_a E r(x_t, a) − E r(x_t, a_t)];
-* normalised regret: 100 × the agent's cumulative regret / the uniform policy's on the same table,
-  then mean ± standard deviation over seeds (as the Kronecker-flow paper's Table 4);
+* normalised regret: 100 × the agent's cumulative regret / the uniform policy's on the same table
+  (as the Kronecker-flow paper's Table 4);
 * reward ratio Σ_t r_t(a_t) / Σ_t r_t(a*_t) (the normalisation of BADAM's Tables 1–2).
 
-This module depends on no other part of :mod:`svpg.bandits`: the protocol produces these results,
+The tables report mean ± standard error over seeds (:mod:`svpg.stats`). This module depends on no other part of :mod:`svpg.bandits`: the protocol produces these results,
 :mod:`svpg.bandits.report` and :mod:`svpg.bandits.runfolder` write and read them.
 """
 from __future__ import annotations
@@ -125,30 +125,24 @@ def summary_frame(results: BanditResults):
     return pd.DataFrame(rows)
 
 
-def _pm(mean: float, std: float, digits: int) -> str:
-    if not np.isfinite(mean):
-        return "–"
-    return f"{mean:.{digits}f} ± {std:.{digits}f}"
-
-
 def markdown_table(results: BanditResults) -> str:
-    """Final cumulative regret and normalised regret (uniform = 100) per agent, mean ± std over seeds."""
-    s = summary_frame(results)
+    """Final cumulative regret and normalised regret (uniform = 100) per agent, mean ± standard error over seeds."""
+    from svpg.stats import cell, convention
+    from svpg.stats import markdown_table as table
+
+    df = per_seed_frame(results)
     p = results.problem
-    lines = [
-        f"**{p.get('name', 'bandit')}** — {results.rounds} rounds, {len(results.seeds)} seed(s) "
-        f"({', '.join(map(str, results.seeds))}); mean ± std over seeds; normalised regret = 100 × regret / uniform's regret on the same table.",
-        "",
-        "| agent | cumulative regret | normalised regret (uniform = 100) | cumulative pseudo-regret | reward / optimal reward | seconds per run |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    best = s.loc[s.agent != "uniform", "cumulative_regret_mean"].min() if (s.agent != "uniform").any() else None
-    for _, row in s.iterrows():
-        name = f"**{row.agent}**" if best is not None and row.cumulative_regret_mean == best else row.agent
-        lines.append(
-            f"| {name} | {_pm(row.cumulative_regret_mean, row.cumulative_regret_std, 1)} | "
-            f"{_pm(row.normalised_regret_mean, row.normalised_regret_std, 2)} | "
-            f"{_pm(row.pseudo_regret_mean, row.pseudo_regret_std, 1)} | "
-            f"{_pm(row.reward_ratio_mean, row.reward_ratio_std, 3)} | {row.seconds_mean:.1f} |"
-        )
-    return "\n".join(lines) + "\n"
+    means = {agent: df.loc[df.agent == agent, "cumulative_regret"].mean() for agent in results.agents}
+    learners = [m for a, m in means.items() if a != "uniform"]
+    best = min(learners) if learners else None
+    rows = []
+    for agent in results.agents:
+        d = df[df.agent == agent]
+        rows.append([f"**{agent}**" if best is not None and means[agent] == best else agent,
+                     cell(d.cumulative_regret, 1), cell(d.normalised_regret, 2), cell(d.cumulative_pseudo_regret, 1),
+                     cell(d.reward_ratio, 3), f"{d.seconds.mean():.1f}"])
+    header = (f"**{p.get('name', 'bandit')}** — {results.rounds} rounds, {len(results.seeds)} seed(s) "
+              f"({', '.join(map(str, results.seeds))}); {convention('seeds', results.seeds)}; "
+              f"normalised regret = 100 × regret / uniform's regret on the same table.")
+    return header + "\n\n" + table(["agent", "cumulative regret", "normalised regret (uniform = 100)",
+                                     "cumulative pseudo-regret", "reward / optimal reward", "seconds per run"], rows)

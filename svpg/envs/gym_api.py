@@ -35,9 +35,10 @@ from .rllab_cartpole import CartPoleBalance, CartPoleSwingUp
 from .xp import SCALAR
 
 #: The fast-path tasks by the name a registration's ``kwargs={"task": name}`` gives.
-TASKS: dict[str, type[BatchedKernelEnv]] = {
+KERNEL_ENVS: dict[str, type[BatchedKernelEnv]] = {
     cls.__name__: cls for cls in (CartPole, CartPoleBalance, CartPoleSwingUp, DoublePendulum)
 }
+TASKS = KERNEL_ENVS  # the former name, kept for existing imports
 #: Gymnasium id -> task name.
 REGISTRATIONS = {
     "svpg/CartPole-v1": "CartPole",
@@ -53,7 +54,7 @@ def _torch_seed(np_random: np.random.Generator) -> int:
 
 def _task_class(task: str) -> type[BatchedKernelEnv]:
     try:
-        return TASKS[task]
+        return KERNEL_ENVS[task]
     except (KeyError, TypeError):
         raise ValueError(f"task must be one of {sorted(TASKS)}, got {task!r}") from None
 
@@ -209,6 +210,6 @@ def register_all() -> None:
             id=env_id,
             entry_point=f"{__name__}:KernelGymEnv",
             vector_entry_point=f"{__name__}:KernelVectorEnv",
-            max_episode_steps=TASKS[task].default_max_episode_steps,
+            max_episode_steps=KERNEL_ENVS[task].default_max_episode_steps,
             kwargs={"task": task},
         )

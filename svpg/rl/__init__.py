@@ -12,12 +12,12 @@ from __future__ import annotations
 from svpg.rl.algorithm import SVPG
 from svpg.rl.callbacks import (BaseCallback, CallbackList, CheckpointCallback, EvalCallback,
                                StopTrainingOnNoModelImprovement, StopTrainingOnRewardThreshold)
-from svpg.rl.config import ESTIMATORS, METHODS, TASKS, SVPGConfig, available_presets, load_preset
+from svpg.rl.config import ESTIMATORS, METHODS, POLICY_METHODS, PRESETS, TASKS, SVPGConfig, available_presets, load_preset
 from svpg.rl.policies import ParticlePolicy
 
 __all__ = ["SVPG", "SVPGConfig", "BaseCallback", "CallbackList", "CheckpointCallback", "EvalCallback",
            "StopTrainingOnRewardThreshold", "StopTrainingOnNoModelImprovement", "ParticlePolicy", "load",
-           "load_preset", "available_presets", "METHODS", "ESTIMATORS", "TASKS"]
+           "load_preset", "available_presets", "POLICY_METHODS", "ESTIMATORS", "PRESETS", "METHODS", "TASKS"]
 
 
 def load(path, device: str = "cpu", particle: int | None = None) -> ParticlePolicy:

@@ -55,7 +55,7 @@ from pathlib import Path
 from svpg.grid import add_backend_arguments
 from svpg.io import atomic_write
 from svpg.rl import experiments
-from svpg.rl.config import ESTIMATORS, METHODS, TASKS
+from svpg.rl.config import ESTIMATORS, POLICY_METHODS, PRESETS
 from svpg.rl.experiments import finished_iterations, job_label, run_folder, unfinished
 from svpg.stats import parse_range_list
 
@@ -75,7 +75,7 @@ def format_alpha(alpha: float) -> str:
     return str(int(alpha)) if float(alpha).is_integer() and abs(alpha) < 1e15 else repr(float(alpha))
 
 
-_METHOD = "|".join(re.escape(m) for m in sorted(METHODS, key=len, reverse=True))  # svgd-star before svgd
+_METHOD = "|".join(re.escape(m) for m in sorted(POLICY_METHODS, key=len, reverse=True))  # svgd-star before svgd
 _CELL = re.compile(rf"^(?P<method>{_METHOD})(?:-K(?P<k>\d+))?(?:-(?P<prior>{'|'.join(PRIOR_NAMES)}))?"
                    r"(?:-a(?P<alpha>[0-9][0-9.e+\-]*))?$")
 CELL_FORM = "<method>[-K<k>][-flat|-mvg][-a<alpha>], e.g. s2vgd-K2-mvg-a1000, svgd or svgd-star"
@@ -91,8 +91,8 @@ class Cell:
     alpha: float | None = None  # temperature α of eq. 18
 
     def __post_init__(self):
-        if self.method not in METHODS:
-            raise ValueError(f"unknown method {self.method!r} (choose from {', '.join(METHODS)})")
+        if self.method not in POLICY_METHODS:
+            raise ValueError(f"unknown method {self.method!r} (choose from {', '.join(POLICY_METHODS)})")
         if self.householder is not None and (self.method != "s2vgd" or self.householder < 0):
             raise ValueError(f"-K{self.householder}: K is a number ≥ 0 of Householder reflections, for s2vgd only")
         if self.prior is not None and self.prior not in PRIOR_NAMES:
@@ -244,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     from svpg.rl.config import load_preset
 
     p = Parser(prog="python -m svpg.rl.ablation", description=__doc__, allow_abbrev=False)
-    p.add_argument("--task", choices=TASKS, required=True)
+    p.add_argument("--task", choices=PRESETS, required=True)
     p.add_argument("--seeds", required=True, help="the seeds of every cell, as one seed batch per cell and estimator: "
                    "a range such as 100-104 (tuning) or 0-9 (report), or a list such as 0-4,7")
     p.add_argument("--cells", default=None, help=f"run exactly these comma-separated cells instead of the grid ({CELL_FORM})")

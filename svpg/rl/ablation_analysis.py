@@ -251,13 +251,8 @@ def write_report(result: dict, out: Path, task: str, cells: list[Cell], seeds: l
     _write_csv(out / "cells.csv", table)
     per_run = [{"cell": c, "estimator": e, "seed": s, **m} for (c, e), runs in result["per_run"].items() for s, m in runs.items()]
     _write_csv(out / "seeds.csv", per_run)
-    atomic_write(out / "curves.csv", lambda tmp: experiments.write_curves(result["rows"], Path(tmp)))
-
-    def plot(tmp):
-        with open(tmp, "wb") as f:  # a file object: matplotlib would read the format off the temporary's name
-            experiments.plot(result["summary"], f, task, labels=figure_labels(result, cells))
-
-    atomic_write(out / "curves.png", plot)
+    experiments.write_curves(result["rows"], out / "curves.csv")  # both write atomically
+    experiments.plot(result["summary"], out / "curves.png", task, labels=figure_labels(result, cells))
     shown = ", ".join(f"--{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in sorted(overrides.items()))
     iterations = sorted({r["iterations"] for r in table})
     lines = [

@@ -7,7 +7,7 @@
     python -m svpg.rl.benchmark --report-only --out runs/benchmark                     # rebuild the table and plots
 
 Each run is one (task, agent, seed): its own folder ``<out>/<task>/<agent>__seed<s>/``, trained for the
-task's budget of environment steps (:data:`TASKS`; for svpg all particles' steps count), then evaluated
+task's budget of environment steps (:data:`TASK_BUDGETS`; for svpg all particles' steps count), then evaluated
 deterministically on ``--eval-episodes`` fresh episodes. Agents:
 
 * ``s2vgd``, ``svgd``: :class:`svpg.SVPG` with the options of :data:`SVPG_OPTIONS` (``--svpg-options`` adds
@@ -39,14 +39,17 @@ import sys
 import time
 from pathlib import Path
 
-#: task → total environment steps of one run (for svpg all particles' steps count)
-TASKS = {
+from svpg.io import atomic_write
+
+#: task → its budget: the total environment steps of one run (for svpg all particles' steps count)
+TASK_BUDGETS = {
     "Pendulum-v1": 200_000,
     "InvertedDoublePendulum-v5": 1_000_000,
     "Hopper-v5": 1_000_000,
     "HalfCheetah-v5": 1_000_000,
     "MountainCarContinuous-v0": 500_000,  # hard exploration: the goal (return ≥ 90) is reached by exploring far right
 }
+TASKS = TASK_BUDGETS  # the former name, kept for existing imports
 MUJOCO_TASKS = ("InvertedDoublePendulum-v5", "Hopper-v5", "HalfCheetah-v5")
 SVPG_AGENTS = ("s2vgd", "svgd")
 SB3_AGENTS = ("ppo", "a2c")
@@ -196,12 +199,16 @@ def run_job(job: dict, report=None) -> dict:
         return json.loads((folder / RESULT).read_text())
     folder.mkdir(parents=True, exist_ok=True)
     if not (folder / JOB).exists():
-        (folder / JOB).write_text(json.dumps(job_record(job), indent=2) + "\n")
+        _write_json(folder / JOB, job_record(job))
     train = _train_svpg if job["agent"] in SVPG_AGENTS else _train_sb3
     result = train(job, folder)
     result.update(task=job["task"], agent=job["agent"], seed=job["seed"], eval_episodes=job["eval_episodes"])
-    (folder / RESULT).write_text(json.dumps(result, indent=2) + "\n")
+    _write_json(folder / RESULT, result)
     return result
+
+
+def _write_json(path: Path, data: dict) -> None:
+    atomic_write(path, lambda tmp: Path(tmp).write_text(json.dumps(data, indent=2) + "\n"))
 
 
 def job_record(job: dict) -> dict:
@@ -345,7 +352,7 @@ def _train_sb3_locked(job: dict, folder: Path) -> dict:
                 self.model.save(tmp / "model.zip")
                 if normalize is not None:
                     self.model.get_env().save(str(tmp / "vecnormalize.pkl"))
-                (tmp / "state.json").write_text(json.dumps({"total_steps": self.num_timesteps}))
+                (tmp / "state.json").write_text(json.dumps({"total_steps": self.num_timesteps}))  # tmp renamed whole
                 if ckpt.exists():  # replaced whole: a kill leaves either checkpoint complete
                     ckpt.rename(folder / "checkpoint.old")
                 tmp.rename(ckpt)
@@ -381,7 +388,7 @@ def plan(out, tasks: list[str], agents: list[str], seeds: list[int], total_steps
     for task in tasks:
         for agent in sorted(agents, key=lambda a: a not in SB3_AGENTS):
             for seed in seeds:
-                job = {"out": out, "task": task, "agent": agent, "seed": seed, "total_steps": total_steps or TASKS[task],
+                job = {"out": out, "task": task, "agent": agent, "seed": seed, "total_steps": total_steps or TASK_BUDGETS[task],
                        "eval_episodes": eval_episodes}
                 if agent in SVPG_AGENTS:
                     job["svpg_options"] = svpg_extra or {}
@@ -394,8 +401,8 @@ def check(jobs: list[dict]) -> None:
     svpg options or rl-zoo3 entries, and run folders made by a different command."""
     for job in jobs:
         task, agent = job["task"], job["agent"]
-        if task not in TASKS:
-            raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASKS)} (or all)")
+        if task not in TASK_BUDGETS:
+            raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASK_BUDGETS)} (or all)")
         if agent not in AGENTS:
             raise ValueError(f"unknown agent {agent!r}: choose from {', '.join(AGENTS)}")
         if task in MUJOCO_TASKS:
@@ -439,7 +446,7 @@ def run_grid(jobs: list[dict], backend: str | None, workers: int, prog: str, gpu
             print(f"{job['task']} {job['agent']} seed {job['seed']}: final {result['final']:.1f} after "
                   f"{result['env_steps']:,} steps, {result['wall_s']:.0f} s", flush=True)
 
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         if backend is None:
             for job in todo:
@@ -455,6 +462,8 @@ def run_grid(jobs: list[dict], backend: str | None, workers: int, prog: str, gpu
         print(f"{prog}: interrupted; every run keeps its last checkpoint, and the same command resumes the grid",
               file=sys.stderr)
         return e.code if isinstance(e, SystemExit) and isinstance(e.code, int) else 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return 0
 
 
@@ -465,7 +474,7 @@ def collect(out) -> tuple[list[dict], list[dict]]:
     (svpg: the best particle's training return; SB3: the mean training episode return) and
     return_mean (svpg: the mean over particles; SB3: the same as return)."""
     results, curves = [], []
-    for task in TASKS:
+    for task in TASK_BUDGETS:
         for folder in sorted((Path(out) / task).glob("*__seed*")):
             agent, _, seed = folder.name.rpartition("__seed")
             if agent not in AGENTS or not seed.isdigit():
@@ -480,60 +489,58 @@ def collect(out) -> tuple[list[dict], list[dict]]:
                 curves.append({"task": task, "agent": agent, "seed": int(seed), "total_steps": int(float(r["total_steps"])),
                                "return": best, "return_mean": mean})
     order = {a: i for i, a in enumerate(AGENTS)}
-    results.sort(key=lambda r: (list(TASKS).index(r["task"]), order[r["agent"]], r["seed"]))
+    results.sort(key=lambda r: (list(TASK_BUDGETS).index(r["task"]), order[r["agent"]], r["seed"]))
     return results, curves
 
 
-def _fmt(mean: float, se: float, digits: int = 1) -> str:
-    if not math.isfinite(mean):
-        return "–"
-    return f"{mean:.{digits}f}" + (f" ± {se:.{digits}f}" if math.isfinite(se) else "")
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def write_table(results: list[dict], path: Path) -> str:
     """``results.md``: one table per task (see the module docstring and docs/benchmarks.md)."""
-    from svpg.stats import mean_se, paired_difference
+    from svpg.stats import cell, convention, format_difference, markdown_table, paired_difference
 
     lines = ["# svpg against SB3 PPO and A2C at equal environment steps", "",
              "Final return: deterministic, on fresh episodes; svpg acts with the particle of the highest training return",
-             "in its last iteration. Mean ± s.e. over seeds; paired difference to PPO by seed with a 95 % t-interval.", ""]
-    for task in TASKS:
+             f"in its last iteration. {_sentence(convention('seeds', paired=REFERENCE.upper()))}.", ""]
+    for task in TASK_BUDGETS:
         rows = [r for r in results if r["task"] == task]
         if not rows:
             continue
         threshold = SOLVED.get(task)
-        lines += [f"## {task}", "",
-                  "| agent | seeds | env steps | final return | mean over particles | − PPO (95 % CI) | "
-                  + ("solved | " if threshold is not None else "") + "wall-clock per run (min) |",
-                  "|---|---:|---:|---:|---:|---:|" + ("---:|" if threshold is not None else "") + "---:|"]
         reference = {r["seed"]: r["final"] for r in rows if r["agent"] == REFERENCE}
+        table = []
         for agent in AGENTS:
             own = [r for r in rows if r["agent"] == agent]
             if not own:
                 continue
             final = {r["seed"]: r["final"] for r in own}
             steps = sorted({r["env_steps"] for r in own})
-            diff = "–"
-            if agent != REFERENCE and reference:
-                n, d, lo, hi = paired_difference(final, reference)
-                diff = f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}] (n={n})" if n >= 2 else (f"{d:+.1f} (n={n})" if n else "–")
-            particles = _fmt(*mean_se([r["final_particle_mean"] for r in own])) if agent in SVPG_AGENTS else "–"
-            solved = f"{sum(v >= threshold for v in final.values())}/{len(final)} | " if threshold is not None else ""
-            lines.append(f"| {agent} | {len(own)} | {'/'.join(f'{s:,}' for s in steps)} | {_fmt(*mean_se(final.values()))} | "
-                         f"{particles} | {diff} | {solved}{_fmt(*mean_se([r['wall_s'] / 60 for r in own]), digits=2)} |")
-        lines.append("")
+            diff = format_difference(*paired_difference(final, reference)) if agent != REFERENCE and reference else "–"
+            particles = cell([r["final_particle_mean"] for r in own]) if agent in SVPG_AGENTS else "–"
+            solved = [f"{sum(v >= threshold for v in final.values())}/{len(final)}"] if threshold is not None else []
+            table.append([agent, len(own), "/".join(f"{s:,}" for s in steps), cell(final.values()), particles, diff,
+                          *solved, cell([r["wall_s"] / 60 for r in own], digits=2)])
+        header = ["agent", "seeds", "env steps", "final return", "mean over particles", f"− {REFERENCE.upper()} (95 % CI)",
+                  *(["solved"] if threshold is not None else []), "wall-clock per run (min)"]
+        lines += [f"## {task}", "", markdown_table(header, table)]
     text = "\n".join(lines)
-    path.write_text(text)
+    atomic_write(path, lambda tmp: Path(tmp).write_text(text))
     return text
 
 
 def write_csv(rows: list[dict], path: Path) -> None:
     if not rows:
         return
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+
+    def write(tmp):
+        with open(tmp, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+
+    atomic_write(path, write)
 
 
 def plot(curves: list[dict], path: Path) -> None:
@@ -546,7 +553,9 @@ def plot(curves: list[dict], path: Path) -> None:
     import matplotlib.ticker
     import numpy as np
 
-    tasks = [t for t in TASKS if any(c["task"] == t for c in curves)]
+    from svpg.stats import mean_se_rows
+
+    tasks = [t for t in TASK_BUDGETS if any(c["task"] == t for c in curves)]
     fig, axes = plt.subplots(1, max(1, len(tasks)), figsize=(5 * max(1, len(tasks)), 4), squeeze=False)
     for ax, task in zip(axes[0], tasks):
         for agent in AGENTS:
@@ -560,8 +569,7 @@ def plot(curves: list[dict], path: Path) -> None:
             start = max(min(x for x, _ in v) for v in runs.values())
             grid = np.linspace(start, end, 50) if end > start else np.array([end])
             ys = np.array([np.interp(grid, *zip(*sorted(v))) for v in runs.values()])
-            mu = ys.mean(0)
-            se = ys.std(0, ddof=1) / np.sqrt(len(ys)) if len(ys) > 1 else np.zeros_like(mu)
+            mu, se = mean_se_rows(ys)
             label = f"svpg {agent} (best particle)" if agent in SVPG_AGENTS else f"SB3 {agent.upper()}"
             (line,) = ax.plot(grid, mu, label=f"{label}, {len(ys)} seeds", lw=1.5)
             ax.fill_between(grid, mu - se, mu + se, color=line.get_color(), alpha=0.2, lw=0)
@@ -571,8 +579,10 @@ def plot(curves: list[dict], path: Path) -> None:
         ax.set_ylabel("training return")
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    try:
+        atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
+    finally:
+        plt.close(fig)
 
 
 def report(out: Path) -> str | None:
@@ -601,7 +611,7 @@ def main(argv: list[str] | None = None) -> int:
     from svpg.stats import parse_range_list
 
     p = Parser(prog="python -m svpg.rl.benchmark", description=__doc__)
-    p.add_argument("--tasks", default="Pendulum-v1", help=f"comma-separated, or all: {', '.join(TASKS)} (default: Pendulum-v1)")
+    p.add_argument("--tasks", default="Pendulum-v1", help=f"comma-separated, or all: {', '.join(TASK_BUDGETS)} (default: Pendulum-v1)")
     p.add_argument("--agents", default="all", help=f"comma-separated, or all: {', '.join(AGENTS)} (default: all)")
     p.add_argument("--seeds", default="0-4", help="reported seeds (0-99), e.g. 0-4, or tuning seeds (100 and above), e.g. "
                                                   "100-104; never both at once (default: 0-4)")
@@ -618,7 +628,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = p.parse_args(argv)
     try:
-        tasks = _names(args.tasks, TASKS, "tasks")
+        tasks = _names(args.tasks, TASK_BUDGETS, "tasks")
         agents = _names(args.agents, AGENTS, "agents")
         seeds = parse_range_list(args.seeds, "--seeds")
         if min(seeds) < TUNING_SEEDS <= max(seeds):

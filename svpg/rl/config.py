@@ -15,13 +15,14 @@ from svpg.core.priors import PRIORS
 from svpg.core.svgd import OPTIMIZERS
 from svpg.runtime import DEFAULT_THREADS
 
-METHODS = {
-    # method: what it trains (shown by --help)
+#: the policy-training methods (``--method``): method → what it trains (shown by --help)
+POLICY_METHODS = {
     "s2vgd": "structural prior: W = P Λ1 C Λ2 Qᵀ with K Householder reflections per side, RBF kernel",
     "svgd": "plain dense layers (K = 0, Λ = I), RBF kernel",
     "svgd-star": "plain dense layers widened to the parameter count of s2vgd with K = 4 (the paper's SVGD*), RBF kernel",
     "independent": "plain dense layers, identity kernel: M independent policy-gradient learners",
 }
+METHODS = POLICY_METHODS  # the former name, kept for existing imports
 ESTIMATORS = ("reinforce", "a2c", "ppo")
 BASELINES = ("linear", "none")  # REINFORCE's
 #: Options that ``--resume`` may change: how long to train and how, not what is trained.
@@ -54,7 +55,7 @@ class SVPGConfig:
     env_id: str = _f("CartPole-v1", "Gymnasium environment id, also Gymnasium's module:Id form for your own package's envs "
                      "(svpg/* and CartPole-v1 run on the fast batched path)")
     env_kwargs: dict = option_factory(dict, "keyword arguments of gym.make for --env-id, as a JSON object, e.g. '{\"g\": 9.81}'")
-    method: str = _f("s2vgd", " | ".join(METHODS) + " (see the list below)", choices=tuple(METHODS))
+    method: str = _f("s2vgd", " | ".join(POLICY_METHODS) + " (see the list below)", choices=tuple(POLICY_METHODS))
     estimator: str = _f("ppo", "reinforce (standardised reward-to-go) | a2c (GAE with a critic per particle) | "
                         "ppo (a2c's advantages, PPO's clipped surrogate over several epochs of minibatches, each minibatch "
                         "one SVGD step)", choices=ESTIMATORS)
@@ -120,8 +121,8 @@ class SVPGConfig:
             except ValueError as e:
                 raise ValueError(f"{e} (argument {f.name})") from None
         problems = []
-        if self.method not in METHODS:
-            problems.append(f"--method {self.method!r}: choose from {', '.join(METHODS)}")
+        if self.method not in POLICY_METHODS:
+            problems.append(f"--method {self.method!r}: choose from {', '.join(POLICY_METHODS)}")
         if self.estimator not in ESTIMATORS:
             problems.append(f"--estimator {self.estimator!r}: choose from {', '.join(ESTIMATORS)}")
         for name in ("num_particles", "samples_per_particle", "num_seeds"):
@@ -233,8 +234,9 @@ class _Tasks(tuple):
         return tuple.__contains__(self, PRESET_ALIASES.get(name, name))
 
 
-#: the paper's RL tasks, one preset each (the reproduction harnesses run these)
-TASKS = _Tasks(available_presets())
+#: the names of the shipped presets, the paper's RL tasks (the reproduction harnesses' ``--task``)
+PRESETS = _Tasks(available_presets())
+TASKS = PRESETS  # the former name, kept for existing imports
 
 
 def load_preset(name_or_path: str) -> dict:

@@ -1,9 +1,9 @@
 """Reproduce the S²VGD paper's RL comparison (§5.4, Figure 4) on one task, resumably.
 
-    python -m svpg.rl.experiments --task swingup --seeds 5
-    python -m svpg.rl.experiments --task double-pendulum --seeds 5 --jobs 2 --out runs/repro-double-pendulum
+    python -m svpg.rl.experiments --task swingup --num-seeds 5
+    python -m svpg.rl.experiments --task double-pendulum --num-seeds 5 --jobs 2 --out runs/repro-double-pendulum
     python -m svpg.rl.experiments --task swingup --alpha 1 --anneal-lr true   # any train.py option overrides the preset
-    python -m svpg.rl.experiments --task double-pendulum --seeds 5 --backend ray      # Ray Tune trials (RAY_ADDRESS: a cluster)
+    python -m svpg.rl.experiments --task double-pendulum --num-seeds 5 --backend ray      # Ray Tune trials (RAY_ADDRESS: a cluster)
 
 Runs {s2vgd, svgd, svgd-star, independent} × {reinforce, a2c} × seeds with the task's paper preset,
 one run folder each under ``--out`` (``<method>__<estimator>__seed<s>``). The seeds of each (method,
@@ -14,8 +14,9 @@ runs. Finished runs are skipped and interrupted ones resume from their last chec
 the command continues where it stopped. Writes to ``--out``:
 
 * ``curves.csv``  per-iteration mean / max / min over particles of every run,
-* ``curves.png``  learning curves: mean over seeds (dark) ± std (light), as the paper's Figure 4,
-* ``results.md``  final and peak returns (mean-over-particles and max-over-particles).
+* ``curves.png``  learning curves: mean over seeds (dark) ± standard error (light), laid out as the paper's Figure 4,
+* ``results.md``  final and peak returns (mean-over-particles and max-over-particles), mean ± standard error
+  over seeds (:mod:`svpg.stats`).
 """
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ import time
 from pathlib import Path
 
 from svpg.grid import add_backend_arguments, gpus_per_job, run_jobs
-from svpg.rl.config import ESTIMATORS, METHODS, TASKS
+from svpg.io import atomic_write
+from svpg.rl.config import ESTIMATORS, POLICY_METHODS, PRESETS
 
 #: config fields the harness sets per run (not overridable)
 HARNESS_FIELDS = ("method", "estimator", "seed", "num_seeds", "log_dir", "run_name", "progress", "eval_episodes", "threads")
@@ -158,36 +160,39 @@ def summarise(rows: list[dict], label: str = "method") -> dict:
 
 
 def write_table(summary: dict, path: Path, task: str, wall: float | None) -> str:
-    lines = [
+    """``results.md``: final returns as mean ± standard error over seeds, peak returns of the seed-averaged curve."""
+    from svpg.stats import cell, convention, markdown_table
+
+    rows = []
+    for (method, estimator), s in sorted(summary.items(), key=lambda kv: (kv[0][1], list(POLICY_METHODS).index(kv[0][0]))):
+        mean, mx = s["mean"], s["max"]
+        rows.append([method, estimator, mean.shape[1], mean.shape[0], cell(mean[-1]), cell(mx[-1]),
+                     f"{mean.mean(1).max():.1f}", f"{mx.mean(1).max():.1f}"])
+    seeds = sorted({s["mean"].shape[1] for s in summary.values()})
+    text = "\n".join([
         f"# {task}: final and peak returns",
         "",
-        "Mean ± std over seeds. *max* = max over particles of each particle's average episode return (the SVPG",
-        "paper's metric); *mean* = mean over particles. *peak* = the best iteration of the seed-averaged curve.",
+        f"Final returns: {convention('seeds', seeds[0] if len(seeds) == 1 else None)}; *peak* = the best iteration of the",
+        "seed-averaged curve. *max* = max over particles of each particle's average episode return (the SVPG paper's",
+        "metric); *mean* = mean over particles.",
         "",
-        "| method | estimator | seeds | iterations | final mean | final max | peak mean | peak max |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for (method, estimator), s in sorted(summary.items(), key=lambda kv: (kv[0][1], list(METHODS).index(kv[0][0]))):
-        mean, mx = s["mean"], s["max"]
-        lines.append(
-            f"| {method} | {estimator} | {mean.shape[1]} | {mean.shape[0]} | "
-            f"{mean[-1].mean():.1f} ± {mean[-1].std():.1f} | {mx[-1].mean():.1f} ± {mx[-1].std():.1f} | "
-            f"{mean.mean(1).max():.1f} | {mx.mean(1).max():.1f} |"
-        )
+    ]) + "\n" + markdown_table(["method", "estimator", "seeds", "iterations", "final mean", "final max", "peak mean",
+                                "peak max"], rows, align="llrrrrrr")
     if wall is not None:
-        lines += ["", f"Wall-clock of this invocation: {wall / 60:.1f} min."]
-    text = "\n".join(lines) + "\n"
-    path.write_text(text)
+        text += f"\nWall-clock of this invocation: {wall / 60:.1f} min.\n"
+    atomic_write(path, lambda tmp: Path(tmp).write_text(text))
     return text
 
 
-def plot(summary: dict, path: Path, task: str, labels=tuple(METHODS)) -> None:
+def plot(summary: dict, path: Path, task: str, labels=tuple(POLICY_METHODS)) -> None:
     """Figure 4's layout: best particle (top) and mean over particles (bottom) per estimator, mean over
-    seeds ± std, one line per label (method or cell) in ``labels``' order."""
+    seeds ± standard error, one line per label (method or cell) in ``labels``' order."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from svpg.stats import mean_se_rows
 
     estimators = sorted({e for _, e in summary}, key=ESTIMATORS.index)
     fig, axes = plt.subplots(2, len(estimators), figsize=(6 * len(estimators), 8), squeeze=False)
@@ -199,16 +204,18 @@ def plot(summary: dict, path: Path, task: str, labels=tuple(METHODS)) -> None:
                     continue
                 y = summary[(name, est)][metric]
                 x = range(1, y.shape[0] + 1)
-                mu, sd = y.mean(1), y.std(1)
-                (line,) = ax.plot(x, mu, label=name, lw=1.5)
-                ax.fill_between(x, mu - sd, mu + sd, color=line.get_color(), alpha=0.2, lw=0)
-            ax.set_title(f"{task}, {est}: {metric} over particles")
+                mu, se = mean_se_rows(y, axis=1)
+                (line,) = ax.plot(x, mu, label=f"{name}, {y.shape[1]} seeds", lw=1.5)
+                ax.fill_between(x, mu - se, mu + se, color=line.get_color(), alpha=0.2, lw=0)
+            ax.set_title(f"{task}, {est}: {metric} over particles (mean ± s.e. over seeds)")
             ax.set_xlabel("iteration")
             ax.set_ylabel("average return")
             ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        atomic_write(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+    finally:
+        plt.close(fig)
 
 
 def add_training_options(parser, skip: tuple[str, ...] = HARNESS_FIELDS) -> None:
@@ -295,19 +302,23 @@ def _run_with_bar(prog, jobs, out, backend, workers, fn, devices, gpus) -> int:
 
 
 def write_curves(rows: list[dict], path: Path) -> None:
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    def write(tmp):
+        with open(tmp, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+
+    atomic_write(Path(path), write)
 
 
 def main(argv: list[str] | None = None) -> int:
     from svpg.cli import Parser
 
     p = Parser(prog="python -m svpg.rl.experiments", description=__doc__)
-    p.add_argument("--task", choices=TASKS, required=True)
-    p.add_argument("--seeds", type=int, default=5, help="seeds 0 … N−1 of every (method, estimator) (default: 5)")
-    p.add_argument("--methods", default=",".join(METHODS))
+    p.add_argument("--task", choices=PRESETS, required=True)
+    p.add_argument("--num-seeds", deprecated=("--seeds",), dest="seeds", type=int, default=5,
+                   help="seeds 0 … N−1 of every (method, estimator) (default: 5)")
+    p.add_argument("--methods", default=",".join(POLICY_METHODS))
     p.add_argument("--estimators", default=",".join(ESTIMATORS))
     add_backend_arguments(p, "seed batches", shared="--out", default="local")
     p.add_argument("--out", default=None, help="output folder (default: runs/repro-<task>)")
@@ -317,10 +328,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     methods = [m for m in args.methods.split(",") if m]
     estimators = [e for e in args.estimators.split(",") if e]
-    bad = [m for m in methods if m not in METHODS] + [e for e in estimators if e not in ESTIMATORS]
+    bad = [m for m in methods if m not in POLICY_METHODS] + [e for e in estimators if e not in ESTIMATORS]
     if bad or args.seeds < 1:
-        print(f"{p.prog}: error: unknown method/estimator {bad} (choose from {', '.join(METHODS)} and "
-              f"{', '.join(ESTIMATORS)}), or --seeds below 1", file=sys.stderr)
+        print(f"{p.prog}: error: unknown method/estimator {bad} (choose from {', '.join(POLICY_METHODS)} and "
+              f"{', '.join(ESTIMATORS)}), or --num-seeds below 1", file=sys.stderr)
         return 2
     out = Path(args.out or f"runs/repro-{args.task}")
     overrides = typed_overrides(p, argv, args, OWN_OPTIONS)
@@ -340,7 +351,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarise(rows)
     plot(summary, out / "curves.png", args.task)
     print(write_table(summary, out / "results.md", args.task, None if args.report_only else wall))
-    (out / "invocation.json").write_text(json.dumps({"argv": sys.argv, "wall_clock_s": wall}, indent=2))
+    atomic_write(out / "invocation.json",
+                 lambda tmp: Path(tmp).write_text(json.dumps({"argv": sys.argv, "wall_clock_s": wall}, indent=2)))
     print(f"wrote {out / 'curves.csv'}, {out / 'curves.png'}, {out / 'results.md'}")
     return 0
 

@@ -22,7 +22,7 @@ import sys
 
 from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, explicit_options
 from svpg.io import CheckpointError
-from svpg.rl.config import METHODS, SVPGConfig, available_presets, load_preset
+from svpg.rl.config import POLICY_METHODS, SVPGConfig, available_presets, load_preset
 from svpg.seeding import int_seed
 
 # Other front ends, dispatched on the first argument: name -> (module with main(argv) -> int, help).
@@ -47,7 +47,7 @@ def build_parser(prog: str = "train.py") -> Parser:
     parser = Parser(
         prog=prog,
         description=__doc__.replace("python train.py", train_cmd),
-        listed={"methods": METHODS, "other front ends": front_ends},
+        listed={"methods": POLICY_METHODS, "other front ends": front_ends},
     )
     parser.add_argument(
         "--preset",

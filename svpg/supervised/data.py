@@ -32,7 +32,9 @@ import numpy as np
 from svpg.datafiles import DataFile, fetch
 from svpg.seeding import numpy_rng
 
-TASKS = ("regression", "classification")
+#: what a data set asks for (``Dataset.task``)
+TASK_KINDS = ("regression", "classification")
+TASKS = TASK_KINDS  # the former name, kept for existing imports
 
 
 @dataclass(frozen=True)
@@ -180,8 +182,8 @@ def check_features(x, n_features: int | None = None, what: str = "X") -> np.ndar
 
 def check_xy(x, y, task: str = "regression") -> tuple[np.ndarray, np.ndarray]:
     """Validate a (features, targets) pair; targets are float (regression) or int labels (classification)."""
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASKS)}")
+    if task not in TASK_KINDS:
+        raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASK_KINDS)}")
     x = check_features(x)
     y_arr = np.asarray(y)
     if y_arr.ndim == 2 and y_arr.shape[1] == 1:

@@ -1,38 +1,34 @@
-"""The Markdown results table of a supervised run (``results.md``)."""
-
+"""The supervised front end's results table: every test metric as mean ± standard error over splits (:mod:`svpg.stats`)."""
 from __future__ import annotations
 
 import numpy as np
 
-from svpg.stats import mean_se
-from svpg.supervised.config import SupervisedConfig
+from svpg.stats import cell, convention, markdown_table
 
 
-def method_label(method: str, cfg: SupervisedConfig) -> str:
+def method_label(method: str, cfg) -> str:
+    """A method's name in tables: s2vgd with its K (``cfg.householder``), map with its single particle."""
     return {"s2vgd": f"s2vgd (K={cfg.householder})", "map": "map (M=1)"}.get(method, method)
 
 
-def format_table(results: dict[str, list[dict]], task: str, cfg: SupervisedConfig, title: str = "") -> str:
-    """Markdown table: mean ± standard error over splits of every metric, one row per method."""
+def format_table(results: dict[str, list[dict]], task: str, cfg, title: str = "") -> str:
+    """Markdown table: mean ± standard error over splits (runs, for classification) of every metric, one row per
+    method; ``results`` maps a method to its per-split result rows, ``cfg`` is the run's SupervisedConfig."""
     if task == "classification":
         cols = [("error", "test error (%)", 100.0, 2), ("nll", "test NLL", 1.0, 4), ("ece", "ECE", 1.0, 4)]
         time_col = ("seconds_per_epoch", "s / epoch (median)")
+        note = "ECE with 15 equal-width confidence bins"
     else:
         cols = [("rmse", "test RMSE", 1.0, 3), ("test_ll", "test log-likelihood", 1.0, 3)]
         time_col = ("seconds", "s / split (median)")
+        note = "log-likelihood in the target's original units"
     count = "runs" if task == "classification" else "splits"
-    head = ["method", *[c[1] for c in cols], count, time_col[1]]
-    lines = [f"**{title}**\n" if title else "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for method, rows in results.items():
-        cells = [method_label(method, cfg)]
-        for key, _, scale, digits in cols:
-            mean, se = mean_se([r[key] * scale for r in rows])
-            cells.append(f"{mean:.{digits}f} ± {se:.{digits}f}" if len(rows) > 1 else f"{mean:.{digits}f}")
-        cells.append(str(len(rows)))
-        cells.append(f"{np.median([r[time_col[0]] for r in rows]):.2f}")
-        lines.append("| " + " | ".join(cells) + " |")
-    if task == "regression":
-        note = "mean ± standard error over splits; log-likelihood in the target's original units"
-    else:
-        note = "mean ± standard error over runs; ECE with 15 equal-width confidence bins"
-    return "\n".join(line for line in lines if line) + f"\n\n({note})\n"
+    rows = []
+    for method, found in results.items():
+        rows.append([method_label(method, cfg), *[cell([r[key] * scale for r in found], digits) for key, _, scale, digits in cols],
+                     len(found), f"{np.median([r[time_col[0]] for r in found]):.2f}"])
+    sizes = {len(found) for found in results.values()}
+    spread = convention(count, sizes.pop() if len(sizes) == 1 else None)
+    head = f"**{title}**\n\n" if title else ""
+    return (head + f"({spread}; {note})\n\n"
+            + markdown_table(["method", *[c[1] for c in cols], count, time_col[1]], rows))

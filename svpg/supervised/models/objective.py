@@ -9,7 +9,7 @@ from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
 from svpg.core.probability import gamma_log_prob_of_log, gaussian_log_prob
 from svpg.supervised.data import (
-    TASKS,
+    TASK_KINDS,
 )
 
 
@@ -35,8 +35,8 @@ class Objective:
     """
 
     def __init__(self, task: str, spec: NetworkSpec):
-        if task not in TASKS:
-            raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASKS)}")
+        if task not in TASK_KINDS:
+            raise ValueError(f"unknown task {task!r}: choose from {', '.join(TASK_KINDS)}")
         self.task, self.spec = task, spec
         self.layout = ParticleLayout()
         self.net = ParticleMLP(self.layout, spec, "net")
