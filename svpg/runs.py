@@ -295,7 +295,7 @@ class RunLock:
     def held(self) -> bool:
         return self.file is not None
 
-    def acquire(self) -> "RunLock":
+    def acquire(self) -> RunLock:
         import fcntl
         import socket
         import sys
@@ -336,7 +336,7 @@ class RunLock:
                 self.file.close()
                 self.file = None
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         return self.acquire()
 
     def __exit__(self, *exc) -> None:

@@ -112,7 +112,7 @@ class BanditConfig:
     log_points: int = _f(500, "rounds at which curves are recorded (CSV, TensorBoard, PNG)")
     progress: bool = _f(True, "show a progress bar")
 
-    def validate(self) -> "BanditConfig":
+    def validate(self) -> BanditConfig:
         problems = []
         for name in ("rounds", "seeds", "num_particles", "train_every", "train_steps", "batch_size", "log_points", "threads"):
             if getattr(self, name) < 1:

@@ -173,7 +173,7 @@ class SVPGTrainer:
 
     # -- resume ------------------------------------------------------------------------------
     @classmethod
-    def resume(cls, run_dirs: str | Path | list, checkpoint: str | int | None = None, **overrides) -> "SVPGTrainer":
+    def resume(cls, run_dirs: str | Path | list, checkpoint: str | int | None = None, **overrides) -> SVPGTrainer:
         """Continue the run in ``run_dirs`` from its newest consistent checkpoint (or ``checkpoint``).
 
         :param run_dirs: a run folder, or several runs of one configuration that differ only in their
