@@ -11,7 +11,7 @@ import re
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -119,12 +119,19 @@ RAY_DIR = ".ray"  # Ray Tune's experiment state (for a restarted driver), inside
 DRIVER_OPTIONS = ("resume", "backend", "jobs", "gpus_per_job")
 
 
-def refuse_options(run_dir: Path, typed: set[str], allowed: tuple[str, ...], config_file: str = CONFIG_FILE) -> None:
+def refuse_options(run_dir: Path, typed: set[str], allowed: tuple[str, ...], config_file: str = CONFIG_FILE,
+                   option_names: dict[str, str] | None = None) -> None:
     """A one-line ValueError naming every option given on resume that it cannot change (every front end's
-    one check of what may change on resume)."""
-    refused = [f"--{k.replace('_', '-')}" for k in sorted(set(typed) - set(allowed))]
+    one check of what may change on resume).
+
+    :param option_names: field → its command-line name where that is not ``--field-name``."""
+
+    def name(k: str) -> str:
+        return (option_names or {}).get(k, "--" + k.replace("_", "-"))
+
+    refused = [name(k) for k in sorted(set(typed) - set(allowed))]
     if refused:
-        may = ", ".join("--" + k.replace("_", "-") for k in allowed)
+        may = ", ".join(name(k) for k in allowed)
         raise ValueError(
             f"{', '.join(refused)} cannot be given with --resume: options cannot change when resuming {run_dir}, "
             f"which continues with those in its {config_file} (it would be a different run; only {may} may change); "
@@ -132,9 +139,10 @@ def refuse_options(run_dir: Path, typed: set[str], allowed: tuple[str, ...], con
         )
 
 
-def refuse_on_resume(run_dir: Path, typed: set[str], allowed: tuple[str, ...], config_file: str = CONFIG_FILE) -> None:
+def refuse_on_resume(run_dir: Path, typed: set[str], allowed: tuple[str, ...], config_file: str = CONFIG_FILE,
+                     option_names: dict[str, str] | None = None) -> None:
     """:func:`refuse_options`, then a ValueError if ``run_dir`` is not a folder."""
-    refuse_options(run_dir, typed, allowed, config_file)
+    refuse_options(run_dir, typed, allowed, config_file, option_names)
     if not Path(run_dir).is_dir():
         raise ValueError(f"--resume {run_dir}: no such run folder")
 
@@ -154,12 +162,12 @@ def read_run_record(run_dir: Path, cls, built: tuple[str, ...], command: str, co
 
 
 def resumed_config(run_dir: Path, cls, typed: set[str], values: dict, allowed: tuple[str, ...], built: tuple[str, ...],
-                   command: str, config_file: str = CONFIG_FILE):
+                   command: str, config_file: str = CONFIG_FILE, option_names: dict[str, str] | None = None):
     """``--resume``'s run: refuse options it cannot change, read its config.json, apply the typed ones.
     Returns (the config with the typed ``values`` applied, what the recorded options built)."""
     import dataclasses
 
-    refuse_on_resume(run_dir, typed, allowed, config_file)
+    refuse_on_resume(run_dir, typed, allowed, config_file, option_names)
     config, recorded = read_run_record(run_dir, cls, built, command, config_file)
     return dataclasses.replace(config, **{k: values[k] for k in typed}), recorded
 
@@ -175,12 +183,15 @@ class RunFolders:
     run (again) from its start.
 
     :param resumable: the options ``--resume`` accepts (they leave finished units' results unchanged).
+    :param option_names: field → its command-line name where that is not ``--field-name`` (the ``renamed``
+        of :func:`svpg.cli.add_dataclass_arguments`).
     """
 
     command: str
     config_cls: type
     resumable: tuple[str, ...]
     built: tuple[str, ...] = ()
+    option_names: dict[str, str] = field(default_factory=dict)
 
     @property
     def resume_hint(self) -> str:
@@ -200,7 +211,7 @@ class RunFolders:
         recorded options built. The driver options (``--backend``, ``--jobs``, …) are always allowed."""
         typed = set(typed) - set(DRIVER_OPTIONS)
         return resumed_config(Path(run_dir), self.config_cls, typed, values, self.resumable, self.built,
-                              self.command, CONFIG_FILE)
+                              self.command, CONFIG_FILE, self.option_names)
 
     def check_built(self, run_dir: str | Path, recorded: dict, built: dict, what) -> None:
         """A ValueError if the options now build something else than when the run started;

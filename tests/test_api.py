@@ -263,7 +263,7 @@ def test_custom_env_module_id_and_kwargs_on_the_command_line(tmp_path, monkeypat
 
     config = json.loads((run / "config.json").read_text())
     assert config["env_id"] == "my_tasks:Tilted-v0" and config["env_kwargs"] == {"g": 3.0}
-    assert evaluate.main([str(run), "--episodes", "2"]) == 0
+    assert evaluate.main([str(run), "--eval-episodes", "2"]) == 0
     assert train.main(["--resume", str(run), "--iterations", "3", "--progress", "false"]) == 0
     assert "my_tasks:Tilted-v0" in capsys.readouterr().out
     with pytest.raises(SystemExit) as exit_:

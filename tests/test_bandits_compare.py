@@ -7,7 +7,7 @@ from svpg.bandits.cli import main as bandit_main
 
 
 def play(tmp_path, name, agents, *extra, seeds=2):
-    argv = ["--problem", "wheel", "--delta", "0.9", "--agents", agents, "--rounds", "120", "--seeds", str(seeds),
+    argv = ["--problem", "wheel", "--delta", "0.9", "--agents", agents, "--rounds", "120", "--num-seeds", str(seeds),
             "--log-dir", str(tmp_path), "--run-name", name, "--progress", "false", "--log-points", "10", *extra]
     assert bandit_main(argv) == 0
     return tmp_path / name

@@ -111,7 +111,7 @@ def test_save_results_writes_csv_markdown_png_and_tensorboard(tmp_path):
 
 
 def test_cli_end_to_end(tmp_path, capsys):
-    code = main(["--problem", "wheel", "--delta", "0.9", "--agents", "s2vgd,linucb", "--rounds", "150", "--seeds", "2",
+    code = main(["--problem", "wheel", "--delta", "0.9", "--agents", "s2vgd,linucb", "--rounds", "150", "--num-seeds", "2",
                  "--num-particles", "4", "--train-every", "25", "--train-steps", "2", "--log-dir", str(tmp_path),
                  "--run-name", "cli", "--progress", "false", "--log-points", "20"])
     assert code == 0
@@ -138,7 +138,7 @@ def test_cli_end_to_end(tmp_path, capsys):
 def test_cli_runs_and_resumes_the_variational_agents(tmp_path, capsys):
     agents = "bbb,vmg,kflow-linear,kflow-diag,badam"
     common = ["--progress", "false", "--log-points", "10"]
-    assert main(["--problem", "mushroom", "--agents", agents, "--rounds", "300", "--seeds", "1",
+    assert main(["--problem", "mushroom", "--agents", agents, "--rounds", "300", "--num-seeds", "1",
                  "--log-dir", str(tmp_path), "--run-name", "variational", *common]) == 0
     run_dir = tmp_path / "variational"
     config = json.loads((run_dir / "config.json").read_text())
@@ -148,7 +148,7 @@ def test_cli_runs_and_resumes_the_variational_agents(tmp_path, capsys):
     assert list((run_dir / "badam" / "seed_0").glob("events.out.tfevents.*"))
     first = pd.read_csv(run_dir / "results.csv")
     assert set(first.agent) == {*agents.split(","), "uniform"}
-    assert main(["--resume", str(run_dir), "--seeds", "2", *common]) == 0  # extends the run by seed 1
+    assert main(["--resume", str(run_dir), "--num-seeds", "2", *common]) == 0  # extends the run by seed 1
     assert (run_dir / "seeds" / "seed_1.npz").is_file()
     again = pd.read_csv(run_dir / "results.csv")
     assert len(again) == 2 * len(first)

@@ -23,7 +23,7 @@ from svpg.io import WriteError
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = 6
 OPTIONS = ["--problem", "wheel", "--delta", "0.7", "--agents", "s2vgd,linucb", "--rounds", "120", "--num-particles", "3",
-           "--train-every", "30", "--train-steps", "2", "--log-points", "10", "--progress", "false", "--seeds", str(SEEDS)]
+           "--train-every", "30", "--train-steps", "2", "--log-points", "10", "--progress", "false", "--num-seeds", str(SEEDS)]
 RESULT_KEYS = ("agents", "actions", "regret", "expected_regret", "rewards", "optimal_reward_total", "hyperparameters")
 
 
@@ -154,13 +154,13 @@ def test_ctrl_c_then_sigkill_leave_a_folder_that_resumes_to_the_uninterrupted_re
 
 def test_resume_extends_a_run_with_more_seeds_and_refuses_fewer(reference, tmp_path, capsys):
     run_dir = tmp_path / "grow"
-    assert new_run(tmp_path, "grow", "--seeds", "2") == 0
-    assert main(["--resume", str(run_dir), "--seeds", str(SEEDS), "--threads", "1", "--device", "cpu",
+    assert new_run(tmp_path, "grow", "--num-seeds", "2") == 0
+    assert main(["--resume", str(run_dir), "--num-seeds", str(SEEDS), "--threads", "1", "--device", "cpu",
                  "--log-points", "10", "--progress", "false"]) == 0
     assert_same_results(run_dir, reference)
     assert json.loads((run_dir / "config.json").read_text())["seeds"] == SEEDS
     capsys.readouterr()
-    assert main(["--resume", str(run_dir), "--seeds", "3"]) == 2
+    assert main(["--resume", str(run_dir), "--num-seeds", "3"]) == 2
     assert "drops seed(s) [3, 4, 5]" in one_line(capsys.readouterr().err)
     assert main(["--resume", str(run_dir)]) == 0
     assert "nothing to do" in capsys.readouterr().out

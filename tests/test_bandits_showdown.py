@@ -192,8 +192,8 @@ def test_a_run_resumes_with_its_data_dir_given_again(tmp_path, capsys):
 
     common = ["--progress", "false"]
     assert main(["--problem", "financial", "--data-dir", str(DATA), "--rounds", "60", "--agents", "uniform",
-                 "--seeds", "1", "--log-dir", str(tmp_path), "--run-name", "fin", *common]) == 0
+                 "--num-seeds", "1", "--log-dir", str(tmp_path), "--run-name", "fin", *common]) == 0
     # the checksums make the data the same wherever they are, so --data-dir may change on --resume
-    assert main(["--resume", str(tmp_path / "fin"), "--seeds", "2", "--data-dir", str(DATA), *common]) == 0
+    assert main(["--resume", str(tmp_path / "fin"), "--num-seeds", "2", "--data-dir", str(DATA), *common]) == 0
     assert sorted(p.name for p in (tmp_path / "fin" / "seeds").iterdir()) == ["seed_0.npz", "seed_1.npz"]
     capsys.readouterr()

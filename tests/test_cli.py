@@ -80,11 +80,11 @@ def test_tensorboard_has_the_documented_tags_and_the_custom_chart(trained):
 
 def test_evaluate_reports_every_particle_and_one_chosen(trained):
     path, _ = trained
-    out = run("evaluate.py", str(path), "--episodes", "3", "--seed", "1")
+    out = run("evaluate.py", str(path), "--eval-episodes", "3", "--seed", "1")
     assert all(f"| {i} |" in out.stdout for i in range(3)) and "**ensemble**" in out.stdout
-    one = run("evaluate.py", str(path), "--episodes", "3", "--particle", "1")
+    one = run("evaluate.py", str(path), "--eval-episodes", "3", "--particle", "1")
     assert "| 1 |" in one.stdout and "| 0 |" not in one.stdout
-    again = run("evaluate.py", str(path), "--episodes", "3", "--particle", "1")
+    again = run("evaluate.py", str(path), "--eval-episodes", "3", "--particle", "1")
     assert again.stdout == one.stdout, "same seed, same numbers"
 
 
@@ -125,7 +125,7 @@ def test_preset_fills_in_and_command_line_overrides(tmp_path):
 def test_gif_of_the_best_particle(trained, tmp_path):
     path, _ = trained
     gif = tmp_path / "best.gif"
-    out = run("evaluate.py", str(path), "--episodes", "2", "--particle", "best", "--gif", str(gif))
+    out = run("evaluate.py", str(path), "--eval-episodes", "2", "--particle", "best", "--gif", str(gif))
     with Image.open(gif) as im:
         assert im.n_frames >= 2 and im.size[0] > 100
     assert "rendered to" in out.stdout

@@ -24,7 +24,7 @@ from svpg.supervised import cli as supervised_cli
 pytest.importorskip("ray")
 
 BANDIT = ["--problem", "wheel", "--delta", "0.7", "--agents", "s2vgd,linucb,eps-greedy-0.01", "--rounds", "200",
-          "--num-particles", "3", "--train-every", "50", "--train-steps", "2", "--log-points", "10", "--seeds", "2",
+          "--num-particles", "3", "--train-every", "50", "--train-steps", "2", "--log-points", "10", "--num-seeds", "2",
           "--progress", "false"]
 SEED_KEYS = ("agents", "actions", "regret", "expected_regret", "rewards", "optimal_reward_total", "hyperparameters")
 TIMING = ("seconds", "seconds_per_epoch")
@@ -73,7 +73,7 @@ def test_a_bandit_run_resumed_on_ray_plays_only_the_seeds_without_a_file(bandit_
 
 def supervised_run(csv_file: Path, log_dir: Path, name: str, *extra: str) -> Path:
     argv = ["--dataset", "csv", "--data-path", str(csv_file), "--target", "price", "--method", "s2vgd,map",
-            "--splits", "2", "--epochs", "8", "--num-particles", "3", "--hidden", "8", "--batch-size", "24",
+            "--num-splits", "2", "--epochs", "8", "--num-particles", "3", "--hidden", "8", "--batch-size", "24",
             "--log-dir", str(log_dir), "--run-name", name, "--progress", "false", *extra]
     assert supervised_cli.main(argv) == 0
     return log_dir / name
@@ -115,7 +115,7 @@ def test_backend_options_are_not_part_of_the_run(csv_file, supervised_reference,
 
 # -- the RL grid harness --------------------------------------------------------------------------
 TINY = ["--task", "balance", "--iterations", "2", "--samples-per-particle", "500", "--num-particles", "2",
-        "--methods", "s2vgd,independent", "--estimators", "reinforce", "--seeds", "2", "--jobs", "2"]
+        "--methods", "s2vgd,independent", "--estimators", "reinforce", "--num-seeds", "2", "--jobs", "2"]
 
 
 def table(out: Path) -> list[str]:

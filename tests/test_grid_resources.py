@@ -52,7 +52,7 @@ def test_bandit_and_supervised_runs_declare_the_gpus_asked_for(recorded, tmp_pat
     assert recorded["gpus_per_job"] == 0.25
     recorded.clear()
     supervised = ["--dataset", "csv", "--data-path", str(csv_file), "--target", "price", "--method", "map",
-                  "--splits", "1", "--epochs", "2", "--log-dir", str(tmp_path), "--run-name", "supervised",
+                  "--num-splits", "1", "--epochs", "2", "--log-dir", str(tmp_path), "--run-name", "supervised",
                   "--progress", "false", "--backend", "ray"]
     assert supervised_cli.main(supervised) == 2
     assert recorded["gpus_per_job"] == 0.0

@@ -27,7 +27,7 @@ def csv_file(tmp_path):
 
 def test_cli_writes_table_results_and_models(tmp_path, csv_file, capsys):
     argv = ["supervised", "--dataset", "csv", "--data-path", str(csv_file), "--target", "price",
-            "--method", "s2vgd,map", "--splits", "2", "--epochs", "3", "--num-particles", "3",
+            "--method", "s2vgd,map", "--num-splits", "2", "--epochs", "3", "--num-particles", "3",
             "--log-dir", str(tmp_path), "--run-name", "t", "--progress", "false"]
     assert train.main(argv) == 0  # dispatched by train.py to svpg.supervised.cli.main
     out = capsys.readouterr().out
@@ -65,7 +65,7 @@ def test_cli_errors_are_clear(tmp_path, csv_file, capsys, extra, message):
 
 
 def test_csv_path_as_dataset_and_fashion_missing(tmp_path, csv_file, capsys):
-    assert main(["--dataset", str(csv_file), "--target", "price", "--splits", "1", "--epochs", "1",
+    assert main(["--dataset", str(csv_file), "--target", "price", "--num-splits", "1", "--epochs", "1",
                  "--num-particles", "2", "--log-dir", str(tmp_path), "--progress", "false", "--save-models", "false"]) == 0
     capsys.readouterr()
 
@@ -124,15 +124,15 @@ def test_the_standard_protocol_uses_the_standard_splits_and_a_resume_keeps_it(tm
     np.testing.assert_array_equal(x_tr, data.x[train])
     np.testing.assert_array_equal(y_te, data.y[test])
 
-    argv = ["--dataset", "boston", "--protocol", "STANDARD", "--splits", "1", "--epochs", "1", "--num-particles", "2",
+    argv = ["--dataset", "boston", "--protocol", "STANDARD", "--num-splits", "1", "--epochs", "1", "--num-particles", "2",
             "--max-train", "30", "--save-models", "false", "--log-dir", str(tmp_path), "--run-name", "r", "--progress", "false"]
     assert main(argv) == 0
     run = tmp_path / "r"
     assert json.loads((run / "config.json").read_text())["protocol"] == "standard"
     assert "boston: 1 standard 90/10 splits" in (run / "results.md").read_text()
-    assert main(["--resume", str(run), "--splits", "21"]) == 2
-    assert "--splits 21: boston has 20 standard splits" in capsys.readouterr().err
+    assert main(["--resume", str(run), "--num-splits", "21"]) == 2
+    assert "--num-splits 21: boston has 20 standard splits" in capsys.readouterr().err
     assert main(["--resume", str(run), "--protocol", "random"]) == 2
     assert "--protocol cannot be given with --resume" in capsys.readouterr().err
-    assert main(["--resume", str(run), "--splits", "2"]) == 0
+    assert main(["--resume", str(run), "--num-splits", "2"]) == 0
     assert json.loads((run / "config.json").read_text())["protocol"] == "standard"

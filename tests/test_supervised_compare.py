@@ -25,7 +25,7 @@ def csv_file(tmp_path_factory):
 
 
 def fit(root, csv_file, name, methods, *extra):
-    argv = ["--dataset", "csv", "--data-path", str(csv_file), "--target", "y", "--method", methods, "--splits", "3",
+    argv = ["--dataset", "csv", "--data-path", str(csv_file), "--target", "y", "--method", methods, "--num-splits", "3",
             "--epochs", "4", "--num-particles", "3", "--log-dir", str(root), "--run-name", name, "--progress", "false",
             "--save-models", "false", *extra]
     assert supervised_main(argv) == 0

@@ -23,7 +23,7 @@ TIMING = ("seconds", "seconds_per_epoch")
 
 
 def options(csv_file: Path, log_dir: Path, name: str, splits: int = 3) -> list[str]:
-    return ["--dataset", "csv", "--data-path", str(csv_file), "--target", "price", "--splits", str(splits),
+    return ["--dataset", "csv", "--data-path", str(csv_file), "--target", "price", "--num-splits", str(splits),
             "--epochs", str(EPOCHS), "--num-particles", "3", "--hidden", "8", "--batch-size", "24",
             "--log-dir", str(log_dir), "--run-name", name, "--progress", "false"]
 
@@ -101,15 +101,15 @@ def test_resume_extends_keeps_finished_splits_and_refuses_fewer(csv_file, tmp_pa
     assert main(options(csv_file, tmp_path, "run", splits=2)) == 0
     run = tmp_path / "run"
     first_two, models = rows(run, timings=True), snapshot(run / "models")
-    assert train.main(["supervised", "--resume", str(run), "--splits", "3", "--progress", "false"]) == 0
+    assert train.main(["supervised", "--resume", str(run), "--num-splits", "3", "--progress", "false"]) == 0
     assert rows(run, timings=True)[:2] == first_two and snapshot(run / "models").items() >= models.items()
     assert_same_as(run, reference)
     assert "resuming: 2 of 3 splits finished; running the other 1" in capsys.readouterr().out
 
     assert main(["--resume", str(run)]) == 0
     assert "nothing to do" in capsys.readouterr().out
-    assert main(["--resume", str(run), "--splits", "2"]) == 2
-    assert "--splits 2 is fewer than the 3 splits" in error_line(capsys)
+    assert main(["--resume", str(run), "--num-splits", "2"]) == 2
+    assert "--num-splits 2 is fewer than the 3 splits" in error_line(capsys)
 
 
 @pytest.mark.parametrize("extra", [["--epochs", str(EPOCHS)], ["--seed", "0", "--lr", "0.01"], ["--dataset", "boston"],

@@ -1,11 +1,11 @@
 """``python train.py bandit …``: run bandit agents on one problem and write ``runs/<name>/``.
 
-    python train.py bandit --problem mushroom --agents s2vgd,svgd,linucb,eps-greedy-0.01 --rounds 50000 --seeds 5
-    python train.py bandit --problem wheel --delta 0.95 --rounds 5000 --seeds 3
+    python train.py bandit --problem mushroom --agents s2vgd,svgd,linucb,eps-greedy-0.01 --rounds 50000 --num-seeds 5
+    python train.py bandit --problem wheel --delta 0.95 --rounds 5000 --num-seeds 3
     python train.py bandit --problem letter --agents s2vgd,linucb --rounds 20000
     python train.py bandit --problem mushroom --data-path agaricus-lepiota.data --reward-eat-poisonous-bad -10
     python train.py bandit --resume runs/<run-name>              # continue an interrupted run
-    python train.py bandit --resume runs/<run-name> --seeds 8    # extend a run to 8 seeds
+    python train.py bandit --resume runs/<run-name> --num-seeds 8    # extend a run to 8 seeds
 
 Every run writes a new runs/<run-name>/ (an existing one is refused): config.json; seeds/seed_<s>.npz as
 soon as all agents have played seed s's table; TensorBoard events (cumulative regret of every agent
@@ -14,7 +14,7 @@ and seed, mean ± std over seeds, SVGD diagnostics); and, once every seed is fin
 cumulative regret and normalised regret, uniform = 100). Watch it with `tensorboard --logdir runs`.
 
 Ctrl-C or SIGTERM stops a run: finished seeds are kept, the seed in progress is dropped, and --resume
-plays the seeds without a file. With --resume only --seeds, --progress, --threads, --device,
+plays the seeds without a file. With --resume only --num-seeds, --progress, --threads, --device,
 --log-points and --data-dir may be given (and --backend, --jobs); the other options are those of config.json.
 
 --backend local|ray plays the seeds at once, one job per seed (svpg.grid), on --jobs local processes or
@@ -49,7 +49,7 @@ from svpg.io import WriteError
 from svpg.runs import CONFIG_FILE, DRIVER_OPTIONS, RunFolders, TensorBoardLogger, Writer, run_name
 from svpg.runtime import DEFAULT_THREADS, StopRequest, resolve_device
 
-# options that leave finished seeds' results unchanged, so --resume accepts them (--seeds adds seeds)
+# options that leave finished seeds' results unchanged, so --resume accepts them (--num-seeds adds seeds)
 RESUME_OPTIONS = ("seeds", "progress", "threads", "device", "log_points", "data_dir")
 # written to config.json beside the options, and checked on --resume: what the options build
 BUILT = ("problem_description", "agent_names", "agent_hyperparameters")
@@ -171,17 +171,18 @@ class BanditConfig:
         )
 
 
-RUN_FOLDERS = RunFolders("train.py bandit", BanditConfig, RESUME_OPTIONS, BUILT)
+OPTION_NAMES = {"seeds": "--num-seeds"}  # the seed count: --seeds (a list elsewhere) still works, with a note
+RUN_FOLDERS = RunFolders("train.py bandit", BanditConfig, RESUME_OPTIONS, BUILT, OPTION_NAMES)
 RESUME_HINT = RUN_FOLDERS.resume_hint
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="train.py bandit", description=__doc__, listed={"problems": PROBLEMS, "agents": AGENTS})
     parser.add_argument("--resume", metavar="RUN_DIR", default=None,
-                        help="continue the run in RUN_DIR: play its seeds that have no result yet (with --seeds: "
-                             "extend it); only --seeds, --progress, --threads, --device, --log-points and --data-dir may be given")
+                        help="continue the run in RUN_DIR: play its seeds that have no result yet (with --num-seeds: "
+                             "extend it); only --num-seeds, --progress, --threads, --device, --log-points and --data-dir may be given")
     add_backend_arguments(parser, "seeds")
-    add_dataclass_arguments(parser, BanditConfig)
+    add_dataclass_arguments(parser, BanditConfig, renamed=OPTION_NAMES)
     return parser
 
 
@@ -224,9 +225,9 @@ def _resumed_run(parser, args, argv: list[str]) -> tuple[BanditConfig, BanditPro
                             lambda changed: f"{changed[0].replace('_', ' ')} differs from what its options build now")
     extra = sorted(set(finished_seeds(run_dir)) - set(config.seed_list()))
     if extra:
-        raise ValueError(f"--seeds {config.seeds} drops seed(s) {extra} that {run_dir} has already finished; "
-                         f"pass --seeds {max(extra) - config.seed + 1} or more (finished results are never deleted)")
-    RUN_FOLDERS.continue_in(run_dir, config, built)  # a later --resume continues with these --seeds
+        raise ValueError(f"--num-seeds {config.seeds} drops seed(s) {extra} that {run_dir} has already finished; "
+                         f"pass --num-seeds {max(extra) - config.seed + 1} or more (finished results are never deleted)")
+    RUN_FOLDERS.continue_in(run_dir, config, built)  # a later --resume continues with these --num-seeds
     return config, problem, factories, run_dir
 
 

@@ -14,7 +14,7 @@ from svpg.cli import Parser
 DESCRIPTION = """Load a saved particle ensemble, roll it out, and report returns per particle and for the ensemble.
 
     python evaluate.py runs/<run-name>                       # every particle, 20 episodes each
-    python evaluate.py runs/<run-name> --particle 3 --episodes 50 --seed 7
+    python evaluate.py runs/<run-name> --particle 3 --eval-episodes 50 --seed 7
     python evaluate.py runs/<run-name>/checkpoints/iter_000040.safetensors
     python evaluate.py runs/<run-name> --particle best --gif swingup.gif
 """
@@ -27,7 +27,7 @@ def build_parser(prog: str = "evaluate.py") -> argparse.ArgumentParser:
     p.add_argument(
         "--particle", default="all", help="'all', 'best' (highest mean return) or a particle index (default: all)"
     )
-    p.add_argument("--episodes", type=int, default=20, help="episodes per particle (default: 20)")
+    p.add_argument("--eval-episodes", deprecated=("--episodes",), dest="episodes", type=int, default=20, help="episodes per particle (default: 20)")
     p.add_argument(
         "--seed", type=int, default=0, help="seed of the evaluation environments and action noise (default: 0)"
     )
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None, prog: str = "evaluate.py") -> int:
 
     try:
         if args.episodes < 1:
-            raise ValueError(f"--episodes must be ≥ 1, got {args.episodes}")
+            raise ValueError(f"--eval-episodes must be ≥ 1, got {args.episodes}")
         if args.gif:
             check_gif_path(args.gif)
         device = resolve_device(args.device)

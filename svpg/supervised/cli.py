@@ -1,17 +1,17 @@
 """``python train.py supervised``: Bayesian neural networks on repeated train/test splits, a Markdown table out.
 
-    python train.py supervised --dataset boston --method s2vgd,svgd --splits 20
+    python train.py supervised --dataset boston --method s2vgd,svgd --num-splits 20
     python train.py supervised --dataset boston --method s2vgd,svgd,bbb,vmg,kflow-linear,kflow-diag,badam,map
     python train.py supervised --dataset boston --protocol standard      # the published tables' 20 splits
     python train.py supervised --dataset concrete --method s2vgd --householder 2
     python train.py supervised --dataset csv --data-path my.csv --target price
     python train.py supervised --dataset fashion-mnist --method s2vgd,svgd,map --epochs 20
     python train.py supervised --resume runs/<run-name>              # continue an interrupted run
-    python train.py supervised --resume runs/<run-name> --splits 30  # extend it to 30 splits
+    python train.py supervised --resume runs/<run-name> --num-splits 30  # extend it to 30 splits
 
 Regression sets are split 20 times at random 90/10 (split k is the same for every method and every
---splits ≥ k), or, with --protocol standard, into the 20 fixed splits of the PBP, dropout, SVGD and
-S²VGD tables (Boston, Concrete); classification sets with an official test set (Fashion-MNIST) use it, and --splits then
+--num-splits ≥ k), or, with --protocol standard, into the 20 fixed splits of the PBP, dropout, SVGD and
+S²VGD tables (Boston, Concrete); classification sets with an official test set (Fashion-MNIST) use it, and --num-splits then
 counts repeated runs with different seeds. Small regression sets train on every training row of a
 split and keep the last epoch of the cosine schedule; large ones and classification hold 10 % of the
 training rows out as a validation set that selects the checkpoint (and, for regression, each
@@ -26,7 +26,7 @@ in results.json, TensorBoard training curves (<method>/split_<k>/: split 0 of a 
 run on classification), the test metrics of every split (summary/) and, once every split has finished,
 results.md.
 Ctrl-C or SIGTERM discards the split in progress and keeps the finished ones; --resume runs the rest.
-With --resume only --splits, --progress, --threads, --device, --compile and --data-dir may be given (and --backend,
+With --resume only --num-splits, --progress, --threads, --device, --compile and --data-dir may be given (and --backend,
 --jobs).
 
 --backend local|ray fits the (split, method) pairs at once, one job each (svpg.grid), on --jobs local
@@ -66,6 +66,7 @@ from svpg.supervised.config import (  # noqa: F401
 from svpg.supervised.models import METHODS
 from svpg.supervised.runfolder import (  # noqa: F401
     BUILT,
+    OPTION_NAMES,
     RESUME_OPTIONS,
     RUN_FOLDERS,
     TABLE_FILE,
@@ -89,11 +90,11 @@ def build_parser() -> Parser:
         "--resume",
         metavar="RUN_DIR",
         default=None,
-        help="continue the run in RUN_DIR: run its splits that have no result yet (with --splits: extend it); "
-        "only --splits, --progress, --threads, --device, --compile and --data-dir may be given",
+        help="continue the run in RUN_DIR: run its splits that have no result yet (with --num-splits: extend it); "
+        "only --num-splits, --progress, --threads, --device, --compile and --data-dir may be given",
     )
     add_backend_arguments(parser, "(split, method) fits", shared="the run folder and the data")
-    add_dataclass_arguments(parser, SupervisedConfig)
+    add_dataclass_arguments(parser, SupervisedConfig, renamed=OPTION_NAMES)
     return parser
 
 

@@ -230,7 +230,7 @@ def train_test_split(n: int, k: int, test_fraction: float = 0.1, seed: int = 0) 
 
 def train_test_splits(n: int, n_splits: int = 20, test_fraction: float = 0.1, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """Splits 0, …, n_splits − 1 (:func:`train_test_split`). Split k does not depend on ``n_splits``,
-    so ``--splits 5`` reproduces the first 5 of 20."""
+    so ``--num-splits 5`` reproduces the first 5 of 20."""
     return [train_test_split(n, k, test_fraction, seed) for k in range(n_splits)]
 
 

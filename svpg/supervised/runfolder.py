@@ -27,7 +27,7 @@ from svpg.supervised.config import SupervisedConfig, make_estimator, resolve
 from svpg.supervised.data import STANDARD_SPLIT_ROWS, UCI_SETS, Dataset, load_dataset, standard_splits, train_test_split
 from svpg.supervised.tables import format_table
 
-# options that leave finished splits' results unchanged, so --resume accepts them (--splits adds splits;
+# options that leave finished splits' results unchanged, so --resume accepts them (--num-splits adds splits;
 # --device and --compile change float rounding, so splits run after such a change are not bit-identical)
 RESUME_OPTIONS = ("splits", "progress", "threads", "device", "compile", "data_dir")
 RESULTS_FILE, TABLE_FILE, MODELS_DIR, SUMMARY_DIR = "results.json", "results.md", "models", "summary"
@@ -35,7 +35,8 @@ RESULTS_FILE, TABLE_FILE, MODELS_DIR, SUMMARY_DIR = "results.json", "results.md"
 SPLITS_DIR, _SPLIT_FILE = "splits", re.compile(r"(?P<method>[a-z0-9-]+)_split(?P<split>\d+)\.json")
 # written to config.json beside the options and checked on --resume: what the options resolve to on the data
 BUILT = ("resolved", "data")
-RUN_FOLDERS = RunFolders("train.py supervised", SupervisedConfig, RESUME_OPTIONS, BUILT)
+OPTION_NAMES = {"splits": "--num-splits"}  # the split count: --splits still works, with a note
+RUN_FOLDERS = RunFolders("train.py supervised", SupervisedConfig, RESUME_OPTIONS, BUILT, OPTION_NAMES)
 
 
 def prepare(cfg: SupervisedConfig) -> tuple[Dataset, dict]:
@@ -54,7 +55,7 @@ def prepare(cfg: SupervisedConfig) -> tuple[Dataset, dict]:
             )
         if settings["splits"] > UCI_SETS[data.name].splits:
             raise ValueError(
-                f"--splits {settings['splits']}: {data.name} has {UCI_SETS[data.name].splits} standard splits"
+                f"--num-splits {settings['splits']}: {data.name} has {UCI_SETS[data.name].splits} standard splits"
             )
     elif data.y_test is None:
         train_test_split(len(data.y), 0, cfg.test_fraction, cfg.seed)  # raises if the set is too small for it
@@ -162,10 +163,10 @@ def resumed_run(run_dir: Path, typed: set[str], values: dict) -> SupervisedRun:
     needed = 1 + max((k for rows in finished.values() for k in rows), default=-1)
     if needed > settings["splits"]:
         raise ValueError(
-            f"--splits {settings['splits']} is fewer than the {needed} splits {run_dir} has (partly) finished; "
-            f"pass --splits {needed} or more (finished results are never deleted)"
+            f"--num-splits {settings['splits']} is fewer than the {needed} splits {run_dir} has (partly) finished; "
+            f"pass --num-splits {needed} or more (finished results are never deleted)"
         )
-    RUN_FOLDERS.continue_in(run_dir, cfg, made)  # a later --resume continues with these --splits
+    RUN_FOLDERS.continue_in(run_dir, cfg, made)  # a later --resume continues with these --num-splits
     return SupervisedRun(cfg, data, settings, run_dir, finished)
 
 
