@@ -150,7 +150,12 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[st
         if f.name in skip:
             continue
         hint = hints[f.name]
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            raise TypeError(f"{cls.__name__}.{f.name} has no default: every option needs one")
         shown = " (default: %(default)s)" if default != "" else ""  # an empty default is explained by the help itself
         kwargs: dict = {"default": default, "help": f.metadata.get("help", "") + shown}
         if hint is bool:
@@ -242,12 +247,16 @@ def explicit_options(parser: Parser, argv: list[str]) -> set[str]:
         if action.nargs == 0:  # flags (store_true and the like)
             probe.add_argument(*action.option_strings, dest=action.dest, action="store_true")
         else:
-            probe.add_argument(*action.option_strings, dest=action.dest, type=action.type, nargs=action.nargs)
+            # type=None is argparse's own default (the string as typed); the stubs only take it left out
+            if action.type is None:
+                probe.add_argument(*action.option_strings, dest=action.dest, nargs=action.nargs)
+            else:
+                probe.add_argument(*action.option_strings, dest=action.dest, type=action.type, nargs=action.nargs)
     known, _ = probe.parse_known_args(argv)
     return set(vars(known))
 
 
-def comparison_parser(prog: str, description: str, runs_help: str, reference: str, keys: str) -> "Parser":
+def comparison_parser(prog: str, description: str, runs_help: str, reference: str, keys: str) -> Parser:
     """The options every ``compare`` tool shares: run folders, ``--reference``, ``--<keys>`` (the seeds or
     splits to pair on) and ``--out``."""
     p = Parser(prog=prog, description=description)

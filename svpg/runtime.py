@@ -66,7 +66,7 @@ class StopRequest:
         if again or self.immediate:
             raise KeyboardInterrupt
 
-    def __enter__(self) -> "StopRequest":
+    def __enter__(self) -> StopRequest:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 self._previous[sig] = signal.signal(sig, self._handle)

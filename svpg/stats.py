@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 #: the confidence level of every interval the package reports
 LEVEL = 0.95

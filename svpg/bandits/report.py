@@ -12,8 +12,8 @@ import numpy as np
 
 from svpg.bandits.results import BanditResults, markdown_table, per_seed_frame, summary_frame
 from svpg.io import atomic_write
-from svpg.stats import convention, mean_se_rows
 from svpg.runs import TensorBoardLogger
+from svpg.stats import convention, mean_se_rows
 
 CHART_LAYOUT = {
     "bandit": {

@@ -108,7 +108,7 @@ def summary_frame(results: BanditResults):
         d = df[df.agent == agent]
         n = len(d)
 
-        def stats(col):
+        def stats(col, d=d, n=n):
             v = d[col].to_numpy(dtype=np.float64)
             sd = float(v.std(ddof=1)) if n > 1 else 0.0
             return float(v.mean()), sd, sd / np.sqrt(n)

@@ -19,6 +19,8 @@ download from the canonical home), checked by SHA-256.
 """
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 
 from svpg.bandits.problems import BanditProblem, BanditTable
@@ -119,7 +121,7 @@ class StatlogBandit(ShowdownClassification):
     files = (SHUTTLE_TRN,)
 
     @classmethod
-    def load(cls, data_dir=None, download: bool = True) -> "StatlogBandit":
+    def load(cls, data_dir=None, download: bool = True) -> StatlogBandit:
         data = np.loadtxt(fetch(SHUTTLE_TRN, data_dir=data_dir, download=download))
         return cls(data[:, :-1], data[:, -1].astype(np.int64) - 1, "statlog", 7, MAX_ROUNDS["statlog"])
 
@@ -131,7 +133,7 @@ class CovertypeBandit(ShowdownClassification):
     files = (COVTYPE,)
 
     @classmethod
-    def load(cls, data_dir=None, download: bool = True) -> "CovertypeBandit":
+    def load(cls, data_dir=None, download: bool = True) -> CovertypeBandit:
         import pandas as pd
 
         frame = pd.read_csv(fetch(COVTYPE, data_dir=data_dir, download=download), header=None, skiprows=1,
@@ -149,7 +151,7 @@ class AdultBandit(ShowdownClassification):
     files = (ADULT_DATA, ADULT_TEST)
 
     @classmethod
-    def load(cls, data_dir=None, download: bool = True) -> "AdultBandit":
+    def load(cls, data_dir=None, download: bool = True) -> AdultBandit:
         import pandas as pd
 
         frames = [pd.read_csv(fetch(f, data_dir=data_dir, download=download), header=None, names=list(range(15)),
@@ -175,7 +177,7 @@ class FinancialBandit(ShowdownProblem):
         self.noise_std = 0.01 * (np.arange(self.num_actions) + 1)
 
     @classmethod
-    def load(cls, data_dir=None, download: bool = True) -> "FinancialBandit":
+    def load(cls, data_dir=None, download: bool = True) -> FinancialBandit:
         return cls(np.loadtxt(fetch(STOCKS, data_dir=data_dir, download=download), skiprows=1))
 
     def portfolios(self, rng: np.random.Generator) -> np.ndarray:
@@ -191,7 +193,13 @@ class FinancialBandit(ShowdownProblem):
         return BanditTable(x.astype(np.float32), rewards, mean)
 
 
-SHOWDOWN = {"statlog": StatlogBandit, "covertype": CovertypeBandit, "financial": FinancialBandit, "adult": AdultBandit}
+class _Loadable(Protocol):
+    """A showdown problem class: its ``load`` classmethod builds one from its data files."""
+
+    def load(self, data_dir=None, download: bool = True) -> ShowdownProblem: ...
+
+
+SHOWDOWN: dict[str, _Loadable] = {"statlog": StatlogBandit, "covertype": CovertypeBandit, "financial": FinancialBandit, "adult": AdultBandit}
 
 
 def make_showdown_problem(name: str, data_dir=None, download: bool = True) -> ShowdownProblem:

@@ -26,8 +26,6 @@ import torch
 from svpg.core.particles import ParticleLayout
 from svpg.core.priors import FlatPrior, HierarchicalGaussianPrior
 
-
-
 # ‖v‖² + ε² keeps H's value and gradient finite as v → 0: the likelihood sees only v's direction,
 # so without normalise_householder_ a prior shrinks v towards 0 (seen after ~750 SVPG iterations),
 # and 1/‖v‖⁴ overflows float32 once ‖v‖ < 1e-10. ε = 1e-10 is far below any ‖v‖ that matters (√ℓ,

@@ -6,8 +6,9 @@ for any number of forward passes (a whole rollout), so the structure costs nothi
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
+from typing import cast
 
 import torch
 
@@ -148,7 +149,7 @@ class ParticleMLP:
 
     def log_prior(self, theta: torch.Tensor) -> torch.Tensor:
         """Σ over layers of eq. 14: (M,)."""
-        return sum(layer.log_prior(theta) for layer in self.layers)
+        return cast(torch.Tensor, sum(layer.log_prior(theta) for layer in self.layers))   # never empty: a tensor
 
     def init_(self, theta: torch.Tensor, generator: torch.Generator | None = None, out_scale: float = 1.0) -> None:
         for i, layer in enumerate(self.layers):

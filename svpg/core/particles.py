@@ -6,8 +6,8 @@ gradient and the SVGD direction be two small matrix products, with no loop over 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import torch
 

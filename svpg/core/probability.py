@@ -23,6 +23,7 @@ def gaussian_log_prob(x: torch.Tensor, mean: torch.Tensor | float = 0.0, *, log_
     if (log_var is None) == (var is None):
         raise ValueError("gaussian_log_prob: give exactly one of log_var and var")
     if log_var is None:
+        assert var is not None  # exactly one of the two, checked above
         return -0.5 * ((x - mean).square() / var + torch.log(var) + LOG_2PI)
     return -0.5 * ((x - mean).square() * torch.exp(-log_var) + log_var + LOG_2PI)
 

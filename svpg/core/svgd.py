@@ -148,13 +148,14 @@ class SVGD:
 
     def step(self, grad_logp: torch.Tensor) -> SVGDTerms:
         terms = svgd_terms(self.theta, grad_logp, self.kernel, self.groups)
-        before = self.theta.detach().clone() if self.step_scale is not None else None
+        scale = self.step_scale
+        before = self.theta.detach().clone() if scale is not None else None
         self.theta.grad = -terms.direction
         self.optimizer.step()
         self.theta.grad = None
-        if before is not None:  # θ ← θ_old + s ⊙ (θ_new − θ_old); exact per-coordinate lr for Adam/RMSprop/SGD
+        if scale is not None and before is not None:  # θ ← θ_old + s ⊙ (θ_new − θ_old); exact per-coordinate lr for Adam/RMSprop/SGD
             with torch.no_grad():
-                self.theta.sub_(before).mul_(self.step_scale).add_(before)
+                self.theta.sub_(before).mul_(scale).add_(before)
         if self.network is not None:
             # the likelihood sees only the directions of the Householder vectors: keep them at length √ℓ;
             # one group at a time, as each group's own run would

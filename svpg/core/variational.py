@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable, Iterable
+from typing import cast
 
 import torch
 from torch import nn
@@ -90,7 +92,7 @@ def gamma_kl(a: torch.Tensor, b: torch.Tensor, a0: float, b0: float) -> torch.Te
             + a * (b0 - b) / b)
 
 
-def _randn(shape, like: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+def _randn(shape, like: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
     return torch.randn(shape, generator=generator, device=like.device, dtype=like.dtype)
 
 
@@ -264,7 +266,8 @@ class MatrixGaussianLinear(_Layer):
         self.n_pseudo = min(int(pseudo_data), n_in)
         self.pseudo_dropout = float(pseudo_dropout)
         if self.n_pseudo:
-            u = lambda *shape: 0.02 * torch.rand(*shape, generator=generator) - 0.01   # U(−0.01, 0.01)
+            def u(*shape):
+                return 0.02 * torch.rand(*shape, generator=generator) - 0.01   # U(−0.01, 0.01)
             self.pseudo_inputs = nn.Parameter(u(self.n_pseudo, r))
             self.pseudo_outputs = nn.Parameter(u(self.n_pseudo, c))
             # log σ of the multiplicative noise on Ã and on B̃, starting at the upper bound α = pseudo_dropout
@@ -313,6 +316,7 @@ class MatrixGaussianLinear(_Layer):
         sr = torch.exp(0.5 * self.log_var_rows)
         if pa is None:
             return self.M, torch.diag(sr)
+        assert pb is not None  # _pseudo gives both or neither
         chol, resid = self._solve_pseudo(pa, pb)
         g = pa * sr                                                                  # Ã U^½
         ua = (pa * sr.square()).transpose(-1, -2)                                    # U Ãᵀ
@@ -474,6 +478,8 @@ class BayesAdamLinear(_Layer):
     Paper: https://arxiv.org/abs/1811.03679 (eqs. 4, 10, 14)
     """
 
+    curvature: torch.Tensor   # a buffer
+
     def __init__(self, n_in: int, n_out: int, generator: torch.Generator, *, prior_std: float):
         super().__init__(n_in, n_out)
         self.theta = nn.Parameter(self._init_mean(generator))
@@ -497,6 +503,8 @@ class WeightPosterior(nn.Module):
 
     Inputs are x (B, in), shared by all S draws, or (S, B, in), one batch per draw; outputs (S, B, out).
     """
+
+    examples_seen: torch.Tensor   # a buffer
 
     def __init__(self, family: str, sizes: tuple[int, ...], activation: str, layers: list[_Layer], seed: int,
                  options: dict | None = None):
@@ -594,7 +602,7 @@ class _ELBOFamily:
     stateless strategy object per family (:data:`_FAMILY`) holds everything a family does differently, so
     that :class:`WeightPosterior` never branches on the family's name."""
 
-    def __init__(self, layer: type[_Layer], **layer_options):
+    def __init__(self, layer: Callable[..., _Layer], **layer_options):
         self.layer, self.layer_options = layer, layer_options
 
     def make_layer(self, n_in: int, n_out: int, generator: torch.Generator, opts: dict) -> _Layer:
@@ -611,7 +619,8 @@ class _ELBOFamily:
 
     def regulariser(self, post: WeightPosterior, generator) -> torch.Tensor:
         g = post._generator(generator)
-        return sum(layer.kl(g) for layer in post.layers)
+        layers = cast(Iterable[_Layer], post.layers)
+        return cast(torch.Tensor, sum(layer.kl(g) for layer in layers))
 
     def observe_step(self, post: WeightPosterior, optimizer, examples_seen: int, data_size: int | None) -> None:
         pass

@@ -10,9 +10,24 @@ Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD), https://arxiv.o
 from __future__ import annotations
 
 from svpg.rl.algorithm import SVPG
-from svpg.rl.callbacks import (BaseCallback, CallbackList, CheckpointCallback, EvalCallback,
-                               StopTrainingOnNoModelImprovement, StopTrainingOnRewardThreshold)
-from svpg.rl.config import ESTIMATORS, METHODS, POLICY_METHODS, PRESETS, TASKS, SVPGConfig, available_presets, load_preset
+from svpg.rl.callbacks import (
+    BaseCallback,
+    CallbackList,
+    CheckpointCallback,
+    EvalCallback,
+    StopTrainingOnNoModelImprovement,
+    StopTrainingOnRewardThreshold,
+)
+from svpg.rl.config import (
+    ESTIMATORS,
+    METHODS,
+    POLICY_METHODS,
+    PRESETS,
+    TASKS,
+    SVPGConfig,
+    available_presets,
+    load_preset,
+)
 from svpg.rl.policies import ParticlePolicy
 
 __all__ = ["SVPG", "SVPGConfig", "BaseCallback", "CallbackList", "CheckpointCallback", "EvalCallback",

@@ -211,8 +211,8 @@ def plan(out: Path, task: str, cells: list[Cell], estimators, seeds: list[int], 
     """One job per (cell, estimator): its seeds as one seed batch, A2C first (as :func:`experiments.plan`).
     A job is the experiments harness's job with the cell's name (its run folders' label) and settings.
     ``out`` is made absolute: Ray Tune starts each trial in a folder of its own."""
-    out = str(Path(out).resolve())
-    jobs = [{"out": out, "task": task, "method": c.method, "cell": c.name, "estimator": e, "seeds": list(seeds),
+    out_dir = str(Path(out).resolve())
+    jobs = [{"out": out_dir, "task": task, "method": c.method, "cell": c.name, "estimator": e, "seeds": list(seeds),
              "overrides": overrides | c.settings()} for e in estimators for c in cells]
     return experiments.a2c_first(jobs)
 
@@ -327,11 +327,11 @@ def select(prog: str, out: Path, task: str, cells, estimators, seeds, overrides,
               f"run the same command without --select first", file=sys.stderr)
         return 1
     result = analyse(out, task, cells, estimators, seeds, overrides, window, threshold, reference)
-    scores = result["scores"] if result else {}
+    scores: dict[str, float] = result["scores"] if result else {}
     if not scores:
         print(f"{prog}: error: no s2vgd cell among --cells / the grid to select from", file=sys.stderr)
         return 2
-    ranked = sorted(scores, key=scores.get, reverse=True)
+    ranked = sorted(scores, key=scores.__getitem__, reverse=True)
     print(f"peak best-particle return, mean over seeds {seeds_text(seeds)}, averaged over {', '.join(estimators)}:",
           file=sys.stderr)
     for name in ranked:

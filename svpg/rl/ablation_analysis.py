@@ -12,6 +12,7 @@ import csv
 import json
 import math
 from pathlib import Path
+from typing import cast
 
 from svpg.io import atomic_write
 from svpg.rl import experiments
@@ -41,7 +42,7 @@ def curve_metrics(mean, best, window: int, threshold: float | None) -> dict:
 
     sm_mean, _ = smooth(mean, window)
     sm_best, w = smooth(best, window)
-    hit = np.flatnonzero(sm_best >= threshold) if threshold is not None else []
+    hit: np.ndarray | list[int] = np.flatnonzero(sm_best >= threshold) if threshold is not None else []
     return {"iterations": len(best), "peak_best": float(sm_best.max()), "final_best": float(np.mean(best[-w:])),
             "peak_mean": float(sm_mean.max()), "final_mean": float(np.mean(mean[-w:])),
             "iterations_to_threshold": float(hit[0] + w) if len(hit) else math.nan}
@@ -51,6 +52,7 @@ def probe_states(env_id: str, horizon: int, seed: int = 0):
     """The fixed states at which action distributions are compared: every 10th state of 20 episodes of
     uniformly random actions from the task's start distribution (the same for every cell and run)."""
     import torch
+    from gymnasium import spaces
 
     from svpg import envs
     from svpg.seeding import int_seed, torch_generator
@@ -63,10 +65,11 @@ def probe_states(env_id: str, horizon: int, seed: int = 0):
         if t % STATE_EVERY == 0:
             kept.append(obs.clone())
         if env.is_discrete:
-            actions = torch.randint(int(space.n), (STATE_ENVS,), generator=noise)
+            actions = torch.randint(int(cast(spaces.Discrete, space).n), (STATE_ENVS,), generator=noise)
         else:
-            low, high = torch.as_tensor(space.low), torch.as_tensor(space.high)
-            actions = low + (high - low) * torch.rand((STATE_ENVS, *space.shape), generator=noise)
+            box = cast(spaces.Box, space)
+            low, high = torch.as_tensor(box.low), torch.as_tensor(box.high)
+            actions = low + (high - low) * torch.rand((STATE_ENVS, *box.shape), generator=noise)
         obs = env.step(actions.to(env.dtype) if not env.is_discrete else actions).obs
     return torch.cat(kept)
 
@@ -155,6 +158,7 @@ def thresholds(curves: dict, spec: tuple[str, float], window: int) -> tuple[dict
             peak = smooth(avg, window)[0].max()
             if best is None or peak > best[0]:
                 best = (peak, avg[0], key[0])
+        assert best is not None  # keys holds at least one run of e: curves gave e
         peak, start, cell = best
         taus[e] = float(start + value * (peak - start))
         source.append(f"{e} {taus[e]:.1f} ({cell}: {start:.1f} → {peak:.1f})")

@@ -28,6 +28,7 @@ import math
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -37,7 +38,7 @@ from svpg.core.svgd import SVGD
 from svpg.io import CheckpointError, flatten_state, load_tensors, save_tensors, unflatten_state
 from svpg.rl.config import DEFAULT_HORIZON, SVPGConfig, default_horizon, load_preset
 from svpg.rl.environments import EnvSource, is_custom, resolve_env
-from svpg.rl.estimators import A2C, PPO, Reinforce
+from svpg.rl.estimators import A2C, PPO, Estimator, Reinforce
 from svpg.rl.normalize import Normalizer
 from svpg.rl.policies import POLICY_KIND, ParticlePolicy, PolicySpec
 from svpg.rl.returns import episode_statistics
@@ -68,8 +69,8 @@ def _split_rows(state, parts: int):
         split = {k: _split_rows(v, parts) for k, v in state.items()}
         return [{k: v[i] for k, v in split.items()} for i in range(parts)]
     if isinstance(state, list):
-        split = [_split_rows(v, parts) for v in state]
-        return [[v[i] for v in split] for i in range(parts)]
+        split_items = [_split_rows(v, parts) for v in state]
+        return [[v[i] for v in split_items] for i in range(parts)]
     return [state] * parts
 
 
@@ -132,7 +133,7 @@ class SVPG:
 
     @classmethod
     def from_config(cls, config: SVPGConfig, *, seeds: list[int] | None = None, env=None, tensorboard_log: str | None = None,
-                    verbose: int = 0) -> "SVPG":
+                    verbose: int = 0) -> SVPG:
         """A model of a whole :class:`SVPGConfig` (``env_id`` and ``env_kwargs`` included; ``env``
         overrides them with an object or factory). The run-folder layer builds its models this way."""
         source = resolve_env(config.env_id, config.env_kwargs) if env is None else resolve_env(env)
@@ -174,6 +175,7 @@ class SVPG:
         theta = torch.cat([ParticlePolicy(self.spec, device=self.device, seed=seed).theta.detach() for seed in self.seeds])
         self.policy = ParticlePolicy(dataclasses.replace(self.spec, num_particles=s * m), theta)
         self.svgd = SVGD(self.policy.theta, cfg.kernel_spec(), cfg.optimizer, cfg.lr, groups=s, network=self.policy.net)
+        self.estimator: Estimator
         if cfg.estimator in ("a2c", "ppo"):
             self.estimator = (A2C if cfg.estimator == "a2c" else PPO)(
                 self.spec.obs_dim, s * m, cfg.gamma, gae_lambda=cfg.gae_lambda, hidden=cfg.critic_hidden,
@@ -325,6 +327,7 @@ class SVPG:
         self._check_finite(grad, "the gradient of log q(θ)")  # before the step: the optimizer state stays good
         terms = self.svgd.step(grad)
         self._check_finite(theta.detach(), "θ after the SVGD step")
+        assert terms.min_householder_norm is not None  # set: the SVGD holds the policy's network
         return {**terms.diagnostics(theta.detach()), "train/policy_loss": torch.stack(loss),
                 "policy/entropy": torch.stack([e.mean() for e in entropy]),
                 "structure/min_householder_norm": terms.min_householder_norm}
@@ -340,7 +343,7 @@ class SVPG:
 
     # -- the loop ----------------------------------------------------------------------------
     def learn(self, total_timesteps: int, callback=None, log_interval: int = 10, tb_log_name: str = "SVPG",
-              reset_num_timesteps: bool = True, progress_bar: bool = False) -> "SVPG":
+              reset_num_timesteps: bool = True, progress_bar: bool = False) -> SVPG:
         """Train for ``total_timesteps`` environment steps (all particles' steps of one seed count),
         rounded up to whole iterations of :attr:`steps_per_update` steps; returns ``self``.
 
@@ -484,7 +487,7 @@ class SVPG:
         self.policy.obs_normalization = self.normalizer.frozen(0) if self.normalizer is not None else None
         return self.policy.predict(observation, state, episode_start, deterministic)
 
-    def set_particle(self, index: int) -> "SVPG":
+    def set_particle(self, index: int) -> SVPG:
         """Act with particle ``index`` (0 … M − 1) in :meth:`predict`."""
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < self.config.num_particles:
             raise ValueError(f"particle must be an integer in [0, {self.config.num_particles - 1}], got {index!r}")
@@ -496,7 +499,7 @@ class SVPG:
         m = self.config.num_particles
         policy = ParticlePolicy(self.spec, self.policy.theta.detach()[k * m:(k + 1) * m])
         policy.obs_normalization = self.normalizer.frozen(k) if self.normalizer is not None else None
-        return policy.set_particle(self._per_seed(self.last_returns)[k].argmax().item())
+        return policy.set_particle(int(self._per_seed(self.last_returns)[k].argmax().item()))
 
     def get_env(self):
         """The batched training environments (:class:`svpg.envs.BatchedEnv`)."""
@@ -547,7 +550,7 @@ class SVPG:
 
     @classmethod
     def load(cls, path, env=None, device: str | None = None, *, tensorboard_log: str | None = None, verbose: int = 1,
-             **options) -> "SVPG":
+             **options) -> SVPG:
         """A model saved by :meth:`save` (or a run folder's checkpoint), ready to ``learn`` on from
         where it stopped (``reset_num_timesteps=False`` continues its learning-rate schedule too).
 
@@ -560,7 +563,7 @@ class SVPG:
 
     @classmethod
     def load_seeds(cls, paths: list, env=None, device: str | None = None, *, tensorboard_log: str | None = None,
-                   verbose: int = 0, **options) -> "SVPG":
+                   verbose: int = 0, **options) -> SVPG:
         """Several saved runs of one configuration that differ only in their seed, continued as one
         seed-batched model (what ``train.py --resume`` of several folders does)."""
         refused = sorted(set(options) - {"threads"})
@@ -574,7 +577,8 @@ class SVPG:
         iterations = {m["iteration"] for _, m, _ in states}
         if len(iterations) > 1:
             raise ValueError(f"the runs are at different iterations {sorted(iterations)}: load them separately")
-        config = dataclasses.replace(config, **options, **({"device": device} if device else {}))
+        device_option: dict[str, Any] = {"device": device} if device else {}
+        config = dataclasses.replace(config, **options, **device_option)
         if env is None:
             if is_custom(config.env_id):
                 raise ValueError(f"{paths[0]} was trained on an environment given as an object ({config.env_id[7:]}): "
@@ -589,7 +593,7 @@ class SVPG:
         return model
 
     def _restore(self, states: list[tuple[dict, dict]], paths: list) -> None:
-        for (tensors, meta), path in zip(states, paths):
+        for (_, meta), path in zip(states, paths):
             try:
                 spec = PolicySpec.from_dict(meta["spec"])
             except (KeyError, TypeError, ValueError) as e:

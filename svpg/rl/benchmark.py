@@ -38,6 +38,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any, cast
 
 from svpg.io import atomic_write
 
@@ -76,7 +77,7 @@ SVPG_OPTIONS = {  # 4 particles × 2000 steps per iteration: whole episodes, and
 #: rl-zoo3 sets it); ``lin_<x>``: a learning rate decaying linearly from x to 0; ``activation_fn`` by name.
 _MUJOCO_PPO = {"normalize": True, "n_envs": 1, "policy_kwargs": {"log_std_init": -2, "ortho_init": False,
                "activation_fn": "relu", "net_arch": {"pi": [256, 256], "vf": [256, 256]}}}
-ZOO = {
+ZOO: dict[str, dict[str, dict[str, Any]]] = {
     "ppo": {
         "Pendulum-v1": {"n_envs": 4, "n_steps": 1024, "gae_lambda": 0.95, "gamma": 0.9, "n_epochs": 10, "ent_coef": 0.0,
                         "learning_rate": 1e-3, "clip_range": 0.2, "use_sde": True, "sde_sample_freq": 4},
@@ -289,7 +290,8 @@ def _train_sb3_locked(job: dict, folder: Path) -> dict:
     from svpg.seeding import int_seed
 
     agent, task, seed, total = job["agent"], job["task"], job["seed"], job["total_steps"]
-    cls = {"ppo": PPO, "a2c": A2C}[agent]
+    classes: dict[str, type[PPO] | type[A2C]] = {"ppo": PPO, "a2c": A2C}
+    cls = classes[agent]
     n_envs, normalize, kwargs = sb3_settings(agent, task)
     ckpt = folder / "checkpoint"
     if not ckpt.exists() and (folder / "checkpoint.old").exists():  # killed while replacing the checkpoint
@@ -315,6 +317,9 @@ def _train_sb3_locked(job: dict, folder: Path) -> dict:
     class Recorder(BaseCallback):
         """Training returns every ``log_every`` steps (``progress.csv``); a checkpoint at the first
         rollout boundary after every ``save_every`` steps (after the update, so nothing is lost)."""
+
+        returns: list[float]
+        lengths: list[int]
 
         def _on_training_start(self) -> None:
             self.t0, self.returns, self.lengths, self.last_row = time.perf_counter(), [], [], at
@@ -351,7 +356,7 @@ def _train_sb3_locked(job: dict, folder: Path) -> dict:
                 tmp.mkdir(exist_ok=True)
                 self.model.save(tmp / "model.zip")
                 if normalize is not None:
-                    self.model.get_env().save(str(tmp / "vecnormalize.pkl"))
+                    cast(VecNormalize, self.model.get_env()).save(str(tmp / "vecnormalize.pkl"))
                 (tmp / "state.json").write_text(json.dumps({"total_steps": self.num_timesteps}))  # tmp renamed whole
                 if ckpt.exists():  # replaced whole: a kill leaves either checkpoint complete
                     ckpt.rename(folder / "checkpoint.old")
@@ -367,11 +372,12 @@ def _train_sb3_locked(job: dict, folder: Path) -> dict:
     # deterministic evaluation on fresh episodes, normalisation statistics frozen
     eval_env = make_vec_env(task, n_envs=1, seed=eval_seed(seed))
     if normalize is not None:
-        train_env = model.get_env()
+        train_env = cast(VecNormalize, model.get_env())
         eval_env = VecNormalize(eval_env, training=False, norm_reward=False, **{k: v for k, v in normalize.items() if k != "gamma"})
         eval_env.obs_rms = train_env.obs_rms.copy() if hasattr(train_env.obs_rms, "copy") else train_env.obs_rms
-    returns, _ = evaluate_policy(model, eval_env, n_eval_episodes=job["eval_episodes"], deterministic=True,
-                                 return_episode_rewards=True)
+    # return_episode_rewards=True: the returns of every episode, a list
+    returns = cast("list[float]", evaluate_policy(model, eval_env, n_eval_episodes=job["eval_episodes"],
+                                                  deterministic=True, return_episode_rewards=True)[0])
     rows = _read_rows(folder / PROGRESS)
     final = sum(returns) / len(returns)
     return {"env_steps": int(model.num_timesteps), "final": float(final), "final_particle_mean": math.nan,
@@ -568,7 +574,7 @@ def plot(curves: list[dict], path: Path) -> None:
             end = min(max(x for x, _ in v) for v in runs.values())
             start = max(min(x for x, _ in v) for v in runs.values())
             grid = np.linspace(start, end, 50) if end > start else np.array([end])
-            ys = np.array([np.interp(grid, *zip(*sorted(v))) for v in runs.values()])
+            ys = np.array([np.interp(grid, [x for x, _ in sorted(v)], [y for _, y in sorted(v)]) for v in runs.values()])
             mu, se = mean_se_rows(ys)
             label = f"svpg {agent} (best particle)" if agent in SVPG_AGENTS else f"SB3 {agent.upper()}"
             (line,) = ax.plot(grid, mu, label=f"{label}, {len(ys)} seeds", lw=1.5)

@@ -21,6 +21,7 @@ import io
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -37,7 +38,7 @@ class BaseCallback:
 
     def __init__(self, verbose: int = 0):
         self.verbose = verbose
-        self.model = None
+        self.model: Any = None   # the SVPG, from init_callback on (duck-typed: any model with its attributes)
         self.n_calls = 0
         self.num_timesteps = 0
         self.locals: dict = {}
@@ -224,7 +225,7 @@ class ProgressCSV:
         self.fieldnames = list(rows[0]) if rows else None
         if rows or path.exists():  # rewrite without the rows of iterations after the checkpoint
             self._rewrite(rows)
-        self.file = None
+        self.file: TextIO | None = None
 
     @staticmethod
     def read(path: Path, keep_until: int | None = None) -> list[dict]:
@@ -461,7 +462,7 @@ class EvalCallback(EventCallback):
         self.evaluations_results.append(returns.cpu().numpy())
         if self.log_path is not None:
             self.log_path.mkdir(parents=True, exist_ok=True)
-            data = {"timesteps": np.array(self.evaluations_timesteps), "results": np.stack(self.evaluations_results)}
+            data: dict[str, Any] = {"timesteps": np.array(self.evaluations_timesteps), "results": np.stack(self.evaluations_results)}
             atomic_write(self.log_path / "evaluations.npz", lambda tmp: np.savez(open(tmp, "wb"), **data))
         if self.logger is not None:
             step = model.num_timesteps

@@ -129,7 +129,7 @@ def find_resume_point(run_dir: Path, progress_rows: int, iteration: int | None =
             return load_checkpoint(chosen[0], progress_rows, device), []
         except CheckpointError as e:
             raise CheckpointError(f"cannot resume from {chosen[0]}: {e}; choose another with --from") from None
-    notes = []
+    notes: list[str] = []
     for _, path in available:
         try:
             return load_checkpoint(path, progress_rows, device), notes

@@ -8,9 +8,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from svpg.cli import dataclass_from_dict
+from svpg.cli import dataclass_from_dict, option_factory
 from svpg.cli import option as _f
-from svpg.cli import option_factory
 from svpg.core.priors import PRIORS
 from svpg.core.svgd import OPTIMIZERS
 from svpg.runtime import DEFAULT_THREADS
@@ -107,7 +106,7 @@ class SVPGConfig:
     eval_episodes: int = _f(20, "episodes per particle in the final evaluation (0: skip)")
     progress: bool = _f(True, "show a progress bar")
 
-    def validate(self) -> "SVPGConfig":
+    def validate(self) -> SVPGConfig:
         """Self, checked: a one-line ValueError naming every wrong field (type first, then range)."""
         import dataclasses
         import typing
@@ -187,7 +186,7 @@ class SVPGConfig:
         )
 
     @classmethod
-    def from_dict(cls, d: dict, source: str = "config") -> "SVPGConfig":
+    def from_dict(cls, d: dict, source: str = "config") -> SVPGConfig:
         """A config from JSON-like values; unknown keys and wrong types are refused naming ``source``."""
         return dataclass_from_dict(cls, d, source)
 

@@ -13,6 +13,8 @@ diagnostics are per group, shape (G,).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import torch
 
@@ -31,6 +33,23 @@ def explained_variance(residual: torch.Tensor, target: torch.Tensor, groups: int
     r, y = residual.reshape(t, groups, m // groups, n), target.reshape(t, groups, m // groups, n)
     dims = (0, 2, 3)
     return 1 - r.var(dim=dims) / y.var(dim=dims).clamp_min(1e-8)
+
+
+class Estimator(Protocol):
+    """What :class:`~svpg.SVPG` uses of an advantage estimator (:class:`Reinforce`, :class:`A2C`, :class:`PPO`)."""
+
+    @property
+    def needs_final_obs(self) -> bool: ...
+
+    def advantages(self, batch: Rollout) -> tuple[torch.Tensor, torch.Tensor | None, dict[str, torch.Tensor]]: ...
+
+    # targets: the second item of advantages() (None for REINFORCE, which has nothing to fit)
+    def fit(self, batch: Rollout, targets: Any,
+            generators: Sequence[torch.Generator | None] | None = None) -> dict[str, torch.Tensor]: ...
+
+    def state_dict(self) -> dict: ...
+
+    def load_state_dict(self, state: dict) -> None: ...
 
 
 class Reinforce:
@@ -62,7 +81,8 @@ class Reinforce:
         explained = explained_variance(adv, returns, self.groups)
         return standardize(adv, dims=(0, 2)), None, {"baseline/explained_variance": explained}
 
-    def fit(self, batch: Rollout, targets: None, generators: list[torch.Generator] | None = None) -> dict[str, torch.Tensor]:
+    def fit(self, batch: Rollout, targets: None,
+            generators: Sequence[torch.Generator | None] | None = None) -> dict[str, torch.Tensor]:
         """Nothing to train: the linear baseline is refitted inside :meth:`advantages`."""
         return {}
 
@@ -77,7 +97,11 @@ def _config_default(name: str):
     """The default of an :class:`SVPGConfig` field: the critic's defaults live in the config (one home,
     shown by --help), read off the field without building a config."""
     field = SVPGConfig.__dataclass_fields__[name]
-    return field.default if field.default is not dataclasses.MISSING else field.default_factory()
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    raise TypeError(f"SVPGConfig.{name} has no default")
 
 
 class A2C:
@@ -137,6 +161,8 @@ class A2C:
         # Where an episode goes on, s'_t is s_{t+1}: one critic pass over s_0 … s_{T−1} and the last s'
         # gives V(s_t) and V(s'_t), where a pass over every s' would double the work. (After a
         # termination V(s'_t) is multiplied by 0, so the reset state's value there does no harm.)
+        if batch.final_obs is None:
+            raise ValueError("A2C/PPO advantages need the pre-reset observations: collect with keep_final_obs=True")
         values = self._group_values(torch.cat([batch.obs, batch.final_obs[-1:]]))
         values, next_values = values[:-1], values[1:]
         cut = batch.truncated[:-1] & ~batch.terminated[:-1]  # time limit inside the batch: s'_t ≠ s_{t+1}
@@ -152,19 +178,20 @@ class A2C:
         """V of obs (T, M, N, obs_dim), one group at a time (per-row work, faster on blocks that stay in cache)."""
         return torch.cat([self.values(x, theta) for x, theta in zip(obs.chunk(self.groups, 1), self.theta.chunk(self.groups))], 1)
 
-    def fit(self, batch: Rollout, targets: torch.Tensor, generators: list[torch.Generator] | None = None) -> dict[str, torch.Tensor]:
+    def fit(self, batch: Rollout, targets: torch.Tensor,
+            generators: Sequence[torch.Generator | None] | None = None) -> dict[str, torch.Tensor]:
         """Regress every particle's critic on its own (obs, target) pairs with minibatch Adam.
 
         :param generators: the minibatch-order stream of each group (one per seed).
         """
         t, m, n, _ = batch.obs.shape
         per_group = m // self.groups
-        generators = generators or [None] * self.groups
+        streams: Sequence[torch.Generator | None] = generators or [None] * self.groups
         loss = batch.obs.new_zeros(self.groups)
         for _ in range(self.value_epochs):
             # one index_select per pass, then contiguous chunks: 5× cheaper than indexing per minibatch
             minibatches = []
-            for obs, y, g in zip(batch.obs.chunk(self.groups, 1), targets.chunk(self.groups, 1), generators):
+            for obs, y, g in zip(batch.obs.chunk(self.groups, 1), targets.chunk(self.groups, 1), streams):
                 perm = torch.randperm(t * n, generator=g, device=obs.device)
                 x, y = per_particle(obs, per_group).index_select(1, perm), per_particle(y, per_group).index_select(1, perm)
                 minibatches.append(list(zip(x.chunk(self.value_steps, 1), y.chunk(self.value_steps, 1))))

@@ -58,8 +58,8 @@ def plan(out: Path, task: str, methods, estimators, seeds: int, overrides: dict)
     """One job per (method, estimator): its seeds as one seed batch. The list depends only on the
     command line, so a restarted grid is the same grid (Ray restores its experiment by this identity).
     ``out`` is made absolute: Ray Tune starts each trial in a folder of its own."""
-    out = str(Path(out).resolve())
-    jobs = [{"out": out, "task": task, "method": m, "estimator": e, "seeds": list(range(seeds)), "overrides": overrides}
+    out_dir = str(Path(out).resolve())
+    jobs = [{"out": out_dir, "task": task, "method": m, "estimator": e, "seeds": list(range(seeds)), "overrides": overrides}
             for e in estimators for m in methods]
     return a2c_first(jobs)
 
@@ -297,7 +297,14 @@ def _run_with_bar(prog, jobs, out, backend, workers, fn, devices, gpus) -> int:
             bar.close()
             print(f"{prog}: interrupted; every run keeps its last checkpoint, and the same command resumes the grid",
                   file=sys.stderr)
-            return e.code if isinstance(e, SystemExit) else 130
+            if not isinstance(e, SystemExit):
+                return 130
+            if isinstance(e.code, int):  # our SIGTERM handler's 143
+                return e.code
+            # as the interpreter ends on SystemExit: None is success, a message is printed and ends with 1
+            if e.code is not None:
+                print(e.code, file=sys.stderr)
+            return 0 if e.code is None else 1
     return 0
 
 

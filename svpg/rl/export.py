@@ -34,6 +34,7 @@ import operator
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -74,7 +75,10 @@ class AddGaussianNoise(nn.Module):
         self.register_buffer("std", std)
 
     def forward(self, mean: torch.Tensor) -> torch.Tensor:
-        return torch.addcmul(mean, self.std, torch.randn_like(mean))
+        # the ignores in these modules: torch types a buffer as Tensor | Module, and a class-level
+        # annotation would not do, as TorchScript cannot read the postponed (string) annotation; TorchScript
+        # takes a "type:" comment for a signature unless it is an ignore that ends its line
+        return torch.addcmul(mean, self.std, torch.randn_like(mean))  # type: ignore[arg-type]
 
 
 class Clip(nn.Module):
@@ -87,7 +91,8 @@ class Clip(nn.Module):
         self.register_buffer("high", high)
 
     def forward(self, action: torch.Tensor) -> torch.Tensor:
-        return torch.clamp(action, self.low, self.high)
+        # buffers: see AddGaussianNoise
+        return torch.clamp(action, self.low, self.high)  # type: ignore[arg-type]
 
 
 class NormalizeObservation(nn.Module):
@@ -101,7 +106,8 @@ class NormalizeObservation(nn.Module):
         self.clip = float(clip)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return torch.clamp((obs - self.mean) / self.std, -self.clip, self.clip)
+        # buffers: see AddGaussianNoise
+        return torch.clamp((obs - self.mean) / self.std, -self.clip, self.clip)  # type: ignore[operator]
 
 
 def _particle_index(policy: ParticlePolicy, particle) -> int:
@@ -158,6 +164,7 @@ def to_module(
         head = [Argmax()] if deterministic else [AddGumbelNoise(), Argmax()]
     else:
         low, high = (torch.tensor(bound, dtype=torch.float32) for bound in (spec.action_low, spec.action_high))
+        assert log_std is not None  # a continuous policy learns its std
         noise = [] if deterministic else [AddGaussianNoise(log_std[0].exp().to("cpu", torch.float32))]
         head = [*noise, Clip(low, high)]
     return nn.Sequential(*layers, *head).requires_grad_(False)  # for inference: outputs need no graph
@@ -224,6 +231,7 @@ def export(
 def _describe(policy: ParticlePolicy, particle: int, deterministic: bool, raw: bool) -> dict:
     """What a deployer needs to know about an exported file's module."""
     spec = policy.spec
+    action: dict[str, Any]
     if spec.discrete:
         action = {"discrete": spec.action_dim}
     else:

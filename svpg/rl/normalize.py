@@ -87,6 +87,7 @@ class Normalizer:
         """Update the return statistics with one step's rewards (G·n,) and return them scaled."""
         if not self.norm_reward:
             return rewards
+        assert self.returns is not None, "start_episodes comes first (collect_rollout calls it)"
         self.returns = self.returns * self.gamma + rewards.to(torch.float64)
         grouped = self.returns.view(self.groups, -1)
         self.ret_mean, self.ret_var, self.ret_count = self._combine(self.ret_mean, self.ret_var, self.ret_count, grouped)

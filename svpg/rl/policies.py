@@ -17,7 +17,6 @@ from svpg.core.probability import LOG_2PI, gaussian_log_prob
 from svpg.seeding import torch_generator
 
 
-
 @dataclass(frozen=True)
 class PolicySpec:
     """What fixes a policy ensemble's shape; stored in every checkpoint.
@@ -59,7 +58,7 @@ class PolicySpec:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "PolicySpec":
+    def from_dict(cls, d: dict) -> PolicySpec:
         d = dict(d)
         d["network"] = NetworkSpec(**d["network"])
         d["action_low"] = tuple(d.get("action_low", ()))
@@ -68,7 +67,7 @@ class PolicySpec:
 
     @classmethod
     def for_spaces(cls, obs_space: gym.Space, action_space: gym.Space, network: dict, num_particles: int,
-                   obs_scale: tuple[float, ...] = ()) -> "PolicySpec":
+                   obs_scale: tuple[float, ...] = ()) -> PolicySpec:
         """Build from Gymnasium spaces; ``network`` holds NetworkSpec fields except ``sizes``' ends."""
         if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
             raise ValueError(f"svpg policies need a flat Box observation space, got {obs_space}")
@@ -103,6 +102,8 @@ class ParticlePolicy:
     (``policy.particle``, by default the best one at the end of training), so
     ``stable_baselines3.common.evaluation.evaluate_policy(policy, env)`` works on it.
     """
+
+    metadata: dict   # the saved metadata, set on a policy read by load_policy
 
     def __init__(self, spec: PolicySpec, theta: torch.Tensor | None = None, *, device="cpu", seed: int = 0):
         """:param theta: the particles (M, D); by default drawn from the ``policy_init`` stream of ``seed``."""
@@ -199,7 +200,7 @@ class ParticlePolicy:
         return self.net.log_prior(self.theta if theta is None else theta)
 
     # -- one particle, Stable-Baselines3 style ----------------------------------------------
-    def set_particle(self, index: int) -> "ParticlePolicy":
+    def set_particle(self, index: int) -> ParticlePolicy:
         if not 0 <= index < self.num_particles:
             raise ValueError(f"particle must be in [0, {self.num_particles - 1}], got {index}")
         self.particle = int(index)
@@ -228,10 +229,10 @@ class ParticlePolicy:
             act = self.mode(weights, x)
         else:
             act = self.sample(weights, x, self.draw_noise(x.shape[:2], None))
-        act = act[0].cpu().numpy()
+        actions = act[0].cpu().numpy()
         if not self.spec.discrete:
-            act = np.clip(act, self.spec.action_low, self.spec.action_high).astype(np.float32)
-        return (act[0] if single else act), None
+            actions = np.clip(actions, self.spec.action_low, self.spec.action_high).astype(np.float32)
+        return (actions[0] if single else actions), None
 
     def __repr__(self) -> str:
         net = self.spec.network
@@ -250,7 +251,7 @@ def save_policy(policy: ParticlePolicy, path, extra: dict | None = None):
     from svpg.io import save_tensors
 
     meta = {"spec": policy.spec.to_dict(), "particle": policy.particle, **(extra or {})}
-    tensors = {"theta": policy.theta}
+    tensors: dict[str, torch.Tensor] = {"theta": policy.theta}
     if policy.obs_normalization is not None:
         tensors.update(obs_norm_mean=policy.obs_normalization["mean"], obs_norm_std=policy.obs_normalization["std"])
         meta["obs_norm_clip"] = policy.obs_normalization["clip"]

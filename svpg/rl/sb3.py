@@ -15,6 +15,7 @@ import csv
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -24,10 +25,11 @@ from svpg.runtime import torch_threads
 
 
 def train_one(task_env: str, algo: str, seed: int, steps: int, eval_every: int, out: Path) -> list[dict]:
-    from svpg import envs  # noqa: F401  (registers svpg/* ids)
     from stable_baselines3 import A2C, PPO
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
+
+    from svpg import envs  # noqa: F401  (registers svpg/* ids)
 
     cls = {"a2c": A2C, "ppo": PPO}[algo]
     # SB3's small MLPs gain nothing from a second thread, and the svpg runs it is compared with use one;
@@ -40,7 +42,8 @@ def train_one(task_env: str, algo: str, seed: int, steps: int, eval_every: int, 
             chunk = min(eval_every, steps - done)
             model.learn(total_timesteps=chunk, reset_num_timesteps=False)
             done += chunk
-            mean, std = evaluate_policy(model, eval_env, n_eval_episodes=10, deterministic=True)
+            # without return_episode_rewards: (mean, std) of the episodes' returns
+            mean, std = cast("tuple[float, float]", evaluate_policy(model, eval_env, n_eval_episodes=10, deterministic=True))
             rows.append({"algo": algo, "seed": seed, "total_steps": done, "eval_mean": float(mean), "eval_std": float(std)})
         eval_env.close()
         model.save(out / f"{algo}__seed{seed}")

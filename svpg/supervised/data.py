@@ -87,7 +87,7 @@ _FASHION_SHA = ("3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a8
 
 
 def _data_files() -> dict[str, tuple[DataFile, ...]]:
-    files = {name: (DataFile(f"uci_splits/{name}/data.txt", u.sha256, (f"{_UCI_HOME}/{u.upstream}/data/data.txt",),
+    files: dict[str, tuple[DataFile, ...]] = {name: (DataFile(f"uci_splits/{name}/data.txt", u.sha256, (f"{_UCI_HOME}/{u.upstream}/data/data.txt",),
                              f"UCI {name} (the regression benchmark's data.txt)"),)
              for name, u in UCI_SETS.items()}
     files["mnist"] = tuple(DataFile(f"mnist/{stem}.gz", sha, tuple(home + f"{stem}.gz" for home in _MNIST_HOMES),
@@ -280,7 +280,7 @@ class Standardizer:
     std: np.ndarray
 
     @classmethod
-    def fit(cls, x: np.ndarray) -> "Standardizer":
+    def fit(cls, x: np.ndarray) -> Standardizer:
         x = np.asarray(x, dtype=np.float64)
         mean = x.mean(0)
         std = x.std(0)

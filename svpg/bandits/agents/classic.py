@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 from svpg.bandits.agents.base import UNBOUNDED, Agent
 from svpg.seeding import numpy_rng
 

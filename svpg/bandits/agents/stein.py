@@ -2,8 +2,11 @@
 ε-greedy baselines of its §5.3, M reward networks as one particle tensor moved by SVGD."""
 from __future__ import annotations
 
+from typing import TypedDict, cast
+
 import numpy as np
 import torch
+
 from svpg.bandits.agents.base import RewardModelAgent
 from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
@@ -67,7 +70,7 @@ class ParticleRewardModel(RewardModelAgent):
         if structural and self.structural_lr_scale != 1.0:
             step_scale = self.layout.per_coordinate(dict.fromkeys(structural, self.structural_lr_scale))
         self.svgd = SVGD(self.theta, kernel, optimizer, lr, step_scale=step_scale, network=self.net)
-        self._weights = None
+        self._weights: list[tuple[torch.Tensor, torch.Tensor]] | None = None
 
     @torch.no_grad()
     def predict(self, contexts) -> torch.Tensor:
@@ -98,7 +101,8 @@ class ParticleRewardModel(RewardModelAgent):
         """``train_steps`` minibatch SVGD steps on all data so far (Algorithm 1, line 7)."""
         n = self.size
         x_all, a_all, y_all = self.data()
-        terms, householder_norms = None, []
+        terms = None
+        householder_norms: list[torch.Tensor | None] = []   # each set: the SVGD holds the network
         for _ in range(self.train_steps):
             idx = torch.randint(0, n, (self.batch_size,), generator=self.minibatch_generator, device=self.device)
             logp = self.log_posterior(self.theta, x_all[idx], a_all[idx], y_all[idx], n)
@@ -107,10 +111,11 @@ class ParticleRewardModel(RewardModelAgent):
             householder_norms.append(terms.min_householder_norm)
         self._weights = None
         self.trainings += 1
+        assert terms is not None  # train_steps ≥ 1, checked at construction
         diag = terms.diagnostics(self.theta.detach())
         diag["train/log_posterior"] = logp.detach().mean()
         if self.net.has_householder:
-            diag["structure/min_householder_norm"] = torch.stack(householder_norms).amin()
+            diag["structure/min_householder_norm"] = torch.stack(cast("list[torch.Tensor]", householder_norms)).amin()
         return diag
 
     def hyperparameters(self) -> dict:
@@ -137,7 +142,13 @@ STEIN_METHODS = ("s2vgd", "svgd")  # the SVGD-trained agents (SteinThompson's me
 STEIN_LR = {"s2vgd": 1e-3, "svgd": 1e-3}
 # s2vgd: K = 2 reflections, structural hidden layer, plain output layer (the output's 2-D reflection
 # mixes the arms), Λ and Householder vectors stepping at 0.1 × lr
-S2VGD_STRUCTURE = {"householder": 2, "structural_output": False, "structural_lr_scale": 0.1}
+class S2VGDStructure(TypedDict):
+    householder: int
+    structural_output: bool
+    structural_lr_scale: float
+
+
+S2VGD_STRUCTURE: S2VGDStructure = {"householder": 2, "structural_output": False, "structural_lr_scale": 0.1}
 
 
 class SteinThompson(ParticleRewardModel):

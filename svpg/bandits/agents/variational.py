@@ -3,6 +3,7 @@ the variational matrix Gaussian, Kronecker flows, BADAM)."""
 from __future__ import annotations
 
 import torch
+
 from svpg.bandits.agents.base import RewardModelAgent
 from svpg.core.probability import gaussian_log_prob, inverse_gamma_log_prob_of_log
 from svpg.core.variational import FAMILIES, make_posterior

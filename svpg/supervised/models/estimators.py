@@ -6,9 +6,11 @@ import functools
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
+
 from svpg.core.probability import gaussian_log_prob, log_mean_exp
 from svpg.core.svgd import OPTIMIZERS
 from svpg.core.variational import FAMILIES, posterior_options
@@ -148,9 +150,13 @@ class _BayesianNN:
         self.posterior_options = None if posterior_options is None else dict(posterior_options)
         self.noise_prior = None if noise_prior is None else tuple(noise_prior)
 
+    # set by fit (the posterior's training loop)
+    history_: list[dict]
+    best_epoch_: int
+
     # ---------------------------------------------------------------------------- parameters
 
-    _PARAMS = (
+    _PARAMS: tuple[str, ...] = (
         "method", "num_particles", "householder", "hidden", "activation", "prior_a", "prior_b", "kernel",
         "optimizer", "lr", "lr_schedule", "epochs", "batch_size", "validation_fraction", "eval_every", "seed", "device",
         "progress", "compile", "threads", "samples", "predict_samples", "posterior_options", "noise_prior",
@@ -187,7 +193,7 @@ class _BayesianNN:
     def noise_prior_(self) -> tuple[float, float]:
         """(a, b) of the Gamma prior of the regression noise precision."""
         if self.noise_prior is not None:
-            return tuple(self.noise_prior)
+            return cast("tuple[float, float]", tuple(self.noise_prior))   # two numbers: _validate_params checks
         return NOISE_PRIORS.get(self.method, (self.prior_a, self.prior_b)) if self.variational else (self.prior_a, self.prior_b)
 
     def _validate_params(self) -> None:
@@ -286,6 +292,9 @@ class _BayesianNN:
     def _state(self) -> tuple[dict[str, torch.Tensor], dict]:
         raise NotImplementedError
 
+    def _restore(self, tensors: dict[str, torch.Tensor], meta: dict) -> None:
+        raise NotImplementedError
+
     def save(self, path: str | Path) -> Path:
         """Write the posterior (particles or parameters) and everything needed to predict to a
         .safetensors file (atomic).
@@ -363,10 +372,12 @@ class BayesianRegressor(_BayesianNN):
         s = self.posterior_.log_noise_precision()
         if self.posterior_.shared_noise:
             mse = ((y_val - f) ** 2).mean().clamp_min(1e-8).expand_as(s)
-            ll = lambda s_: gaussian_log_prob(y_val, f, log_var=-s_[:, None]).sum()
+            def ll(s_):
+                return gaussian_log_prob(y_val, f, log_var=-s_[:, None]).sum()
         else:
             mse = ((y_val - f) ** 2).mean(1).clamp_min(1e-8)
-            ll = lambda s_: gaussian_log_prob(y_val, f, log_var=-s_[:, None]).sum(1)
+            def ll(s_):
+                return gaussian_log_prob(y_val, f, log_var=-s_[:, None]).sum(1)
         s_hat = -torch.log(mse)
         self.posterior_.set_log_noise_precision(torch.where(ll(s_hat) > ll(s), s_hat, s))
 
@@ -383,7 +394,8 @@ class BayesianRegressor(_BayesianNN):
         self.y_scaler_ = Standardizer.fit(y_fit[:, None])
         self.n_features_in_ = x.shape[1]
         self._build(x.shape[1], 1)
-        t = lambda a: torch.as_tensor(a, dtype=torch.float32, device=self.device)
+        def t(a):
+            return torch.as_tensor(a, dtype=torch.float32, device=self.device)
         xs, ys = t(self.x_scaler_.transform(x_fit)), t(self.y_scaler_.transform(y_fit[:, None])[:, 0])
         if x_val is not None:
             xv, yv = t(self.x_scaler_.transform(x_val)), t(self.y_scaler_.transform(y_val_[:, None])[:, 0])
@@ -434,7 +446,8 @@ class BayesianRegressor(_BayesianNN):
         return float(1 - ((y - mean) ** 2).sum() / ((y - y.mean()) ** 2).sum())
 
     def _state(self):
-        d = lambda a: torch.as_tensor(np.asarray(a), dtype=torch.float64)
+        def d(a):
+            return torch.as_tensor(np.asarray(a), dtype=torch.float64)
         tensors = {"x_mean": d(self.x_scaler_.mean), "x_std": d(self.x_scaler_.std),
                    "y_mean": d(self.y_scaler_.mean), "y_std": d(self.y_scaler_.std)}
         return tensors, {"n_features": self.n_features_in_}
@@ -490,7 +503,8 @@ class BayesianClassifier(_BayesianNN):
         self.n_classes_ = int(max(y.max(), y_val_.max() if y_val_ is not None else 0)) + 1
         self.classes_ = np.arange(self.n_classes_)
         self._build(x.shape[1], self.n_classes_)
-        t = lambda a, dt=torch.float32: torch.as_tensor(a, dtype=dt, device=self.device)
+        def t(a, dt=torch.float32):
+            return torch.as_tensor(a, dtype=dt, device=self.device)
         xv = t(x_val) if x_val is not None else None
         yv = t(y_val_, torch.int64) if x_val is not None else None
         self._fit_tensors(t(x_fit), t(y_fit, torch.int64), xv, yv, callback)

@@ -5,6 +5,7 @@ import warnings
 from collections.abc import Callable
 
 import torch
+
 from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
 from svpg.core.probability import gamma_log_prob_of_log, gaussian_log_prob
@@ -18,6 +19,8 @@ def row_log_likelihood(task: str, out: torch.Tensor, y: torch.Tensor, log_prec: 
     posterior draws): (S, B). Regression: N(y | out, 1/γ_s) with ``log_prec`` = log γ, (S,) or (1,);
     classification: the softmax of ``out`` at label y."""
     if task == "regression":
+        if log_prec is None:
+            raise ValueError("row_log_likelihood: regression needs log_prec, the log noise precision")
         return gaussian_log_prob(y, out[..., 0], log_var=-log_prec[:, None])  # variance 1/γ
     logp = torch.log_softmax(out, -1)
     return logp.gather(2, y.expand(out.shape[0], -1).unsqueeze(2))[..., 0]

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
+
 from svpg.core.networks import NetworkSpec
 from svpg.core.probability import LOG_2PI, gamma_log_prob_of_log
 from svpg.core.svgd import SVGD, make_optimizer
@@ -17,7 +19,6 @@ from svpg.io import CheckpointError
 from svpg.seeding import torch_generator
 from svpg.supervised.models.methods import FOREACH, NOISE_POSTERIORS, POLYAK
 from svpg.supervised.models.objective import row_log_likelihood, shared_objective
-from tqdm.auto import tqdm
 
 if TYPE_CHECKING:
     from svpg.supervised.models.estimators import _BayesianNN
