@@ -10,6 +10,7 @@ without a new dependency. The working set of a run is a few hundred MB, so keepi
 A process-wide setting: only command-line entry points (``train.py``, the bandit and supervised CLIs)
 call it, never library code.
 """
+
 from __future__ import annotations
 
 import ctypes

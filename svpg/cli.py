@@ -1,6 +1,7 @@
 """Command-line parsers generated from config dataclasses (so ``--help`` documents every field), and the one
 mechanism for renamed options: ``add_argument("--new", deprecated=("--old",), …)`` keeps ``--old`` working with
 a one-line note on stderr."""
+
 from __future__ import annotations
 
 import argparse
@@ -17,7 +18,9 @@ class _DeprecatedAlias(argparse.Action):
         self.canonical = canonical
 
     def __call__(self, parser, namespace, values, option_string=None):
-        print(f"{parser.prog}: note: {option_string} is deprecated, use {self.canonical} (same meaning)", file=sys.stderr)
+        print(
+            f"{parser.prog}: note: {option_string} is deprecated, use {self.canonical} (same meaning)", file=sys.stderr
+        )
         setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
 
 
@@ -27,10 +30,21 @@ def _add_aliases(add, action: argparse.Action, deprecated: tuple[str, ...], regi
         raise ValueError(f"{action.dest}: a positional argument has no option name to deprecate")
     for old in deprecated:
         canonical = max(action.option_strings, key=len)
-        registry.append(add(
-            old, action=_DeprecatedAlias, canonical=canonical, dest=action.dest, nargs=action.nargs, const=action.const,
-            type=action.type, choices=action.choices, metavar=action.metavar, default=argparse.SUPPRESS,
-            help=f"deprecated name of {canonical}"))
+        registry.append(
+            add(
+                old,
+                action=_DeprecatedAlias,
+                canonical=canonical,
+                dest=action.dest,
+                nargs=action.nargs,
+                const=action.const,
+                type=action.type,
+                choices=action.choices,
+                metavar=action.metavar,
+                default=argparse.SUPPRESS,
+                help=f"deprecated name of {canonical}",
+            )
+        )
 
 
 class Parser(argparse.ArgumentParser):
@@ -49,9 +63,13 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         if listed:
             width = max(len(name) for items in listed.values() for name in items) + 2
-            kwargs.setdefault("epilog", "\n\n".join(
-                f"{title}:\n" + "\n".join(f"  {name:{width}s} {text}" for name, text in items.items())
-                for title, items in listed.items()))
+            kwargs.setdefault(
+                "epilog",
+                "\n\n".join(
+                    f"{title}:\n" + "\n".join(f"  {name:{width}s} {text}" for name, text in items.items())
+                    for title, items in listed.items()
+                ),
+            )
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):
@@ -102,7 +120,9 @@ def _json_object(text: str) -> dict:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
-        raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"key\": 1}}', got {text!r} ({e})") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a JSON object such as '{{\"key\": 1}}', got {text!r} ({e})"
+        ) from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError(f"expected a JSON object such as '{{\"key\": 1}}', got {text!r}")
     return value
@@ -134,8 +154,9 @@ def _float_tuple(text: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers such as 1,1,0.1, got {text!r}") from None
 
 
-def add_dataclass_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = (),
-                            renamed: dict[str, str] | None = None) -> None:
+def add_dataclass_arguments(
+    parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = (), renamed: dict[str, str] | None = None
+) -> None:
     """One ``--field-name`` option per dataclass field, with its default and help text.
 
     :param renamed: field → its option's name where that is not ``--field-name`` (e.g. ``{"seeds": "--num-seeds"}``);
@@ -193,6 +214,7 @@ def dataclass_from_args(cls, args: argparse.Namespace):
 
 def _typed(name: str, hint, value, source: str):
     """``value`` checked (and, for tuples and int → float, converted) against the field's type."""
+
     def bad(expected: str):
         return ValueError(f"{source}: {name!r} must be {expected}, got {value!r}")
 
@@ -239,7 +261,9 @@ def dataclass_from_dict(cls, data: dict, source: str):
 def explicit_options(parser: Parser, argv: list[str]) -> set[str]:
     """Destinations the user actually typed (so a preset can fill in the rest), under any of their names."""
     if not isinstance(parser, Parser):
-        raise TypeError(f"explicit_options needs a svpg.cli.Parser (it records its options), got {type(parser).__name__}")
+        raise TypeError(
+            f"explicit_options needs a svpg.cli.Parser (it records its options), got {type(parser).__name__}"
+        )
     probe = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
     for action in parser.options:
         if not action.option_strings or action.dest == "help":
@@ -262,7 +286,9 @@ def comparison_parser(prog: str, description: str, runs_help: str, reference: st
     p = Parser(prog=prog, description=description)
     p.add_argument("runs", nargs="+", help=runs_help)
     p.add_argument("--reference", default="s2vgd", help=f"the {reference} every other is paired with (default: s2vgd)")
-    p.add_argument(f"--{keys}", default=None, help=f"only these {keys}, e.g. 0-9 or 0,2 (default: every one any run has)")
+    p.add_argument(
+        f"--{keys}", default=None, help=f"only these {keys}, e.g. 0-9 or 0,2 (default: every one any run has)"
+    )
     p.add_argument("--out", default=None, help="also write the table to this Markdown file")
     return p
 

@@ -23,6 +23,7 @@ again.
 >>> f = DataFile("bandits/adult/adult.names", "c248284c…", ("https://…/adult.names",), "UCI Adult, attribute list")
 >>> path = fetch(f, data_dir="data")              # doctest: +SKIP  (data/bandits/adult/adult.names)
 """
+
 from __future__ import annotations
 
 import gzip
@@ -163,8 +164,15 @@ def _download(file: DataFile, target: Path, progress: bool) -> str | None:
         try:
             with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=TIMEOUT_S) as response:
                 total = int(response.headers.get("Content-Length") or 0) or None
-                with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=target.name,
-                          disable=not progress, leave=False) as bar:
+                with tqdm(
+                    total=total,
+                    unit="B",
+                    unit_scale=True,
+                    unit_divisor=1024,
+                    desc=target.name,
+                    disable=not progress,
+                    leave=False,
+                ) as bar:
                     while chunk := response.read(CHUNK):
                         out.write(chunk)
                         bar.update(len(chunk))
@@ -203,12 +211,16 @@ def fetch(file: DataFile, *, data_dir: str | Path | None = None, download: bool 
     searched = ", ".join(str(r) for r in roots)
     where = f"put it at <data dir>/{file.path} (--data-dir or ${ENV_VAR}) or at {cache}"
     if not download:
-        raise ValueError(f"{file.what} is missing: no {file.path} under {searched}; download {_sources(file)} and {where}")
+        raise ValueError(
+            f"{file.what} is missing: no {file.path} under {searched}; download {_sources(file)} and {where}"
+        )
     why = _download(file, cache, progress)
     if why is None:
         return cache
-    raise ValueError(f"{file.what} is missing (no {file.path} under {searched}) and the download failed ({why}); "
-                     f"download it by hand and {where}")
+    raise ValueError(
+        f"{file.what} is missing (no {file.path} under {searched}) and the download failed ({why}); "
+        f"download it by hand and {where}"
+    )
 
 
 def fetch_all(files, **options) -> list[Path]:

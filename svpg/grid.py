@@ -14,6 +14,7 @@ hold. So a grid restarted after any crash redoes no finished work on either back
 ``fn(job, report)`` may call ``report(metrics)`` during the job (e.g. once per iteration): the Ray
 backend forwards it to ``ray.tune.report``; the local backend ignores it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,15 +38,23 @@ def add_backend_arguments(parser, units: str, shared: str = "the run folder", de
     :param default: the default backend; None runs the units one after another in the command's process.
     """
     sequential = "one after another in this process" if default is None else default
-    parser.add_argument("--backend", choices=BACKENDS, default=default,
-                        help=f"run the {units} at once, one job each: on --jobs local processes, or as Ray Tune trials (a "
-                             f"local Ray, or the cluster in RAY_ADDRESS: {shared} must then be on a file system every Ray "
-                             f"node can reach) (default: {sequential})")
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default=default,
+        help=f"run the {units} at once, one job each: on --jobs local processes, or as Ray Tune trials (a "
+        f"local Ray, or the cluster in RAY_ADDRESS: {shared} must then be on a file system every Ray "
+        f"node can reach) (default: {sequential})",
+    )
     parser.add_argument("--jobs", type=_positive_int, default=2, help=f"{units} run at once (default: 2)")
-    parser.add_argument("--gpus-per-job", type=_non_negative_float, default=None,
-                        help="GPUs each Ray trial declares, e.g. 0.5 to run two trials on each GPU; Ray hides the GPUs "
-                             "from a trial that declares none (default: 1 when --device is cuda, else 0; the local "
-                             "backend's processes share the devices without declaring them)")
+    parser.add_argument(
+        "--gpus-per-job",
+        type=_non_negative_float,
+        default=None,
+        help="GPUs each Ray trial declares, e.g. 0.5 to run two trials on each GPU; Ray hides the GPUs "
+        "from a trial that declares none (default: 1 when --device is cuda, else 0; the local "
+        "backend's processes share the devices without declaring them)",
+    )
 
 
 def _positive_int(text: str) -> int:
@@ -105,9 +114,18 @@ def _ray_trainable(config: dict) -> dict:
     return _resolve(config["fn"])(config["job"], ray.tune.report)
 
 
-def run_jobs(fn: str, jobs: list[dict], *, backend: str = "local", workers: int = 2, storage: Path | None = None,
-             name: str | None = None, cpus_per_job: float = 1, gpus_per_job: float = 0,
-             on_done: Callable[[dict, dict], None] | None = None) -> None:
+def run_jobs(
+    fn: str,
+    jobs: list[dict],
+    *,
+    backend: str = "local",
+    workers: int = 2,
+    storage: Path | None = None,
+    name: str | None = None,
+    cpus_per_job: float = 1,
+    gpus_per_job: float = 0,
+    on_done: Callable[[dict, dict], None] | None = None,
+) -> None:
     """Run every job once; ``on_done(job, result)`` after each (in the driver).
 
     :param fn: ``"module:function"`` with ``function(job, report) -> dict``.
@@ -130,6 +148,8 @@ def run_jobs(fn: str, jobs: list[dict], *, backend: str = "local", workers: int 
             pool.close()
             pool.join()
         return
+    if storage is None:
+        raise ValueError("the ray backend needs a storage folder for its experiment state")
     name = name or "grid-" + hashlib.sha1(json.dumps(jobs, sort_keys=True).encode()).hexdigest()[:12]
     _run_ray(fn, jobs, workers, Path(storage), name, cpus_per_job, gpus_per_job, on_done)
 
@@ -139,8 +159,11 @@ def _run_ray(fn, jobs, workers, storage, name, cpus_per_job, gpus_per_job, on_do
     # Ray sends this machine's token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token) on its own only
     # with RAY_ADDRESS=auto; for an explicit head address it needs RAY_AUTH_MODE=token, or the head refuses the
     # driver (InvalidAuthToken). A RAY_AUTH_MODE of the user's own is kept.
-    has_token = (os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")
-                 or (Path.home() / ".ray" / "auth_token").is_file())
+    has_token = (
+        os.environ.get("RAY_AUTH_TOKEN")
+        or os.environ.get("RAY_AUTH_TOKEN_PATH")
+        or (Path.home() / ".ray" / "auth_token").is_file()
+    )
     token_mode = address and address != "auto" and "RAY_AUTH_MODE" not in os.environ and has_token
     if token_mode:
         os.environ["RAY_AUTH_MODE"] = "token"
@@ -151,14 +174,19 @@ def _run_ray(fn, jobs, workers, storage, name, cpus_per_job, gpus_per_job, on_do
     except ImportError:
         raise ValueError('--backend ray needs Ray: pip install "svpg[ray]" (or use --backend local)') from None
     if token_mode and ray_imported:  # Ray reads RAY_AUTH_MODE on import: have it read it again, as ray.init does
-        from ray._raylet import Config
+        from ray._raylet import Config  # type: ignore[attr-defined]  # compiled module without stubs
 
         Config.initialize("")
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # Ctrl-C stops the driver (and a restart restores), as locally
     if not ray.is_initialized():
         # a local instance gets `workers` CPUs; an existing cluster brings its own
-        ray.init(address=address, num_cpus=None if address else workers, include_dashboard=False,
-                 log_to_driver=False, configure_logging=False)
+        ray.init(
+            address=address,
+            num_cpus=None if address else workers,
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+        )
     storage = storage.resolve()
     trainable = tune.with_resources(_ray_trainable, {"cpu": cpus_per_job, "gpu": gpus_per_job})
     path = storage / name
@@ -172,9 +200,10 @@ def _run_ray(fn, jobs, workers, storage, name, cpus_per_job, gpus_per_job, on_do
             run_config=tune.RunConfig(name=name, storage_path=str(storage), verbose=0),
         )
     results = tuner.fit()
-    failed = [r for r in results if r.error or r.config is None]
-    for result in results:
-        if result not in failed and on_done:
+    trials = [results[i] for i in range(len(results))]  # ResultGrid is indexable and sized
+    failed = [r for r in trials if r.error or r.config is None]
+    for result in trials:
+        if result not in failed and on_done and result.config is not None:
             on_done(result.config["job"], result.metrics or {})
     if failed:
         first = next((r.error for r in failed if r.error), "not started")

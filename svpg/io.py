@@ -3,6 +3,7 @@
 Nothing here unpickles arbitrary objects: tensors come from safetensors and auxiliary state (the
 optimizer, RNG states) from ``torch.load(weights_only=True)``.
 """
+
 from __future__ import annotations
 
 import json
@@ -105,11 +106,16 @@ def load_tensors(path: str | Path, expected_kind: str | None = None) -> tuple[di
             header = f.metadata() or {}
     except (SafetensorError, OSError, ValueError) as e:
         earlier = sorted((path.parent / "checkpoints").glob("iter_*.safetensors"))  # an RL run's checkpoints
-        fix = (f"load a checkpoint instead, e.g. {earlier[-1]} (resuming the run also rewrites {path.name} from it)"
-               if earlier else "pass a .safetensors file written by svpg (a run's model.safetensors or model.save(...))")
+        fix = (
+            f"load a checkpoint instead, e.g. {earlier[-1]} (resuming the run also rewrites {path.name} from it)"
+            if earlier
+            else "pass a .safetensors file written by svpg (a run's model.safetensors or model.save(...))"
+        )
         raise CheckpointError(f"{path} is corrupt or truncated ({e}); {fix}") from None
     if header.get("format") != FORMAT:
-        raise CheckpointError(f"{path} is not an svpg checkpoint (format {header.get('format')!r}, expected {FORMAT!r})")
+        raise CheckpointError(
+            f"{path} is not an svpg checkpoint (format {header.get('format')!r}, expected {FORMAT!r})"
+        )
     kind = header.get("kind", "")
     if expected_kind is not None and kind != expected_kind:
         raise CheckpointError(f"{path} holds a {kind!r} checkpoint, not a {expected_kind!r} one")
@@ -135,8 +141,9 @@ def load_state(path: str | Path) -> dict:
         return torch.load(path, weights_only=True, map_location="cpu")
     except pickle.UnpicklingError:
         # weights_only refused an object: never loaded, whatever torch's own message suggests
-        raise CheckpointError(f"{path} holds Python objects that svpg does not load (it was not written by svpg); "
-                              f"it was not loaded") from None
+        raise CheckpointError(
+            f"{path} holds Python objects that svpg does not load (it was not written by svpg); it was not loaded"
+        ) from None
     except Exception as e:  # torch raises several types for damaged zip files
         raise CheckpointError(f"{path} is corrupt or truncated ({type(e).__name__})") from None
 

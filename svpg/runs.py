@@ -3,6 +3,7 @@
 A run folder is never overwritten: :func:`create_run_dir` refuses an existing one (resume it instead),
 and every file in it is written atomically (:func:`svpg.io.atomic_write`).
 """
+
 from __future__ import annotations
 
 import json
@@ -11,6 +12,7 @@ import re
 import shutil
 import tempfile
 import time
+import typing
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -29,7 +31,9 @@ def _os_reason(e: OSError) -> str:
     return e.strerror or type(e).__name__
 
 
-def create_run_dir(log_dir: str | Path, name: str, *, resume_hint: str = "--resume", config: dict | None = None) -> Path:
+def create_run_dir(
+    log_dir: str | Path, name: str, *, resume_hint: str = "--resume", config: dict | None = None
+) -> Path:
     """Create ``log_dir/name`` for a new run; a ValueError if it exists or cannot be written.
 
     The folder appears atomically with its ``config.json`` (it is prepared under a hidden temporary name
@@ -40,8 +44,10 @@ def create_run_dir(log_dir: str | Path, name: str, *, resume_hint: str = "--resu
     :param config: written to ``config.json`` inside the new folder.
     """
     path = Path(log_dir) / name
-    exists = ValueError(f"run folder {path} already exists: continue it with {resume_hint} {path}, "
-                        f"or pick another --run-name (nothing was written)")
+    exists = ValueError(
+        f"run folder {path} already exists: continue it with {resume_hint} {path}, "
+        f"or pick another --run-name (nothing was written)"
+    )
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise exists
     try:
@@ -76,7 +82,9 @@ def check_writable(path: Path) -> None:
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as e:
-        raise ValueError(f"cannot write to {path} ({_os_reason(e)}): make it writable (a new run can also use another --log-dir)") from None
+        raise ValueError(
+            f"cannot write to {path} ({_os_reason(e)}): make it writable (a new run can also use another --log-dir)"
+        ) from None
 
 
 def remove_stray_temporaries(run_dir: Path) -> list[Path]:
@@ -109,7 +117,9 @@ def read_json_object(path: Path, what: str) -> dict:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"{what} {path} is not readable JSON ({e})") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{what} {path} must hold a JSON object of option names and values, got a {type(data).__name__}")
+        raise ValueError(
+            f"{what} {path} must hold a JSON object of option names and values, got a {type(data).__name__}"
+        )
     return data
 
 
@@ -119,8 +129,13 @@ RAY_DIR = ".ray"  # Ray Tune's experiment state (for a restarted driver), inside
 DRIVER_OPTIONS = ("resume", "backend", "jobs", "gpus_per_job")
 
 
-def refuse_options(run_dir: Path, typed: set[str], allowed: tuple[str, ...], config_file: str = CONFIG_FILE,
-                   option_names: dict[str, str] | None = None) -> None:
+def refuse_options(
+    run_dir: Path,
+    typed: set[str],
+    allowed: tuple[str, ...],
+    config_file: str = CONFIG_FILE,
+    option_names: dict[str, str] | None = None,
+) -> None:
     """A one-line ValueError naming every option given on resume that it cannot change (every front end's
     one check of what may change on resume).
 
@@ -139,8 +154,13 @@ def refuse_options(run_dir: Path, typed: set[str], allowed: tuple[str, ...], con
         )
 
 
-def refuse_on_resume(run_dir: Path, typed: set[str], allowed: tuple[str, ...], config_file: str = CONFIG_FILE,
-                     option_names: dict[str, str] | None = None) -> None:
+def refuse_on_resume(
+    run_dir: Path,
+    typed: set[str],
+    allowed: tuple[str, ...],
+    config_file: str = CONFIG_FILE,
+    option_names: dict[str, str] | None = None,
+) -> None:
     """:func:`refuse_options`, then a ValueError if ``run_dir`` is not a folder."""
     refuse_options(run_dir, typed, allowed, config_file, option_names)
     if not Path(run_dir).is_dir():
@@ -161,8 +181,17 @@ def read_run_record(run_dir: Path, cls, built: tuple[str, ...], command: str, co
     return dataclass_from_dict(cls, record, str(path)), recorded
 
 
-def resumed_config(run_dir: Path, cls, typed: set[str], values: dict, allowed: tuple[str, ...], built: tuple[str, ...],
-                   command: str, config_file: str = CONFIG_FILE, option_names: dict[str, str] | None = None):
+def resumed_config(
+    run_dir: Path,
+    cls,
+    typed: set[str],
+    values: dict,
+    allowed: tuple[str, ...],
+    built: tuple[str, ...],
+    command: str,
+    config_file: str = CONFIG_FILE,
+    option_names: dict[str, str] | None = None,
+):
     """``--resume``'s run: refuse options it cannot change, read its config.json, apply the typed ones.
     Returns (the config with the typed ``values`` applied, what the recorded options built)."""
     import dataclasses
@@ -210,16 +239,27 @@ class RunFolders:
         names, ``values``: the parsed values), after refusing those that may not change; and what the
         recorded options built. The driver options (``--backend``, ``--jobs``, …) are always allowed."""
         typed = set(typed) - set(DRIVER_OPTIONS)
-        return resumed_config(Path(run_dir), self.config_cls, typed, values, self.resumable, self.built,
-                              self.command, CONFIG_FILE, self.option_names)
+        return resumed_config(
+            Path(run_dir),
+            self.config_cls,
+            typed,
+            values,
+            self.resumable,
+            self.built,
+            self.command,
+            CONFIG_FILE,
+            self.option_names,
+        )
 
     def check_built(self, run_dir: str | Path, recorded: dict, built: dict, what) -> None:
         """A ValueError if the options now build something else than when the run started;
         ``what(changed_keys)`` says what differs."""
         changed = [k for k in self.built if recorded[k] != built[k]]
         if changed:
-            raise ValueError(f"{Path(run_dir) / CONFIG_FILE}: its {what(changed)} (it was edited, or the data or svpg "
-                             f"changed since the run started); start a new run")
+            raise ValueError(
+                f"{Path(run_dir) / CONFIG_FILE}: its {what(changed)} (it was edited, or the data or svpg "
+                f"changed since the run started); start a new run"
+            )
 
     def continue_in(self, run_dir: str | Path, config, built: dict) -> None:
         """Ready a resumed folder for writing: writable, no stray temporaries, config.json with the
@@ -233,19 +273,38 @@ class RunFolders:
         """A unit's (config, recorded) from the folder's config.json, with the relative paths in the
         ``paths`` options taken from the driver's working folder ``cwd`` (a Ray trial runs in a folder of its own)."""
         config, recorded = self.load(run_dir)
-        rebased = {name: str(Path(cwd) / Path(getattr(config, name)).expanduser())
-                   for name in paths if getattr(config, name)}
+        rebased = {
+            name: str(Path(cwd) / Path(getattr(config, name)).expanduser()) for name in paths if getattr(config, name)
+        }
         return replace(config, **rebased), recorded
 
-    def run_units(self, fn: str, run_dir: Path, units: list[dict], *, backend: str, workers: int, gpus: float,
-                  on_done=None, left=None, what: str = "units") -> None:
+    def run_units(
+        self,
+        fn: str,
+        run_dir: Path,
+        units: list[dict],
+        *,
+        backend: str,
+        workers: int,
+        gpus: float,
+        on_done=None,
+        left=None,
+        what: str = "units",
+    ) -> None:
         """Run ``units`` (each a job dict; ``run_dir`` and ``cwd`` are added) as :func:`svpg.grid.run_jobs`
         jobs of ``fn``; then a ValueError if ``left()`` still names units without a result file."""
         from svpg.grid import run_jobs
 
         jobs = [{"run_dir": str(Path(run_dir).resolve()), **unit, "cwd": str(Path.cwd())} for unit in units]
-        run_jobs(fn, jobs, backend=backend, workers=workers, storage=Path(run_dir) / RAY_DIR, gpus_per_job=gpus,
-                 on_done=on_done)
+        run_jobs(
+            fn,
+            jobs,
+            backend=backend,
+            workers=workers,
+            storage=Path(run_dir) / RAY_DIR,
+            gpus_per_job=gpus,
+            on_done=on_done,
+        )
         missing = left() if left is not None else []
         if missing:
             raise ValueError(
@@ -299,7 +358,7 @@ class RunLock:
 
     def __init__(self, run_dir: str | Path):
         self.path = Path(run_dir) / LOCK_FILE
-        self.file = None
+        self.file: typing.IO[str] | None = None
         self.previous: dict | None = None  # the holder recorded by a process that has ended
 
     @property
@@ -323,16 +382,27 @@ class RunLock:
             f.seek(0)
             holder = _parse_holder(f.read())
             f.close()
-            who = (f"process {holder.get('pid', '?')} on {holder.get('host', '?')} ({holder.get('command', '?')})"
-                   if holder else "another process")
-            raise RunFolderInUse(f"run folder {self.path.parent} is in use by {who}: wait for it to finish or stop it "
-                                 f"(one writer per run folder)") from None
+            who = (
+                f"process {holder.get('pid', '?')} on {holder.get('host', '?')} ({holder.get('command', '?')})"
+                if holder
+                else "another process"
+            )
+            raise RunFolderInUse(
+                f"run folder {self.path.parent} is in use by {who}: wait for it to finish or stop it "
+                f"(one writer per run folder)"
+            ) from None
         f.seek(0)
         self.previous = _parse_holder(f.read()) or None
-        holder = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv)[:200],
-                             "since": int(time.time())}).encode()
+        record = json.dumps(
+            {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "command": " ".join(sys.argv)[:200],
+                "since": int(time.time()),
+            }
+        ).encode()
         os.ftruncate(f.fileno(), 0)
-        os.pwrite(f.fileno(), holder, 0)  # at offset 0 whatever the file position (append mode)
+        os.pwrite(f.fileno(), record, 0)  # at offset 0 whatever the file position (append mode)
         self.file = f
         return self
 

@@ -1,4 +1,5 @@
 """Process-level settings shared by every front end: devices, CPU threads and graceful interruption."""
+
 from __future__ import annotations
 
 import contextlib

@@ -11,6 +11,7 @@ instead of ``spawn(n)`` positions keep a stream fixed when another consumer is a
 >>> rng = numpy_rng(0, "bandit_table", 3)      # nested keys: the table of seed index 3
 >>> s = int_seed(0, "env_reset")               # for APIs that take an integer seed
 """
+
 from __future__ import annotations
 
 import zlib

@@ -6,6 +6,7 @@ difference** over the seeds or splits both have, with a **95 % Student-t interva
 difference is read against the seed-to-seed noise it must beat. Each table names the convention in its
 header (:func:`convention`); :func:`markdown_table` writes the tables.
 """
+
 from __future__ import annotations
 
 import math
@@ -115,8 +116,9 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence], align: str |
     if len(align) != len(header) or set(align) - {"l", "r"}:
         raise ValueError(f"align {align!r}: give one letter l or r per column ({len(header)} columns)")
     frame = pd.DataFrame(rows, columns=list(header))
-    text = frame.to_markdown(index=False, tablefmt="pipe", disable_numparse=True,
-                             colalign=[{"l": "left", "r": "right"}[a] for a in align])
+    text = frame.to_markdown(
+        index=False, tablefmt="pipe", disable_numparse=True, colalign=[{"l": "left", "r": "right"}[a] for a in align]
+    )
     return text + "\n"
 
 
@@ -127,7 +129,9 @@ def parse_range_list(text: str, option: str = "--seeds") -> list[int]:
     for part in text.replace(" ", "").split(","):
         m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
         if not m or (m[2] is not None and int(m[2]) < int(m[1])):
-            raise ValueError(f"{option} {text!r}: expected a range of numbers ≥ 0 such as 100-104, or a list such as 0-4,7")
+            raise ValueError(
+                f"{option} {text!r}: expected a range of numbers ≥ 0 such as 100-104, or a list such as 0-4,7"
+            )
         values += range(int(m[1]), int(m[2] or m[1]) + 1)
     if len(set(values)) != len(values):
         raise ValueError(f"{option} {text!r} names a number twice: give each once")

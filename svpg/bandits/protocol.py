@@ -6,6 +6,7 @@ For every seed one :class:`~svpg.bandits.problems.BanditTable` is drawn up front
 reward of every arm in every round) and every agent plays on that same table, so agents differ only
 through their own choices. What is reported per agent and seed: :mod:`svpg.bandits.results`.
 """
+
 from __future__ import annotations
 
 import time
@@ -24,8 +25,12 @@ Callback = Callable[[str, int, int, float, dict], None]
 AgentFactory = Callable[[BanditProblem, int], Agent]
 
 
-def play(agent: Agent, table: BanditTable, callback: Callable[[int, float, dict], None] | None = None,
-         threads: int | None = DEFAULT_THREADS) -> np.ndarray:
+def play(
+    agent: Agent,
+    table: BanditTable,
+    callback: Callable[[int, float, dict], None] | None = None,
+    threads: int | None = DEFAULT_THREADS,
+) -> np.ndarray:
     """Let ``agent`` play every round of ``table``; returns its actions (T,).
 
     The agent acts in windows (``agent.window(t)`` rounds at a time) and only ever sees the rewards of
@@ -57,7 +62,9 @@ def _play(agent: Agent, table: BanditTable, callback) -> np.ndarray:
         contexts = table.contexts[t : t + n]
         a = np.asarray(agent.act(contexts, t)).reshape(-1).astype(np.int64)
         if a.shape[0] != n or (a.min() < 0) or (a.max() >= table.num_actions):
-            raise ValueError(f"agent {agent.name!r}: act() must return {n} arms in [0, {table.num_actions}), got {a[:10]}…")
+            raise ValueError(
+                f"agent {agent.name!r}: act() must return {n} arms in [0, {table.num_actions}), got {a[:10]}…"
+            )
         r = table.play(a, t)
         info = agent.update(contexts, a, r, t) or {}
         actions[t : t + n] = a
@@ -71,15 +78,20 @@ def _play(agent: Agent, table: BanditTable, callback) -> np.ndarray:
 def _as_factory(agent: str | AgentFactory, options: dict) -> tuple[str, AgentFactory]:
     if isinstance(agent, str):
         name = canonical_name(agent)
-        return name, lambda problem, seed: make_agent(name, problem.num_actions, problem.context_dim, seed=seed, **options)
+        return name, lambda problem, seed: make_agent(
+            name, problem.num_actions, problem.context_dim, seed=seed, **options
+        )
     if callable(agent):
         label = getattr(agent, "name", None) or getattr(agent, "__name__", "custom")
-        return cast(str, label), agent   # a factory's name (or function name) is a string
-    raise ValueError(f"an agent must be a name (see svpg.bandits.AGENTS) or a callable (problem, seed) -> Agent, got {agent!r}")
+        return cast(str, label), agent  # a factory's name (or function name) is a string
+    raise ValueError(
+        f"an agent must be a name (see svpg.bandits.AGENTS) or a callable (problem, seed) -> Agent, got {agent!r}"
+    )
 
 
-def agent_factories(problem: BanditProblem, agents, include_uniform: bool = True,
-                    **options) -> list[tuple[str, AgentFactory]]:
+def agent_factories(
+    problem: BanditProblem, agents, include_uniform: bool = True, **options
+) -> list[tuple[str, AgentFactory]]:
     """``(name, factory)`` of every agent, checked up front: unknown names, bad options and duplicates
     are a ValueError before any round is played. See :func:`run` for the arguments."""
     if not isinstance(problem, BanditProblem):
@@ -100,8 +112,14 @@ def agent_factories(problem: BanditProblem, agents, include_uniform: bool = True
     return factories
 
 
-def run_seed(problem: BanditProblem, factories: list[tuple[str, AgentFactory]], rounds: int, seed: int,
-             callback: Callback | None = None, threads: int | None = DEFAULT_THREADS) -> list[AgentRun]:
+def run_seed(
+    problem: BanditProblem,
+    factories: list[tuple[str, AgentFactory]],
+    rounds: int,
+    seed: int,
+    callback: Callback | None = None,
+    threads: int | None = DEFAULT_THREADS,
+) -> list[AgentRun]:
     """Every agent of :func:`agent_factories` on the table of one seed, in order (see :func:`run`)."""
     table = problem.table(rounds, seed)
     runs = []
@@ -112,14 +130,33 @@ def run_seed(problem: BanditProblem, factories: list[tuple[str, AgentFactory]], 
         actions = play(agent, table, cb, threads)
         seconds = time.perf_counter() - start
         rewards = table.play(actions)
-        runs.append(AgentRun(name, seed, actions, table.optimal_expected - rewards, table.expected_regret(actions),
-                             rewards, float(table.optimal_rewards.sum()), seconds, agent.hyperparameters()))
+        runs.append(
+            AgentRun(
+                name,
+                seed,
+                actions,
+                table.optimal_expected - rewards,
+                table.expected_regret(actions),
+                rewards,
+                float(table.optimal_rewards.sum()),
+                seconds,
+                agent.hyperparameters(),
+            )
+        )
     return runs
 
 
-def run(problem: BanditProblem, agents, rounds: int, seeds: int | list[int] = 1, seed: int = 0,
-        callback: Callback | None = None, include_uniform: bool = True, threads: int | None = DEFAULT_THREADS,
-        **options) -> BanditResults:
+def run(
+    problem: BanditProblem,
+    agents,
+    rounds: int,
+    seeds: int | list[int] = 1,
+    seed: int = 0,
+    callback: Callback | None = None,
+    include_uniform: bool = True,
+    threads: int | None = DEFAULT_THREADS,
+    **options,
+) -> BanditResults:
     """Run every agent on the same pre-drawn tables, one table per seed.
 
     Same arguments, same machine: bit-identical results (every agent and table draws from its own

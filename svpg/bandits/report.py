@@ -3,6 +3,7 @@
 The metrics and tables themselves are in :mod:`svpg.bandits.results` (normalised regret as Riquelme
 et al. 2018, https://arxiv.org/abs/1802.09127: uniform = 100 on the same pre-drawn table).
 """
+
 from __future__ import annotations
 
 import shutil
@@ -17,7 +18,10 @@ from svpg.stats import convention, mean_se_rows
 
 CHART_LAYOUT = {
     "bandit": {
-        "cumulative regret (mean ± s.e. over seeds)": ["Margin", ["regret/cumulative_mean", "regret/cumulative_lower", "regret/cumulative_upper"]],
+        "cumulative regret (mean ± s.e. over seeds)": [
+            "Margin",
+            ["regret/cumulative_mean", "regret/cumulative_lower", "regret/cumulative_upper"],
+        ],
         "cumulative regret, every seed": ["Multiline", ["regret/cumulative"]],
     }
 }
@@ -36,12 +40,18 @@ def curves_frame(results: BanditResults, points: int = 500):
     frames = []
     for r in results.runs:
         idx = log_rounds(len(r.actions), points)
-        frames.append(pd.DataFrame({
-            "agent": r.agent, "seed": r.seed, "round": idx,
-            "cumulative_regret": r.cumulative_regret[idx - 1],
-            "cumulative_pseudo_regret": np.cumsum(r.expected_regret)[idx - 1],
-            "cumulative_reward": np.cumsum(r.rewards)[idx - 1],
-        }))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "agent": r.agent,
+                    "seed": r.seed,
+                    "round": idx,
+                    "cumulative_regret": r.cumulative_regret[idx - 1],
+                    "cumulative_pseudo_regret": np.cumsum(r.expected_regret)[idx - 1],
+                    "cumulative_reward": np.cumsum(r.rewards)[idx - 1],
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -104,7 +114,11 @@ def write_tensorboard_summary(results: BanditResults, run_dir: str | Path, point
         shutil.rmtree(run_dir / agent / "mean", ignore_errors=True)
         logger = TensorBoardLogger(run_dir / agent / "mean")
         for t, m, s in zip(idx.tolist(), mean.tolist(), se.tolist()):
-            for tag, v in (("regret/cumulative_mean", m), ("regret/cumulative_lower", m - s), ("regret/cumulative_upper", m + s)):
+            for tag, v in (
+                ("regret/cumulative_mean", m),
+                ("regret/cumulative_lower", m - s),
+                ("regret/cumulative_upper", m + s),
+            ):
                 logger.writer.add_scalar(tag, v, t)
         logger.text("results", markdown_table(results))
         logger.close()
@@ -112,7 +126,9 @@ def write_tensorboard_summary(results: BanditResults, run_dir: str | Path, point
     layout.close()
 
 
-def save_results(results: BanditResults, run_dir: str | Path, points: int = 500, tensorboard: bool = True) -> dict[str, Path]:
+def save_results(
+    results: BanditResults, run_dir: str | Path, points: int = 500, tensorboard: bool = True
+) -> dict[str, Path]:
     """Write ``results.csv`` (per seed), ``summary.csv``, ``curves.csv``, ``results.md``, ``regret.png``
     (and the TensorBoard mean curves) into ``run_dir``, replacing earlier ones; returns the paths.
     Every file is written atomically (:func:`svpg.io.atomic_write`)."""
@@ -125,8 +141,11 @@ def save_results(results: BanditResults, run_dir: str | Path, points: int = 500,
         "markdown": run_dir / "results.md",
         "figure": run_dir / "regret.png",
     }
-    for key, frame in (("per_seed", per_seed_frame(results)), ("summary", summary_frame(results)),
-                       ("curves", curves_frame(results, points))):
+    for key, frame in (
+        ("per_seed", per_seed_frame(results)),
+        ("summary", summary_frame(results)),
+        ("curves", curves_frame(results, points)),
+    ):
         atomic_write(paths[key], lambda tmp, f=frame: f.to_csv(tmp, index=False))
     atomic_write(paths["markdown"], lambda tmp: Path(tmp).write_text(markdown_table(results)))
     plot_regret(results, paths["figure"], points)

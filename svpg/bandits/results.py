@@ -13,6 +13,7 @@ Reported per agent and seed:
 The tables report mean ± standard error over seeds (:mod:`svpg.stats`). This module depends on no other part of :mod:`svpg.bandits`: the protocol produces these results,
 :mod:`svpg.bandits.report` and :mod:`svpg.bandits.runfolder` write and read them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -86,15 +87,19 @@ def per_seed_frame(results: BanditResults):
 
     rows = []
     for r in results.runs:
-        rows.append({
-            "agent": r.agent, "seed": r.seed, "rounds": len(r.actions),
-            "cumulative_regret": r.final_regret,
-            "normalised_regret": results.normalised_regret(r.agent, r.seed),
-            "cumulative_pseudo_regret": float(r.expected_regret.sum()),
-            "cumulative_reward": float(r.rewards.sum()),
-            "reward_ratio": r.reward_ratio,
-            "seconds": r.seconds,
-        })
+        rows.append(
+            {
+                "agent": r.agent,
+                "seed": r.seed,
+                "rounds": len(r.actions),
+                "cumulative_regret": r.final_regret,
+                "normalised_regret": results.normalised_regret(r.agent, r.seed),
+                "cumulative_pseudo_regret": float(r.expected_regret.sum()),
+                "cumulative_reward": float(r.rewards.sum()),
+                "reward_ratio": r.reward_ratio,
+                "seconds": r.seconds,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -113,15 +118,28 @@ def summary_frame(results: BanditResults):
             sd = float(v.std(ddof=1)) if n > 1 else 0.0
             return float(v.mean()), sd, sd / np.sqrt(n)
 
-        reg, norm, pseudo, ratio = stats("cumulative_regret"), stats("normalised_regret"), stats("cumulative_pseudo_regret"), stats("reward_ratio")
-        rows.append({
-            "agent": agent, "seeds": n,
-            "cumulative_regret_mean": reg[0], "cumulative_regret_std": reg[1],
-            "normalised_regret_mean": norm[0], "normalised_regret_std": norm[1], "normalised_regret_sem": norm[2],
-            "pseudo_regret_mean": pseudo[0], "pseudo_regret_std": pseudo[1],
-            "reward_ratio_mean": ratio[0], "reward_ratio_std": ratio[1],
-            "seconds_mean": float(d.seconds.mean()),
-        })
+        reg, norm, pseudo, ratio = (
+            stats("cumulative_regret"),
+            stats("normalised_regret"),
+            stats("cumulative_pseudo_regret"),
+            stats("reward_ratio"),
+        )
+        rows.append(
+            {
+                "agent": agent,
+                "seeds": n,
+                "cumulative_regret_mean": reg[0],
+                "cumulative_regret_std": reg[1],
+                "normalised_regret_mean": norm[0],
+                "normalised_regret_std": norm[1],
+                "normalised_regret_sem": norm[2],
+                "pseudo_regret_mean": pseudo[0],
+                "pseudo_regret_std": pseudo[1],
+                "reward_ratio_mean": ratio[0],
+                "reward_ratio_std": ratio[1],
+                "seconds_mean": float(d.seconds.mean()),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -138,11 +156,33 @@ def markdown_table(results: BanditResults) -> str:
     rows = []
     for agent in results.agents:
         d = df[df.agent == agent]
-        rows.append([f"**{agent}**" if best is not None and means[agent] == best else agent,
-                     cell(d.cumulative_regret, 1), cell(d.normalised_regret, 2), cell(d.cumulative_pseudo_regret, 1),
-                     cell(d.reward_ratio, 3), f"{d.seconds.mean():.1f}"])
-    header = (f"**{p.get('name', 'bandit')}** — {results.rounds} rounds, {len(results.seeds)} seed(s) "
-              f"({', '.join(map(str, results.seeds))}); {convention('seeds', results.seeds)}; "
-              f"normalised regret = 100 × regret / uniform's regret on the same table.")
-    return header + "\n\n" + table(["agent", "cumulative regret", "normalised regret (uniform = 100)",
-                                     "cumulative pseudo-regret", "reward / optimal reward", "seconds per run"], rows)
+        rows.append(
+            [
+                f"**{agent}**" if best is not None and means[agent] == best else agent,
+                cell(d.cumulative_regret, 1),
+                cell(d.normalised_regret, 2),
+                cell(d.cumulative_pseudo_regret, 1),
+                cell(d.reward_ratio, 3),
+                f"{d.seconds.mean():.1f}",
+            ]
+        )
+    header = (
+        f"**{p.get('name', 'bandit')}** — {results.rounds} rounds, {len(results.seeds)} seed(s) "
+        f"({', '.join(map(str, results.seeds))}); {convention('seeds', results.seeds)}; "
+        f"normalised regret = 100 × regret / uniform's regret on the same table."
+    )
+    return (
+        header
+        + "\n\n"
+        + table(
+            [
+                "agent",
+                "cumulative regret",
+                "normalised regret (uniform = 100)",
+                "cumulative pseudo-regret",
+                "reward / optimal reward",
+                "seconds per run",
+            ],
+            rows,
+        )
+    )

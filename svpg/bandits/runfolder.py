@@ -9,6 +9,7 @@ The unit of work is one seed: all agents on that seed's table. Its file is writt
 last agent has finished, so a seed either has a complete file or is played again from round 0 (its
 live TensorBoard curves are deleted first, so no step is logged twice).
 """
+
 from __future__ import annotations
 
 import json
@@ -74,14 +75,29 @@ def load_seed(run_dir: Path, seed: int, agents: list[str], rounds: int) -> list[
         names = data["agents"].tolist()
         hyperparameters = json.loads(str(data["hyperparameters"]))
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as e:
-        raise ValueError(f"{path} is damaged or was not written by train.py bandit ({type(e).__name__}); "
-                         f"delete it and --resume to play seed {seed} again") from None
+        raise ValueError(
+            f"{path} is damaged or was not written by train.py bandit ({type(e).__name__}); "
+            f"delete it and --resume to play seed {seed} again"
+        ) from None
     if names != agents or data["actions"].shape[1] != rounds:
-        raise ValueError(f"{path} holds {names} × {data['actions'].shape[1]} rounds, but this run plays {agents} × {rounds} "
-                         f"rounds; delete it and --resume to play seed {seed} again")
-    return [AgentRun(name, seed, data["actions"][i], data["regret"][i], data["expected_regret"][i], data["rewards"][i],
-                     float(data["optimal_reward_total"][i]), float(data["seconds"][i]), hyperparameters[i])
-            for i, name in enumerate(names)]
+        raise ValueError(
+            f"{path} holds {names} × {data['actions'].shape[1]} rounds, but this run plays {agents} × {rounds} "
+            f"rounds; delete it and --resume to play seed {seed} again"
+        )
+    return [
+        AgentRun(
+            name,
+            seed,
+            data["actions"][i],
+            data["regret"][i],
+            data["expected_regret"][i],
+            data["rewards"][i],
+            float(data["optimal_reward_total"][i]),
+            float(data["seconds"][i]),
+            hyperparameters[i],
+        )
+        for i, name in enumerate(names)
+    ]
 
 
 def load_results(run_dir: Path, problem: dict, rounds: int, seeds: list[int], agents: list[str]) -> BanditResults:

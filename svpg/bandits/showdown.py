@@ -17,6 +17,7 @@ its example script) builds it, per seed:
 Data files come from :mod:`svpg.datafiles` (``--data-dir``, ``$SVPG_DATA_DIR``, the user cache, or a
 download from the canonical home), checked by SHA-256.
 """
+
 from __future__ import annotations
 
 from typing import Protocol
@@ -28,25 +29,44 @@ from svpg.datafiles import DataFile, fetch
 
 _UCI = "https://archive.ics.uci.edu/ml/machine-learning-databases"
 # the copies beside the PyTorch port of the Showdown's code (byte-identical to the files used here)
-_PORT = "https://raw.githubusercontent.com/andrewk1/pytorch-deep-bayesian-bandits/{commit}/bandits/data/selected_datasets"
+_PORT = (
+    "https://raw.githubusercontent.com/andrewk1/pytorch-deep-bayesian-bandits/{commit}/bandits/data/selected_datasets"
+)
 
 SHUTTLE_TRN = DataFile(
-    "bandits/shuttle/shuttle.trn", "87b24ee9fb5137e1d417659cf905d84d0e15342bbaa60770f1ae83da1a38200a",
-    (f"{_PORT.format(commit='9d29d070')}/shuttle.trn",), "UCI Statlog (shuttle) training set shuttle.trn")
+    "bandits/shuttle/shuttle.trn",
+    "87b24ee9fb5137e1d417659cf905d84d0e15342bbaa60770f1ae83da1a38200a",
+    (f"{_PORT.format(commit='9d29d070')}/shuttle.trn",),
+    "UCI Statlog (shuttle) training set shuttle.trn",
+)
 COVTYPE = DataFile(
-    "bandits/covertype/covtype.data.gz", "45f37c38cbc051c6c3d6f37fe93ed5e9514f1499cbbcdb4da4c47caa265c5878",
-    (f"{_UCI}/covtype/covtype.data.gz",), "UCI Covertype covtype.data.gz",
-    content_sha256="0a9371cef7c964b5475d6053cc3e0894a5aa6f65ad1ed3ecb01c45aa96217945")
+    "bandits/covertype/covtype.data.gz",
+    "45f37c38cbc051c6c3d6f37fe93ed5e9514f1499cbbcdb4da4c47caa265c5878",
+    (f"{_UCI}/covtype/covtype.data.gz",),
+    "UCI Covertype covtype.data.gz",
+    content_sha256="0a9371cef7c964b5475d6053cc3e0894a5aa6f65ad1ed3ecb01c45aa96217945",
+)
 STOCKS = DataFile(
-    "bandits/financial/raw_stock_contexts", "cf468e5aae150dfd5c6b096464cd11e85f8b01198f8e49bedb941948850a6315",
-    (f"{_PORT.format(commit='0d8ea13c232434736ecfdd4051f9685d9f734af7')}/raw_stock_contexts",
-     f"{_PORT.format(commit='9d29d070')}/raw_stock_contexts"), "the Showdown's stock returns raw_stock_contexts")
+    "bandits/financial/raw_stock_contexts",
+    "cf468e5aae150dfd5c6b096464cd11e85f8b01198f8e49bedb941948850a6315",
+    (
+        f"{_PORT.format(commit='0d8ea13c232434736ecfdd4051f9685d9f734af7')}/raw_stock_contexts",
+        f"{_PORT.format(commit='9d29d070')}/raw_stock_contexts",
+    ),
+    "the Showdown's stock returns raw_stock_contexts",
+)
 ADULT_DATA = DataFile(
-    "bandits/adult/adult.data", "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",
-    (f"{_UCI}/adult/adult.data",), "UCI Adult adult.data")
+    "bandits/adult/adult.data",
+    "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d",
+    (f"{_UCI}/adult/adult.data",),
+    "UCI Adult adult.data",
+)
 ADULT_TEST = DataFile(
-    "bandits/adult/adult.test", "a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
-    (f"{_UCI}/adult/adult.test",), "UCI Adult adult.test")
+    "bandits/adult/adult.test",
+    "a2a9044bc167a35b2361efbabec64e89d69ce82d9790d2980119aac5fd7e9c05",
+    (f"{_UCI}/adult/adult.test",),
+    "UCI Adult adult.test",
+)
 
 #: the data files of each problem
 FILES = {"statlog": (SHUTTLE_TRN,), "covertype": (COVTYPE,), "financial": (STOCKS,), "adult": (ADULT_DATA, ADULT_TEST)}
@@ -80,16 +100,22 @@ class ShowdownProblem(BanditProblem):
 
     def check_rounds(self, rounds: int) -> None:
         if int(rounds) > self.max_rounds:
-            raise ValueError(f"{self.name}: --rounds {rounds} is more than the {self.max_rounds} contexts the Showdown plays "
-                             f"(each row once); pass --rounds {self.max_rounds} or fewer")
+            raise ValueError(
+                f"{self.name}: --rounds {rounds} is more than the {self.max_rounds} contexts the Showdown plays "
+                f"(each row once); pass --rounds {self.max_rounds} or fewer"
+            )
 
     def shuffled_rows(self, rounds: int, rng: np.random.Generator) -> np.ndarray:
         self.check_rounds(rounds)
         return rng.permutation(self.num_rows)[:rounds]
 
     def describe(self) -> dict:
-        return {**super().describe(), "rows": self.num_rows, "max_rounds": self.max_rounds,
-                "files": {f.path: f.sha256 for f in self.files}}
+        return {
+            **super().describe(),
+            "rows": self.num_rows,
+            "max_rounds": self.max_rounds,
+            "files": {f.path: f.sha256 for f in self.files},
+        }
 
 
 class ShowdownClassification(ShowdownProblem):
@@ -136,8 +162,9 @@ class CovertypeBandit(ShowdownClassification):
     def load(cls, data_dir=None, download: bool = True) -> CovertypeBandit:
         import pandas as pd
 
-        frame = pd.read_csv(fetch(COVTYPE, data_dir=data_dir, download=download), header=None, skiprows=1,
-                            dtype=np.int32)
+        frame = pd.read_csv(
+            fetch(COVTYPE, data_dir=data_dir, download=download), header=None, skiprows=1, dtype=np.int32
+        )
         data = frame.to_numpy()
         return cls(data[:, :-1], data[:, -1].astype(np.int64) - 1, "covertype", 7, MAX_ROUNDS["covertype"])
 
@@ -154,8 +181,16 @@ class AdultBandit(ShowdownClassification):
     def load(cls, data_dir=None, download: bool = True) -> AdultBandit:
         import pandas as pd
 
-        frames = [pd.read_csv(fetch(f, data_dir=data_dir, download=download), header=None, names=list(range(15)),
-                              skipinitialspace=True, na_values=["?"]) for f in (ADULT_DATA, ADULT_TEST)]
+        frames = [
+            pd.read_csv(
+                fetch(f, data_dir=data_dir, download=download),
+                header=None,
+                names=list(range(15)),
+                skipinitialspace=True,
+                na_values=["?"],
+            )
+            for f in (ADULT_DATA, ADULT_TEST)
+        ]
         frame = pd.concat(frames, ignore_index=True).dropna()  # also drops adult.test's "|1x3 Cross validator" line
         labels = frame[ADULT_ARM_COLUMN].astype("category").cat.codes.to_numpy()
         features = pd.get_dummies(frame.drop(columns=[ADULT_ARM_COLUMN]), columns=list(ADULT_CATEGORICAL))
@@ -199,7 +234,12 @@ class _Loadable(Protocol):
     def load(self, data_dir=None, download: bool = True) -> ShowdownProblem: ...
 
 
-SHOWDOWN: dict[str, _Loadable] = {"statlog": StatlogBandit, "covertype": CovertypeBandit, "financial": FinancialBandit, "adult": AdultBandit}
+SHOWDOWN: dict[str, _Loadable] = {
+    "statlog": StatlogBandit,
+    "covertype": CovertypeBandit,
+    "financial": FinancialBandit,
+    "adult": AdultBandit,
+}
 
 
 def make_showdown_problem(name: str, data_dir=None, download: bool = True) -> ShowdownProblem:

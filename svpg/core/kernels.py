@@ -8,6 +8,7 @@ interacts with another group's.
 
 Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD), https://arxiv.org/abs/1608.04471 (SVGD)
 """
+
 from __future__ import annotations
 
 import math

@@ -17,6 +17,7 @@ calls :meth:`StructuralLinear.normalise_householder_` after each step.
 Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD, eqs. 10–14),
 https://arxiv.org/abs/1603.04733 (Louizos & Welling 2016, the matrix-variate Gaussian)
 """
+
 from __future__ import annotations
 
 import math
@@ -163,7 +164,9 @@ class StructuralLinear:
         prior = self.prior
         if not prior.learns_variances:
             return theta.new_zeros(theta.shape[0])
-        lp = prior.group_log_prob([self._get(theta, "C"), self._get(theta, "bias")], self._get(theta, "log_var_C")[:, 0])
+        lp = prior.group_log_prob(
+            [self._get(theta, "C"), self._get(theta, "bias")], self._get(theta, "log_var_C")[:, 0]
+        )
         if self.learn_scales:
             lams = [self._get(theta, "lam_in"), self._get(theta, "lam_out")]
             lp = lp + prior.group_log_prob(lams, self._get(theta, "log_var_lam")[:, 0])

@@ -4,6 +4,7 @@ A forward pass is one ``torch.baddbmm`` per layer on weights (M, in, out) and in
 Effective weights are computed once per parameter update by :meth:`ParticleMLP.weights` and reused
 for any number of forward passes (a whole rollout), so the structure costs nothing per environment step.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -77,10 +78,17 @@ class ParticleMLP:
         self.layers = []
         for i, (l1, l2) in enumerate(pairs):
             structural = spec.structural_output or i < len(pairs) - 1
-            self.layers.append(StructuralLinear(
-                layout, f"{name}.{i}", l1, l2, householder=min(spec.householder, l1, l2) if structural else 0,
-                learn_scales=spec.learn_scales and structural, prior=prior,
-            ))
+            self.layers.append(
+                StructuralLinear(
+                    layout,
+                    f"{name}.{i}",
+                    l1,
+                    l2,
+                    householder=min(spec.householder, l1, l2) if structural else 0,
+                    learn_scales=spec.learn_scales and structural,
+                    prior=prior,
+                )
+            )
 
     def weights(self, theta: torch.Tensor) -> LayerWeights:
         """Effective (W, b) of every layer, W (M, ℓ1, ℓ2), b (M, 1, ℓ2)."""
@@ -149,7 +157,7 @@ class ParticleMLP:
 
     def log_prior(self, theta: torch.Tensor) -> torch.Tensor:
         """Σ over layers of eq. 14: (M,)."""
-        return cast(torch.Tensor, sum(layer.log_prior(theta) for layer in self.layers))   # never empty: a tensor
+        return cast(torch.Tensor, sum(layer.log_prior(theta) for layer in self.layers))  # never empty: a tensor
 
     def init_(self, theta: torch.Tensor, generator: torch.Generator | None = None, out_scale: float = 1.0) -> None:
         for i, layer in enumerate(self.layers):

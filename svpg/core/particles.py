@@ -3,6 +3,7 @@
 Keeping every particle's coordinates in one flat row lets one backward pass give the (M, D)
 gradient and the SVGD direction be two small matrix products, with no loop over particles.
 """
+
 from __future__ import annotations
 
 import math

@@ -4,6 +4,7 @@ Every weight group g has a Gaussian prior N(0, σ_g²) whose log-variance s_g = 
 coordinate of the particle with an Inv-Gamma(a, b) hyperprior (a = 1, b = 0.1 in §5), as in Liu &
 Wang's SVGD Bayesian neural network. Densities of s include the Jacobian of v = e^s.
 """
+
 from __future__ import annotations
 
 import torch

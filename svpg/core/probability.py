@@ -5,6 +5,7 @@ densities of the *log* of their variable, Jacobian included, because the particl
 log-variances and log-precisions (eq. 14 of S²VGD: every weight group's variance has an
 Inv-Gamma(a, b) hyperprior). Checked against ``torch.distributions`` in ``tests/test_probability.py``.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,8 +15,13 @@ import torch
 LOG_2PI = math.log(2 * math.pi)
 
 
-def gaussian_log_prob(x: torch.Tensor, mean: torch.Tensor | float = 0.0, *, log_var: torch.Tensor | None = None,
-                      var: torch.Tensor | None = None) -> torch.Tensor:
+def gaussian_log_prob(
+    x: torch.Tensor,
+    mean: torch.Tensor | float = 0.0,
+    *,
+    log_var: torch.Tensor | None = None,
+    var: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Elementwise log N(x | mean, σ²), σ² given as exactly one of ``log_var`` or ``var`` (broadcast).
 
     With ``log_var`` this is −½ [(x − mean)² e^{−log_var} + log_var + log 2π], finite for any log_var.

@@ -2,6 +2,7 @@
 
 Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD, eq. 9), https://arxiv.org/abs/1608.04471 (SVGD)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -129,20 +130,32 @@ class SVGD:
         :attr:`SVGDTerms.min_householder_norm` reports the smallest length before.
     """
 
-    def __init__(self, theta: torch.Tensor, kernel="median", optimizer: str = "adam", lr: float = 5e-3,
-                 step_scale: torch.Tensor | None = None, groups: int = 1, network: ParticleMLP | None = None):
+    def __init__(
+        self,
+        theta: torch.Tensor,
+        kernel="median",
+        optimizer: str = "adam",
+        lr: float = 5e-3,
+        step_scale: torch.Tensor | None = None,
+        groups: int = 1,
+        network: ParticleMLP | None = None,
+    ):
         self.theta = theta
         self.groups = groups
         if network is not None and network.layout.size != theta.shape[1]:
-            raise ValueError(f"network: its layout has {network.layout.size} coordinates but θ has {theta.shape[1]}; "
-                             "pass the network whose layout θ was built from")
+            raise ValueError(
+                f"network: its layout has {network.layout.size} coordinates but θ has {theta.shape[1]}; "
+                "pass the network whose layout θ was built from"
+            )
         self.network = network
         self.kernel = make_kernel(kernel)
         self.optimizer = make_optimizer(optimizer, [theta], lr)
         if step_scale is not None:
             if step_scale.shape != theta.shape[1:]:
-                raise ValueError(f"step_scale must have shape {tuple(theta.shape[1:])} (one value per coordinate), "
-                                 f"got {tuple(step_scale.shape)}")
+                raise ValueError(
+                    f"step_scale must have shape {tuple(theta.shape[1:])} (one value per coordinate), "
+                    f"got {tuple(step_scale.shape)}"
+                )
             step_scale = step_scale.to(theta.device, theta.dtype)
         self.step_scale = step_scale
 
@@ -153,7 +166,9 @@ class SVGD:
         self.theta.grad = -terms.direction
         self.optimizer.step()
         self.theta.grad = None
-        if scale is not None and before is not None:  # θ ← θ_old + s ⊙ (θ_new − θ_old); exact per-coordinate lr for Adam/RMSprop/SGD
+        if (
+            scale is not None and before is not None
+        ):  # θ ← θ_old + s ⊙ (θ_new − θ_old); exact per-coordinate lr for Adam/RMSprop/SGD
             with torch.no_grad():
                 self.theta.sub_(before).mul_(scale).add_(before)
         if self.network is not None:

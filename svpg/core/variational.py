@@ -27,6 +27,7 @@ Paper: https://arxiv.org/abs/1603.04733 (Louizos & Welling 2016, variational mat
 Paper: https://arxiv.org/abs/1906.04282 (Huang et al. 2020, Kronecker flow)
 Paper: https://arxiv.org/abs/1811.03679 (Salas et al. 2018, BADAM)
 """
+
 from __future__ import annotations
 
 import itertools
@@ -59,10 +60,24 @@ INIT_STD = 0.01
 # middle π and the widest of each component (σ1 = 1 is the N(0, 1) that the other families use as
 # prior, σ2 = e⁻⁶ the mildest spike). The supervised front end chooses from the grid on validation rows.
 _OPTIONS: dict[str, dict[str, object]] = {
-    "bbb": {"prior": "mixture", "pi": 0.5, "sigma1": 1.0, "sigma2": math.exp(-6.0), "prior_std": 1.0,
-            "kl_samples": 1, "init_std": INIT_STD},
-    "vmg": {"prior_std": 1.0, "init_std": INIT_STD, "learn_precisions": False, "pseudo_data": 0,
-            "pseudo_dropout": 0.005, "scale_inputs": False, "reference_init": False},
+    "bbb": {
+        "prior": "mixture",
+        "pi": 0.5,
+        "sigma1": 1.0,
+        "sigma2": math.exp(-6.0),
+        "prior_std": 1.0,
+        "kl_samples": 1,
+        "init_std": INIT_STD,
+    },
+    "vmg": {
+        "prior_std": 1.0,
+        "init_std": INIT_STD,
+        "learn_precisions": False,
+        "pseudo_data": 0,
+        "pseudo_dropout": 0.005,
+        "scale_inputs": False,
+        "reference_init": False,
+    },
     "kflow-diag": {"prior_std": 1.0, "init_std": INIT_STD},
     "kflow-linear": {"prior_std": 1.0, "init_std": INIT_STD},
     "badam": {"prior_std": 1.0},
@@ -70,8 +85,11 @@ _OPTIONS: dict[str, dict[str, object]] = {
 
 
 #: the scale-mixture grid of Blundell et al. §5: π, σ1, σ2 (eq. 7)
-BBB_PRIOR_GRID = {"pi": (0.25, 0.5, 0.75), "sigma1": tuple(math.exp(-k) for k in (0, 1, 2)),
-                  "sigma2": tuple(math.exp(-k) for k in (6, 7, 8))}
+BBB_PRIOR_GRID = {
+    "pi": (0.25, 0.5, 0.75),
+    "sigma1": tuple(math.exp(-k) for k in (0, 1, 2)),
+    "sigma2": tuple(math.exp(-k) for k in (6, 7, 8)),
+}
 
 # Kingma et al. 2015's approximation of −KL(q(θ) ‖ p(θ)) for multiplicative Gaussian noise of variance
 # α under the log-uniform prior (§3.3 of arXiv:1506.02557): const + ½ log α + c1 α + c2 α² + c3 α³
@@ -82,14 +100,19 @@ def _vd_neg_kl(alpha):
     """½ log α + c1 α + c2 α² + c3 α³ (Kingma et al. 2015, eq. after (15)), up to its constant."""
     c1, c2, c3 = _VD_C
     log = torch.log(alpha) if isinstance(alpha, torch.Tensor) else math.log(alpha)
-    return 0.5 * log + c1 * alpha + c2 * alpha ** 2 + c3 * alpha ** 3
+    return 0.5 * log + c1 * alpha + c2 * alpha**2 + c3 * alpha**3
 
 
 def gamma_kl(a: torch.Tensor, b: torch.Tensor, a0: float, b0: float) -> torch.Tensor:
     """KL(Gam(a, b) ‖ Gam(a0, b0)) (shape, rate) in closed form:
     (a − a0) ψ(a) − log Γ(a) + log Γ(a0) + a0 (log b − log b0) + a (b0 − b) / b."""
-    return ((a - a0) * torch.digamma(a) - torch.lgamma(a) + math.lgamma(a0) + a0 * (torch.log(b) - math.log(b0))
-            + a * (b0 - b) / b)
+    return (
+        (a - a0) * torch.digamma(a)
+        - torch.lgamma(a)
+        + math.lgamma(a0)
+        + a0 * (torch.log(b) - math.log(b0))
+        + a * (b0 - b) / b
+    )
 
 
 def _randn(shape, like: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
@@ -153,8 +176,20 @@ class BayesByBackpropLinear(_Layer):
     Paper: https://arxiv.org/abs/1505.05424 (eqs. 1–2, §3.2, §3.3 eq. 7)
     """
 
-    def __init__(self, n_in: int, n_out: int, generator: torch.Generator, *, prior: str, pi: float,
-                 sigma1: float, sigma2: float, prior_std: float, kl_samples: int, init_std: float):
+    def __init__(
+        self,
+        n_in: int,
+        n_out: int,
+        generator: torch.Generator,
+        *,
+        prior: str,
+        pi: float,
+        sigma1: float,
+        sigma2: float,
+        prior_std: float,
+        kl_samples: int,
+        init_std: float,
+    ):
         super().__init__(n_in, n_out)
         self.mu = nn.Parameter(self._init_mean(generator))
         self.rho = nn.Parameter(torch.full((self.rows, self.cols), _inverse_softplus(init_std)))
@@ -178,18 +213,20 @@ class BayesByBackpropLinear(_Layer):
     def log_prior(self, w: torch.Tensor) -> torch.Tensor:
         """log p(w) of eq. 7 summed over the last two axes (w (…, rows, cols))."""
         if self.prior == "gaussian":
-            var = self.prior_std ** 2
+            var = self.prior_std**2
             return (-0.5 * (w.square() / var + math.log(var) + LOG_2PI)).sum((-2, -1))
-        comps = torch.stack([
-            math.log(self.pi) - 0.5 * (w.square() / self.sigma1 ** 2 + 2 * math.log(self.sigma1) + LOG_2PI),
-            math.log1p(-self.pi) - 0.5 * (w.square() / self.sigma2 ** 2 + 2 * math.log(self.sigma2) + LOG_2PI),
-        ])
+        comps = torch.stack(
+            [
+                math.log(self.pi) - 0.5 * (w.square() / self.sigma1**2 + 2 * math.log(self.sigma1) + LOG_2PI),
+                math.log1p(-self.pi) - 0.5 * (w.square() / self.sigma2**2 + 2 * math.log(self.sigma2) + LOG_2PI),
+            ]
+        )
         return torch.logsumexp(comps, 0).sum((-2, -1))
 
     def kl(self, generator):
         std = self.std()
         if self.prior == "gaussian":
-            return _gaussian_kl(self.mu, std.square(), self.prior_std ** 2)
+            return _gaussian_kl(self.mu, std.square(), self.prior_std**2)
         eps = _randn((self.kl_samples, self.rows, self.cols), self.mu, generator)
         w = self.mu + std * eps
         log_q = (-0.5 * (eps.square() + LOG_2PI) - torch.log(std)).sum((-2, -1))
@@ -232,13 +269,24 @@ class MatrixGaussianLinear(_Layer):
     https://arxiv.org/abs/1506.02557 (§3.3)
     """
 
-    HYPER_PRIOR = (1.0, 0.5)   # Gam(shape, rate) of τ_r and τ_c (§4.1)
-    JITTER = 1e-6              # added to Σ11's diagonal (the reference code's eps_ind)
-    MIN_LOG_NOISE_STD = -4.0   # the reference code's lower clip of log σ of the pseudo-data noise
+    HYPER_PRIOR = (1.0, 0.5)  # Gam(shape, rate) of τ_r and τ_c (§4.1)
+    JITTER = 1e-6  # added to Σ11's diagonal (the reference code's eps_ind)
+    MIN_LOG_NOISE_STD = -4.0  # the reference code's lower clip of log σ of the pseudo-data noise
 
-    def __init__(self, n_in: int, n_out: int, generator: torch.Generator, *, prior_std: float, init_std: float,
-                 learn_precisions: bool = False, pseudo_data: int = 0, pseudo_dropout: float = 0.005,
-                 scale_inputs: bool = False, reference_init: bool = False):
+    def __init__(
+        self,
+        n_in: int,
+        n_out: int,
+        generator: torch.Generator,
+        *,
+        prior_std: float,
+        init_std: float,
+        learn_precisions: bool = False,
+        pseudo_data: int = 0,
+        pseudo_dropout: float = 0.005,
+        scale_inputs: bool = False,
+        reference_init: bool = False,
+    ):
         super().__init__(n_in, n_out)
         r, c = self.rows, self.cols
         if reference_init:
@@ -266,8 +314,10 @@ class MatrixGaussianLinear(_Layer):
         self.n_pseudo = min(int(pseudo_data), n_in)
         self.pseudo_dropout = float(pseudo_dropout)
         if self.n_pseudo:
+
             def u(*shape):
-                return 0.02 * torch.rand(*shape, generator=generator) - 0.01   # U(−0.01, 0.01)
+                return 0.02 * torch.rand(*shape, generator=generator) - 0.01  # U(−0.01, 0.01)
+
             self.pseudo_inputs = nn.Parameter(u(self.n_pseudo, r))
             self.pseudo_outputs = nn.Parameter(u(self.n_pseudo, c))
             # log σ of the multiplicative noise on Ã and on B̃, starting at the upper bound α = pseudo_dropout
@@ -298,8 +348,9 @@ class MatrixGaussianLinear(_Layer):
         if not self.n_pseudo:
             return self.M.new_zeros(())
         alpha = (2 * self.log_pseudo_noise).exp()
-        counts = torch.tensor([self.pseudo_inputs.numel(), self.pseudo_outputs.numel()], dtype=alpha.dtype,
-                              device=alpha.device)
+        counts = torch.tensor(
+            [self.pseudo_inputs.numel(), self.pseudo_outputs.numel()], dtype=alpha.dtype, device=alpha.device
+        )
         return (counts * (_vd_neg_kl(self.pseudo_dropout) - _vd_neg_kl(alpha))).sum()
 
     @torch.no_grad()
@@ -318,8 +369,8 @@ class MatrixGaussianLinear(_Layer):
             return self.M, torch.diag(sr)
         assert pb is not None  # _pseudo gives both or neither
         chol, resid = self._solve_pseudo(pa, pb)
-        g = pa * sr                                                                  # Ã U^½
-        ua = (pa * sr.square()).transpose(-1, -2)                                    # U Ãᵀ
+        g = pa * sr  # Ã U^½
+        ua = (pa * sr.square()).transpose(-1, -2)  # U Ãᵀ
         mean = self.M + ua @ torch.cholesky_solve(resid, chol)
         # U^½ (I − Gᵀ Σ11⁻¹ G): its square is U^½ Π U^½ for the projection Π (up to the jitter)
         eye = torch.eye(self.rows, device=sr.device, dtype=sr.dtype)
@@ -348,15 +399,15 @@ class MatrixGaussianLinear(_Layer):
         per sample from ``generator``)."""
         var_r, scale = self.log_var_rows.exp(), self.input_scale
         mean = _affine(h, self.M)
-        row_var = h.square() @ var_r[:-1] + var_r[-1]                              # a U aᵀ
+        row_var = h.square() @ var_r[:-1] + var_r[-1]  # a U aᵀ
         if scale != 1.0:
-            mean, row_var = mean * scale, row_var * scale ** 2
+            mean, row_var = mean * scale, row_var * scale**2
         if self.n_pseudo:
             a = torch.cat([h, torch.ones_like(h[..., :1])], -1) * scale
-            pa, pb = self._pseudo(h.shape[0], generator)                             # (S, P, r), (S, P, c)
+            pa, pb = self._pseudo(h.shape[0], generator)  # (S, P, r), (S, P, c)
             chol, resid = self._solve_pseudo(pa, pb)
-            s12 = (pa * var_r) @ a.transpose(-1, -2)                                 # (S, P, B)
-            k = torch.cholesky_solve(s12, chol)                                      # Σ11⁻¹ σ12
+            s12 = (pa * var_r) @ a.transpose(-1, -2)  # (S, P, B)
+            k = torch.cholesky_solve(s12, chol)  # Σ11⁻¹ σ12
             mean = mean + k.transpose(-1, -2) @ resid
             row_var = (row_var - (s12 * k).sum(-2)).clamp_min(0.0)
         return mean, row_var
@@ -375,16 +426,15 @@ class MatrixGaussianLinear(_Layer):
         entropy_terms = -r * c - c * self.log_var_rows.sum() - r * self.log_var_cols.sum()
         second_moment = self.log_var_rows.exp().sum() * self.log_var_cols.exp().sum() + self.M.square().sum()
         if not self.learn_precisions:
-            s2 = self.prior_std ** 2
+            s2 = self.prior_std**2
             return 0.5 * (second_moment / s2 + r * c * math.log(s2) + entropy_terms) + self.pseudo_kl()
         precision, log_precision, hyper_kl = 1.0, 0.0, 0.0
         for log_ab in (self.log_gamma_rows, self.log_gamma_cols):
             a, b = log_ab.exp()
-            precision = precision * a / b                                    # E τ_r E τ_c (independent)
+            precision = precision * a / b  # E τ_r E τ_c (independent)
             log_precision = log_precision + torch.digamma(a) - torch.log(b)  # E log τ
             hyper_kl = hyper_kl + gamma_kl(a, b, *self.HYPER_PRIOR)
-        return (0.5 * (precision * second_moment - r * c * log_precision + entropy_terms) + hyper_kl
-                + self.pseudo_kl())
+        return 0.5 * (precision * second_moment - r * c * log_precision + entropy_terms) + hyper_kl + self.pseudo_kl()
 
 
 class KroneckerFlowLinear(_Layer):
@@ -404,8 +454,9 @@ class KroneckerFlowLinear(_Layer):
     Paper: https://arxiv.org/abs/1906.04282 (§3.1, Property 1)
     """
 
-    def __init__(self, n_in: int, n_out: int, generator: torch.Generator, *, triangular: bool, prior_std: float,
-                 init_std: float):
+    def __init__(
+        self, n_in: int, n_out: int, generator: torch.Generator, *, triangular: bool, prior_std: float, init_std: float
+    ):
         super().__init__(n_in, n_out)
         self.triangular, self.prior_std = triangular, prior_std
         self.M = nn.Parameter(self._init_mean(generator))
@@ -423,8 +474,11 @@ class KroneckerFlowLinear(_Layer):
         if self.triangular:
             eye_r = torch.eye(self.rows, device=self.M.device, dtype=self.M.dtype)
             eye_c = torch.eye(self.cols, device=self.M.device, dtype=self.M.dtype)
-            return (torch.tril(self.A_lower, -1) + eye_r, nn.functional.softplus(self.s_raw),
-                    torch.tril(self.B_lower, -1) + eye_c)
+            return (
+                torch.tril(self.A_lower, -1) + eye_r,
+                nn.functional.softplus(self.s_raw),
+                torch.tril(self.B_lower, -1) + eye_c,
+            )
         return torch.diag(self.log_a.exp()), torch.ones_like(self.M), torch.diag(self.log_b.exp())
 
     def mean(self):
@@ -441,12 +495,12 @@ class KroneckerFlowLinear(_Layer):
         mean = _affine(h, self.M)
         if not self.triangular:
             a, b = self.log_a.exp(), self.log_b.exp()
-            var = h.square() @ a[:-1].square() + a[-1].square()           # ‖(aA)‖², S = 1
+            var = h.square() @ a[:-1].square() + a[-1].square()  # ‖(aA)‖², S = 1
             z = var.sqrt().unsqueeze(-1) * _randn(mean.shape, mean, generator)
             return mean + z * b
         a, s, b = self.factors()
-        ha = _affine(h, a)                                                  # [h, 1] A
-        std = (ha.square() @ s.square()).sqrt()                              # > 0: ha's last entry is 1
+        ha = _affine(h, a)  # [h, 1] A
+        std = (ha.square() @ s.square()).sqrt()  # > 0: ha's last entry is 1
         return mean + (std * _randn(std.shape, std, generator)) @ b
 
     def log_det(self) -> torch.Tensor:
@@ -463,8 +517,8 @@ class KroneckerFlowLinear(_Layer):
 
     def kl(self, generator=None):
         a, s, b = self.factors()
-        d, s2 = self.rows * self.cols, self.prior_std ** 2
-        trace = (a.square() @ s.square() @ b.square()).sum()                # P3
+        d, s2 = self.rows * self.cols, self.prior_std**2
+        trace = (a.square() @ s.square() @ b.square()).sum()  # P3
         return 0.5 * ((trace + self.M.square().sum()) / s2 - d + d * math.log(s2) - self.log_det())
 
 
@@ -478,7 +532,7 @@ class BayesAdamLinear(_Layer):
     Paper: https://arxiv.org/abs/1811.03679 (eqs. 4, 10, 14)
     """
 
-    curvature: torch.Tensor   # a buffer
+    curvature: torch.Tensor  # a buffer
 
     def __init__(self, n_in: int, n_out: int, generator: torch.Generator, *, prior_std: float):
         super().__init__(n_in, n_out)
@@ -489,11 +543,11 @@ class BayesAdamLinear(_Layer):
     def posterior(self, examples_seen: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(mean, variance) of eq. 14; before any step (N = 0) the prior N(0, σ²)."""
         data_precision = examples_seen * self.curvature
-        precision = data_precision + 1.0 / self.prior_std ** 2
+        precision = data_precision + 1.0 / self.prior_std**2
         return data_precision / precision * self.theta, 1.0 / precision
 
     def log_prior(self) -> torch.Tensor:
-        var = self.prior_std ** 2
+        var = self.prior_std**2
         return (-0.5 * (self.theta.square() / var + math.log(var) + LOG_2PI)).sum()
 
 
@@ -504,14 +558,21 @@ class WeightPosterior(nn.Module):
     Inputs are x (B, in), shared by all S draws, or (S, B, in), one batch per draw; outputs (S, B, out).
     """
 
-    examples_seen: torch.Tensor   # a buffer
+    examples_seen: torch.Tensor  # a buffer
 
-    def __init__(self, family: str, sizes: tuple[int, ...], activation: str, layers: list[_Layer], seed: int,
-                 options: dict | None = None):
+    def __init__(
+        self,
+        family: str,
+        sizes: tuple[int, ...],
+        activation: str,
+        layers: list[_Layer],
+        seed: int,
+        options: dict | None = None,
+    ):
         super().__init__()
         self.family, self.sizes, self.activation_name = family, tuple(sizes), activation
-        self.strategy = _FAMILY[family]   # what the family does differently
-        self.options = dict(options or {})   # the family's options as resolved by make_posterior
+        self.strategy = _FAMILY[family]  # what the family does differently
+        self.options = dict(options or {})  # the family's options as resolved by make_posterior
         self.activation = ACTIVATIONS[activation]
         self.layers = nn.ModuleList(layers)
         self.register_buffer("examples_seen", torch.zeros(()))
@@ -557,7 +618,9 @@ class WeightPosterior(nn.Module):
         """
         return self.strategy.forward(self, self._inputs(x, num_samples), num_samples, self._generator(generator))
 
-    def train_forward(self, x: torch.Tensor, num_samples: int, generator: torch.Generator | None = None) -> torch.Tensor:
+    def train_forward(
+        self, x: torch.Tensor, num_samples: int, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         """What the training loss sees. ELBO families: S draws by local reparameterisation (per input
         the distribution of :meth:`forward`, independent draws per input, lower-variance gradients);
         badam: the point weights θ, (1, B, out) whatever S."""
@@ -644,14 +707,17 @@ class _BayesAdamFamily(_ELBOFamily):
     def forward(self, post, h, num_samples, g) -> torch.Tensor:
         n = post.examples_seen
         if h.shape[1] == 1:
+
             def step(layer, h):
                 mean, var = layer.posterior(n)
                 std = _affine(h.square(), var).sqrt()
                 return _affine(h, mean) + std * _randn(std.shape, std, g)
         else:
+
             def step(layer, h):
                 mean, var = layer.posterior(n)
                 return _affine(h, mean + var.sqrt() * _randn((num_samples, *mean.shape), mean, g))
+
         return post._run(h, step)
 
     def train_forward(self, post, x, num_samples, generator) -> torch.Tensor:
@@ -670,11 +736,13 @@ class _BayesAdamFamily(_ELBOFamily):
         for layer in post.layers:
             state = optimizer.state.get(layer.theta, {})
             if "exp_avg_sq" not in state or betas.get(id(layer.theta)) is None:
-                raise ValueError("observe_step: the optimizer has no Adam state for this posterior's weights; "
-                                 "pass the torch.optim.Adam that steps post.parameters(), after its step")
+                raise ValueError(
+                    "observe_step: the optimizer has no Adam state for this posterior's weights; "
+                    "pass the torch.optim.Adam that steps post.parameters(), after its step"
+                )
             beta2 = betas[id(layer.theta)][1]
             step = float(state["step"])
-            v_hat = state["exp_avg_sq"] / (1.0 - beta2 ** step)
+            v_hat = state["exp_avg_sq"] / (1.0 - beta2**step)
             layer.curvature.copy_(v_hat.sqrt() / (data_size or 1))
         post.examples_seen.fill_(float(examples_seen))
 
@@ -699,8 +767,14 @@ def posterior_options(family: str) -> dict[str, object]:
     return dict(_OPTIONS[family])
 
 
-def make_posterior(family: str, sizes: tuple[int, ...], activation: str = "relu", *,
-                   generator: torch.Generator | None = None, **prior_options) -> WeightPosterior:
+def make_posterior(
+    family: str,
+    sizes: tuple[int, ...],
+    activation: str = "relu",
+    *,
+    generator: torch.Generator | None = None,
+    **prior_options,
+) -> WeightPosterior:
     """A :class:`WeightPosterior` of the named family over an MLP of layer widths ``sizes``.
 
     Options (keyword arguments; defaults in brackets):
@@ -735,7 +809,7 @@ def make_posterior(family: str, sizes: tuple[int, ...], activation: str = "relu"
     _check_options(family, opts)
     if generator is None:
         generator = torch.Generator().manual_seed(0)
-    seed = int(torch.randint(0, 2 ** 62, (1,), generator=generator))   # the posterior's own draws, if not given
+    seed = int(torch.randint(0, 2**62, (1,), generator=generator))  # the posterior's own draws, if not given
     layers: list[_Layer] = []
     for n_in, n_out in itertools.pairwise(sizes):
         layers.append(_FAMILY[family].make_layer(n_in, n_out, generator, opts))
@@ -750,8 +824,10 @@ def _check_options(family: str, opts: dict) -> None:
         if int(opts["pseudo_data"]) < 0 or int(opts["pseudo_data"]) != opts["pseudo_data"]:
             raise ValueError(f"vmg option pseudo_data must be an integer ≥ 0, got {opts['pseudo_data']}")
         if not 0 < float(opts["pseudo_dropout"]) <= 1:
-            raise ValueError(f"vmg option pseudo_dropout (the noise variance's upper bound) must lie in (0, 1], "
-                             f"got {opts['pseudo_dropout']}")
+            raise ValueError(
+                f"vmg option pseudo_dropout (the noise variance's upper bound) must lie in (0, 1], "
+                f"got {opts['pseudo_dropout']}"
+            )
     if family == "bbb":
         if opts["prior"] not in ("mixture", "gaussian"):
             raise ValueError(f"bbb option prior must be 'mixture' or 'gaussian', got {opts['prior']!r}")

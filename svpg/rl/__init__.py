@@ -7,6 +7,7 @@ Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD), https://arxiv.o
     model = SVPG("CartPole-v1", seed=0).learn(100_000)   # also svpg.SVPG
     policy = load("runs/<run-name>")                      # a saved particle ensemble, for acting
 """
+
 from __future__ import annotations
 
 from svpg.rl.algorithm import SVPG
@@ -30,9 +31,25 @@ from svpg.rl.config import (
 )
 from svpg.rl.policies import ParticlePolicy
 
-__all__ = ["SVPG", "SVPGConfig", "BaseCallback", "CallbackList", "CheckpointCallback", "EvalCallback",
-           "StopTrainingOnRewardThreshold", "StopTrainingOnNoModelImprovement", "ParticlePolicy", "load",
-           "load_preset", "available_presets", "POLICY_METHODS", "ESTIMATORS", "PRESETS", "METHODS", "TASKS"]
+__all__ = [
+    "SVPG",
+    "SVPGConfig",
+    "BaseCallback",
+    "CallbackList",
+    "CheckpointCallback",
+    "EvalCallback",
+    "StopTrainingOnRewardThreshold",
+    "StopTrainingOnNoModelImprovement",
+    "ParticlePolicy",
+    "load",
+    "load_preset",
+    "available_presets",
+    "POLICY_METHODS",
+    "ESTIMATORS",
+    "PRESETS",
+    "METHODS",
+    "TASKS",
+]
 
 
 def load(path, device: str = "cpu", particle: int | None = None) -> ParticlePolicy:

@@ -42,6 +42,7 @@ return is ≥ τ (``--threshold``); *θ distance* = mean pairwise Euclidean dist
 ½[KL(π_i‖π_j) + KL(π_j‖π_i)] between their action distributions; *action-mean distance* = the same mean
 of ‖μ_i(s) − μ_j(s)‖ between the Gaussian action means.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,10 +61,33 @@ from svpg.rl.experiments import finished_iterations, job_label, run_folder, unfi
 from svpg.stats import parse_range_list
 
 #: config fields a cell sets; typed as training options they are refused with the grid flag to use instead
-CELL_FIELDS = {"householder": "--householders or --cells", "prior": "--priors or --cells", "alpha": "--alphas or --cells",
-               "method": "--cells", "estimator": "--estimators", "seed": "--seeds", "num_seeds": "--seeds"}
-OWN_OPTIONS = {"task", "seeds", "cells", "householders", "priors", "alphas", "estimators", "reference", "window",
-               "threshold", "select", "report_only", "jobs", "out", "backend", "gpus_per_job"}
+CELL_FIELDS = {
+    "householder": "--householders or --cells",
+    "prior": "--priors or --cells",
+    "alpha": "--alphas or --cells",
+    "method": "--cells",
+    "estimator": "--estimators",
+    "seed": "--seeds",
+    "num_seeds": "--seeds",
+}
+OWN_OPTIONS = {
+    "task",
+    "seeds",
+    "cells",
+    "householders",
+    "priors",
+    "alphas",
+    "estimators",
+    "reference",
+    "window",
+    "threshold",
+    "select",
+    "report_only",
+    "jobs",
+    "out",
+    "backend",
+    "gpus_per_job",
+}
 CONTROLS = ("svgd", "svgd-star")
 PRIOR_NAMES = ("flat", "mvg")  # svpg.core.priors.PRIORS; fixed here so that cell names parse the same everywhere
 ALPHA_FACTORS = (0.3, 1.0, 3.0)  # the default --alphas: the preset's α times these
@@ -76,8 +100,10 @@ def format_alpha(alpha: float) -> str:
 
 
 _METHOD = "|".join(re.escape(m) for m in sorted(POLICY_METHODS, key=len, reverse=True))  # svgd-star before svgd
-_CELL = re.compile(rf"^(?P<method>{_METHOD})(?:-K(?P<k>\d+))?(?:-(?P<prior>{'|'.join(PRIOR_NAMES)}))?"
-                   r"(?:-a(?P<alpha>[0-9][0-9.e+\-]*))?$")
+_CELL = re.compile(
+    rf"^(?P<method>{_METHOD})(?:-K(?P<k>\d+))?(?:-(?P<prior>{'|'.join(PRIOR_NAMES)}))?"
+    r"(?:-a(?P<alpha>[0-9][0-9.e+\-]*))?$"
+)
 CELL_FORM = "<method>[-K<k>][-flat|-mvg][-a<alpha>], e.g. s2vgd-K2-mvg-a1000, svgd or svgd-star"
 
 
@@ -172,7 +198,11 @@ def _list(flag: str, text: str, convert, allowed=None) -> list:
         except ValueError:
             value = None
         if value is None or (allowed is not None and value not in allowed):
-            hint = f"choose from {', '.join(map(str, allowed))}" if allowed is not None else "expected a comma-separated list"
+            hint = (
+                f"choose from {', '.join(map(str, allowed))}"
+                if allowed is not None
+                else "expected a comma-separated list"
+            )
             raise ValueError(f"{flag} {text!r}: {item!r} is not valid ({hint})")
         values.append(value)
     if not values:
@@ -212,8 +242,19 @@ def plan(out: Path, task: str, cells: list[Cell], estimators, seeds: list[int], 
     A job is the experiments harness's job with the cell's name (its run folders' label) and settings.
     ``out`` is made absolute: Ray Tune starts each trial in a folder of its own."""
     out_dir = str(Path(out).resolve())
-    jobs = [{"out": out_dir, "task": task, "method": c.method, "cell": c.name, "estimator": e, "seeds": list(seeds),
-             "overrides": overrides | c.settings()} for e in estimators for c in cells]
+    jobs = [
+        {
+            "out": out_dir,
+            "task": task,
+            "method": c.method,
+            "cell": c.name,
+            "estimator": e,
+            "seeds": list(seeds),
+            "overrides": overrides | c.settings(),
+        }
+        for e in estimators
+        for c in cells
+    ]
     return experiments.a2c_first(jobs)
 
 
@@ -228,7 +269,9 @@ def train_cell(job: dict, report=None) -> dict:
     groups = unfinished(job)
     result = experiments.train_batch(job, report)
     # seed groups resumed from different checkpoints train one after another: count each group's iterations
-    done = sum(finished_iterations(run_folder(out, cell, estimator, seeds[0])) - at for (_, at), seeds in groups.items())
+    done = sum(
+        finished_iterations(run_folder(out, cell, estimator, seeds[0])) - at for (_, at), seeds in groups.items()
+    )
     if done > 0:  # appended by rewriting the file atomically: a kill never leaves a torn line
         path = timing_file(out, cell, estimator)
         before = path.read_text() if path.exists() else ""
@@ -245,20 +288,40 @@ def main(argv: list[str] | None = None) -> int:
 
     p = Parser(prog="python -m svpg.rl.ablation", description=__doc__, allow_abbrev=False)
     p.add_argument("--task", choices=PRESETS, required=True)
-    p.add_argument("--seeds", required=True, help="the seeds of every cell, as one seed batch per cell and estimator: "
-                   "a range such as 100-104 (tuning) or 0-9 (report), or a list such as 0-4,7")
-    p.add_argument("--cells", default=None, help=f"run exactly these comma-separated cells instead of the grid ({CELL_FORM})")
+    p.add_argument(
+        "--seeds",
+        required=True,
+        help="the seeds of every cell, as one seed batch per cell and estimator: "
+        "a range such as 100-104 (tuning) or 0-9 (report), or a list such as 0-4,7",
+    )
+    p.add_argument(
+        "--cells", default=None, help=f"run exactly these comma-separated cells instead of the grid ({CELL_FORM})"
+    )
     p.add_argument("--householders", default="1,2,4", help="the grid's K values (default: 1,2,4)")
-    p.add_argument("--priors", default=",".join(PRIOR_NAMES), help="the grid's priors: flat, mvg (eq. 14) (default: flat,mvg)")
+    p.add_argument(
+        "--priors", default=",".join(PRIOR_NAMES), help="the grid's priors: flat, mvg (eq. 14) (default: flat,mvg)"
+    )
     p.add_argument("--alphas", default=None, help="the grid's temperatures α (default: the preset's α × 0.3, 1, 3)")
     p.add_argument("--estimators", default=",".join(ESTIMATORS), help="(default: reinforce,a2c)")
-    p.add_argument("--reference", default="svgd", help="the cell every other is compared with, seed by seed (default: svgd)")
-    p.add_argument("--window", type=int, default=10, help="iterations of the trailing mean that smooths every curve (default: 10)")
-    p.add_argument("--threshold", default="90%", help="τ of 'iterations to τ': a return, or a percentage f: f of the way "
-                   "from the first iteration to the peak of the best control's seed-averaged best-particle curve, per "
-                   "estimator (default: 90%%)")
-    p.add_argument("--select", action="store_true", help="train nothing; print the s2vgd cell with the highest peak "
-                   "best-particle return (mean over seeds, averaged over the estimators) once every run has finished")
+    p.add_argument(
+        "--reference", default="svgd", help="the cell every other is compared with, seed by seed (default: svgd)"
+    )
+    p.add_argument(
+        "--window", type=int, default=10, help="iterations of the trailing mean that smooths every curve (default: 10)"
+    )
+    p.add_argument(
+        "--threshold",
+        default="90%",
+        help="τ of 'iterations to τ': a return, or a percentage f: f of the way "
+        "from the first iteration to the peak of the best control's seed-averaged best-particle curve, per "
+        "estimator (default: 90%%)",
+    )
+    p.add_argument(
+        "--select",
+        action="store_true",
+        help="train nothing; print the s2vgd cell with the highest peak "
+        "best-particle return (mean over seeds, averaged over the estimators) once every run has finished",
+    )
     p.add_argument("--report-only", action="store_true", help="train nothing; rebuild the tables and the figure")
     add_backend_arguments(p, "seed batches", shared="--out", default="local")
     p.add_argument("--out", default=None, help="output folder (default: runs/ablation-<task>)")
@@ -282,8 +345,11 @@ def main(argv: list[str] | None = None) -> int:
             cells = parse_cells(args.cells)
         else:
             alphas = _list("--alphas", args.alphas, _positive_float) if args.alphas else default_alphas(preset["alpha"])
-            cells = grid_cells(_list("--householders", args.householders, _count),
-                               _list("--priors", args.priors, str, PRIOR_NAMES), alphas)
+            cells = grid_cells(
+                _list("--householders", args.householders, _count),
+                _list("--priors", args.priors, str, PRIOR_NAMES),
+                alphas,
+            )
         Cell.parse(args.reference)
         threshold = parse_threshold(args.threshold)
         if args.window < 1:
@@ -293,25 +359,46 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out or f"runs/ablation-{args.task}")
     overrides = experiments.typed_overrides(p, argv, args, OWN_OPTIONS)
     if args.select:
-        return select(p.prog, out, args.task, cells, estimators, seeds, overrides, args.window, threshold, args.reference)
+        return select(
+            p.prog, out, args.task, cells, estimators, seeds, overrides, args.window, threshold, args.reference
+        )
     t0 = time.perf_counter()
     if not args.report_only:
         jobs = plan(out, args.task, cells, estimators, seeds, overrides)
-        print(f"{len(cells)} cells × {len(estimators)} estimators × {len(seeds)} seeds: {', '.join(c.name for c in cells)}")
-        status = experiments.run_grid(p.prog, jobs, out, args.backend, args.jobs, fn="svpg.rl.ablation:train_cell",
-                                      gpus=args.gpus_per_job)
+        print(
+            f"{len(cells)} cells × {len(estimators)} estimators × {len(seeds)} seeds: {', '.join(c.name for c in cells)}"
+        )
+        status = experiments.run_grid(
+            p.prog, jobs, out, args.backend, args.jobs, fn="svpg.rl.ablation:train_cell", gpus=args.gpus_per_job
+        )
         if status:
             return status
     wall = time.perf_counter() - t0
-    result = analysis.analyse(out, args.task, cells, estimators, seeds, overrides, args.window, threshold, args.reference)
+    result = analysis.analyse(
+        out, args.task, cells, estimators, seeds, overrides, args.window, threshold, args.reference
+    )
     if result is None:
         print(f"no finished iterations in {out} to report yet", file=sys.stderr)
         return 1
-    print(analysis.write_report(result, out, args.task, cells, seeds, estimators, args.reference, args.window, overrides,
-                                None if args.report_only else wall))
+    print(
+        analysis.write_report(
+            result,
+            out,
+            args.task,
+            cells,
+            seeds,
+            estimators,
+            args.reference,
+            args.window,
+            overrides,
+            None if args.report_only else wall,
+        )
+    )
     invocation = json.dumps({"argv": sys.argv, "wall_clock_s": wall}, indent=2)
     atomic_write(out / "invocation.json", lambda tmp: Path(tmp).write_text(invocation))
-    print(f"wrote {out / 'results.md'}, {out / 'cells.csv'}, {out / 'seeds.csv'}, {out / 'curves.csv'}, {out / 'curves.png'}")
+    print(
+        f"wrote {out / 'results.md'}, {out / 'cells.csv'}, {out / 'seeds.csv'}, {out / 'curves.csv'}, {out / 'curves.png'}"
+    )
     return 0
 
 
@@ -323,8 +410,11 @@ def select(prog: str, out: Path, task: str, cells, estimators, seeds, overrides,
     jobs = plan(out, task, cells, estimators, seeds, overrides)
     missing = sum(len(s) for j in jobs for s in unfinished(j).values())
     if missing:
-        print(f"{prog}: error: {missing} of {len(cells) * len(estimators) * len(seeds)} runs in {out} are unfinished: "
-              f"run the same command without --select first", file=sys.stderr)
+        print(
+            f"{prog}: error: {missing} of {len(cells) * len(estimators) * len(seeds)} runs in {out} are unfinished: "
+            f"run the same command without --select first",
+            file=sys.stderr,
+        )
         return 1
     result = analyse(out, task, cells, estimators, seeds, overrides, window, threshold, reference)
     scores: dict[str, float] = result["scores"] if result else {}
@@ -332,8 +422,10 @@ def select(prog: str, out: Path, task: str, cells, estimators, seeds, overrides,
         print(f"{prog}: error: no s2vgd cell among --cells / the grid to select from", file=sys.stderr)
         return 2
     ranked = sorted(scores, key=scores.__getitem__, reverse=True)
-    print(f"peak best-particle return, mean over seeds {seeds_text(seeds)}, averaged over {', '.join(estimators)}:",
-          file=sys.stderr)
+    print(
+        f"peak best-particle return, mean over seeds {seeds_text(seeds)}, averaged over {', '.join(estimators)}:",
+        file=sys.stderr,
+    )
     for name in ranked:
         print(f"  {name:28s} {scores[name]:10.1f}", file=sys.stderr)
     print(ranked[0])

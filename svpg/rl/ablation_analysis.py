@@ -6,6 +6,7 @@ reference on the same seed) with 95 % t-intervals; every table says so in its he
 defined in :mod:`svpg.rl.ablation`'s docstring (and docs/rl.md, "Structure ablation"). Every file is
 written atomically (:func:`svpg.io.atomic_write`).
 """
+
 from __future__ import annotations
 
 import csv
@@ -43,9 +44,14 @@ def curve_metrics(mean, best, window: int, threshold: float | None) -> dict:
     sm_mean, _ = smooth(mean, window)
     sm_best, w = smooth(best, window)
     hit: np.ndarray | list[int] = np.flatnonzero(sm_best >= threshold) if threshold is not None else []
-    return {"iterations": len(best), "peak_best": float(sm_best.max()), "final_best": float(np.mean(best[-w:])),
-            "peak_mean": float(sm_mean.max()), "final_mean": float(np.mean(mean[-w:])),
-            "iterations_to_threshold": float(hit[0] + w) if len(hit) else math.nan}
+    return {
+        "iterations": len(best),
+        "peak_best": float(sm_best.max()),
+        "final_best": float(np.mean(best[-w:])),
+        "peak_mean": float(sm_mean.max()),
+        "final_mean": float(np.mean(mean[-w:])),
+        "iterations_to_threshold": float(hit[0] + w) if len(hit) else math.nan,
+    }
 
 
 def probe_states(env_id: str, horizon: int, seed: int = 0):
@@ -99,8 +105,10 @@ def diversity(run_dir: Path, states) -> dict:
             d2 = (mu.unsqueeze(1) - mu.unsqueeze(0)) ** 2  # (M, M, N, A)
             vi, vj = var.unsqueeze(1), var.unsqueeze(0)
             kl = ((vi + d2) / (4 * vj) + (vj + d2) / (4 * vi) - 0.5).sum(-1)  # ½[KL(i‖j) + KL(j‖i)] per state
-            out |= {"action_kl": float(kl.mean(-1).sum() / pairs),
-                    "action_mean_distance": float(d2.sum(-1).sqrt().mean(-1).sum() / pairs)}
+            out |= {
+                "action_kl": float(kl.mean(-1).sum() / pairs),
+                "action_mean_distance": float(d2.sum(-1).sqrt().mean(-1).sum() / pairs),
+            }
     return out
 
 
@@ -162,8 +170,10 @@ def thresholds(curves: dict, spec: tuple[str, float], window: int) -> tuple[dict
         peak, start, cell = best
         taus[e] = float(start + value * (peak - start))
         source.append(f"{e} {taus[e]:.1f} ({cell}: {start:.1f} → {peak:.1f})")
-    text = (f"τ = {value:.0%} of the way from the first iteration's to the peak of the seed-averaged best-particle "
-            f"curve of the best {among}: " + "; ".join(source))
+    text = (
+        f"τ = {value:.0%} of the way from the first iteration's to the peak of the seed-averaged best-particle "
+        f"curve of the best {among}: " + "; ".join(source)
+    )
     return taus, text
 
 
@@ -174,12 +184,23 @@ def selection_scores(per_run: dict, estimators) -> dict:
     for cell in {c for c, _ in per_run}:
         if Cell.parse(cell).method != "s2vgd" or any((cell, e) not in per_run for e in estimators):
             continue
-        scores[cell] = sum(mean_se([r["peak_best"] for r in per_run[(cell, e)].values()])[0] for e in estimators) / len(estimators)
+        scores[cell] = sum(mean_se([r["peak_best"] for r in per_run[(cell, e)].values()])[0] for e in estimators) / len(
+            estimators
+        )
     return scores
 
 
-def analyse(out: Path, task: str, cells: list[Cell], estimators, seeds: list[int], overrides: dict,
-            window: int, threshold: tuple[str, float], reference: str) -> dict | None:
+def analyse(
+    out: Path,
+    task: str,
+    cells: list[Cell],
+    estimators,
+    seeds: list[int],
+    overrides: dict,
+    window: int,
+    threshold: tuple[str, float],
+    reference: str,
+) -> dict | None:
     """Everything the report shows, from the run folders under ``out`` (None: nothing finished yet)."""
     from svpg.rl.config import default_horizon, load_preset
 
@@ -201,10 +222,18 @@ def analyse(out: Path, task: str, cells: list[Cell], estimators, seeds: list[int
     table = []
     for (cell, e), runs in sorted(per_run.items(), key=lambda kv: (ESTIMATORS.index(kv[0][1]), order[kv[0][0]])):
         c = Cell.parse(cell)
-        row = {"task": task, "cell": cell, "method": c.method, "K": "" if c.householder is None else c.householder,
-               "prior": c.prior or "", "alpha": "" if c.alpha is None else c.alpha, "estimator": e,
-               "parameters": next(iter(runs.values()))["parameters"], "seeds": len(runs),
-               "iterations": next(iter(runs.values()))["iterations"]}
+        row = {
+            "task": task,
+            "cell": cell,
+            "method": c.method,
+            "K": "" if c.householder is None else c.householder,
+            "prior": c.prior or "",
+            "alpha": "" if c.alpha is None else c.alpha,
+            "estimator": e,
+            "parameters": next(iter(runs.values()))["parameters"],
+            "seeds": len(runs),
+            "iterations": next(iter(runs.values()))["iterations"],
+        }
         for m in (*METRICS, "iterations_to_threshold", *DIVERSITY):
             row[m], row[f"{m}_se"] = mean_se([r[m] for r in runs.values()])
         row["threshold"] = taus[e]
@@ -213,13 +242,22 @@ def analyse(out: Path, task: str, cells: list[Cell], estimators, seeds: list[int
         ref = per_run.get((reference, e)) if cell != reference else None
         row["pairs"] = len(set(runs) & set(ref)) if ref else 0
         for m in METRICS:
-            _, d, lo, hi = (paired_difference({s: r[m] for s, r in runs.items()}, {s: r[m] for s, r in ref.items()})
-                            if ref else (0, math.nan, math.nan, math.nan))
+            _, d, lo, hi = (
+                paired_difference({s: r[m] for s, r in runs.items()}, {s: r[m] for s, r in ref.items()})
+                if ref
+                else (0, math.nan, math.nan, math.nan)
+            )
             row |= {f"d_{m}": d, f"d_{m}_lo": lo, f"d_{m}_hi": hi}
         table.append(row)
     scores = selection_scores(per_run, estimators)
-    return {"rows": rows, "per_run": per_run, "table": table, "tau_text": tau_text, "scores": scores,
-            "summary": experiments.summarise(rows, label="cell")}
+    return {
+        "rows": rows,
+        "per_run": per_run,
+        "table": table,
+        "tau_text": tau_text,
+        "scores": scores,
+        "summary": experiments.summarise(rows, label="cell"),
+    }
 
 
 def _pm(mean: float, se: float, digits: int = 1) -> str:
@@ -248,28 +286,49 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
     atomic_write(path, write)
 
 
-def write_report(result: dict, out: Path, task: str, cells: list[Cell], seeds: list[int], estimators, reference: str,
-                 window: int, overrides: dict, wall: float | None) -> str:
+def write_report(
+    result: dict,
+    out: Path,
+    task: str,
+    cells: list[Cell],
+    seeds: list[int],
+    estimators,
+    reference: str,
+    window: int,
+    overrides: dict,
+    wall: float | None,
+) -> str:
     """Write cells.csv, seeds.csv, curves.csv, curves.png and results.md under ``out``; returns the Markdown."""
     table = result["table"]
     _write_csv(out / "cells.csv", table)
-    per_run = [{"cell": c, "estimator": e, "seed": s, **m} for (c, e), runs in result["per_run"].items() for s, m in runs.items()]
+    per_run = [
+        {"cell": c, "estimator": e, "seed": s, **m}
+        for (c, e), runs in result["per_run"].items()
+        for s, m in runs.items()
+    ]
     _write_csv(out / "seeds.csv", per_run)
     experiments.write_curves(result["rows"], out / "curves.csv")  # both write atomically
     experiments.plot(result["summary"], out / "curves.png", task, labels=figure_labels(result, cells))
-    shown = ", ".join(f"--{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in sorted(overrides.items()))
+    shown = ", ".join(
+        f"--{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, list) else v}"
+        for k, v in sorted(overrides.items())
+    )
     iterations = sorted({r["iterations"] for r in table})
     lines = [
         f"# {task}: structure ablation",
         "",
-        (f"Seeds {seeds_text(seeds)}; the `{task}` preset{' with ' + shown if shown else ''}; "
-        f"{' or '.join(map(str, iterations))} iterations. Mean ± standard error over seeds. Curves smoothed by a "
-        f"trailing {window}-iteration mean: *best* = max over particles of each particle's average return, *mean* = "
-        "mean over particles; *peak* = the highest smoothed value, *final* = the mean of the last "
-        f"{window} iterations. Definitions: docs/rl.md, \"Structure ablation\"."),
+        (
+            f"Seeds {seeds_text(seeds)}; the `{task}` preset{' with ' + shown if shown else ''}; "
+            f"{' or '.join(map(str, iterations))} iterations. Mean ± standard error over seeds. Curves smoothed by a "
+            f"trailing {window}-iteration mean: *best* = max over particles of each particle's average return, *mean* = "
+            "mean over particles; *peak* = the highest smoothed value, *final* = the mean of the last "
+            f'{window} iterations. Definitions: docs/rl.md, "Structure ablation".'
+        ),
         "",
-        ("| cell | estimator | D | seeds | peak best | final best | peak mean | final mean | iterations to τ (reached) "
-        "| θ distance | action KL | action-mean distance | s / iteration |"),
+        (
+            "| cell | estimator | D | seeds | peak best | final best | peak mean | final mean | iterations to τ (reached) "
+            "| θ distance | action KL | action-mean distance | s / iteration |"
+        ),
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in table:
@@ -277,23 +336,38 @@ def write_report(result: dict, out: Path, task: str, cells: list[Cell], seeds: l
             f"| {r['cell']} | {r['estimator']} | {r['parameters']} | {r['seeds']} | "
             + " | ".join(_pm(r[m], r[f"{m}_se"]) for m in ("peak_best", "final_best", "peak_mean", "final_mean"))
             + f" | {_pm(r['iterations_to_threshold'], r['iterations_to_threshold_se'], 0)} ({r['reached']}/{r['seeds']}) | "
-            + " | ".join(_sig(r[m]) for m in DIVERSITY) + f" | {_sig(r['seconds_per_iteration'])} |")
+            + " | ".join(_sig(r[m]) for m in DIVERSITY)
+            + f" | {_sig(r['seconds_per_iteration'])} |"
+        )
     lines += ["", result["tau_text"] + "."]
     compared = [r for r in table if r["pairs"]]
     if compared:
-        lines += ["", f"## Paired differences to {reference}", "",
-                  f"Cell − {reference} on the same seed: mean [95 % t-interval] over the seeds both have.", "",
-                  "| cell | estimator | pairs | Δ peak best | Δ final best | Δ peak mean | Δ final mean |",
-                  "|---|---|---:|---:|---:|---:|---:|"]
+        lines += [
+            "",
+            f"## Paired differences to {reference}",
+            "",
+            f"Cell − {reference} on the same seed: mean [95 % t-interval] over the seeds both have.",
+            "",
+            "| cell | estimator | pairs | Δ peak best | Δ final best | Δ peak mean | Δ final mean |",
+            "|---|---|---:|---:|---:|---:|---:|",
+        ]
         for r in compared:
-            lines.append(f"| {r['cell']} | {r['estimator']} | {r['pairs']} | "
-                         + " | ".join(_interval(r[f"d_{m}"], r[f"d_{m}_lo"], r[f"d_{m}_hi"]) for m in METRICS) + " |")
+            lines.append(
+                f"| {r['cell']} | {r['estimator']} | {r['pairs']} | "
+                + " | ".join(_interval(r[f"d_{m}"], r[f"d_{m}_lo"], r[f"d_{m}_hi"]) for m in METRICS)
+                + " |"
+            )
     else:
         lines += ["", f"No paired differences: the reference cell {reference} has no finished iterations here."]
     if result["scores"]:
         winner = max(result["scores"], key=result["scores"].get)
-        lines += ["", (f"Best structural cell by --select's rule (peak best return, mean over seeds, averaged over "
-                      f"{', '.join(estimators)}): {winner} ({result['scores'][winner]:.1f}).")]
+        lines += [
+            "",
+            (
+                f"Best structural cell by --select's rule (peak best return, mean over seeds, averaged over "
+                f"{', '.join(estimators)}): {winner} ({result['scores'][winner]:.1f})."
+            ),
+        ]
     if len(iterations) > 1:
         lines += ["", "Cells differ in iterations: some runs are unfinished; compare only when every run has finished."]
     if wall is not None:

@@ -21,6 +21,7 @@ seed's), each seed's streams spawned exactly as its single-seed run spawns them.
 single-seed run up to float summation order; :meth:`SVPG.seed_state` and :meth:`SVPG.save` (per seed)
 write what that single-seed run would have written.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,8 +48,18 @@ from svpg.runtime import resolve_device, torch_threads
 from svpg.seeding import int_seed, torch_generator
 
 #: config fields that describe a run folder or its length, not the algorithm: not ``SVPG`` options
-RUN_FIELDS = ("env_id", "env_kwargs", "log_dir", "run_name", "checkpoint_every", "keep_checkpoints", "eval_episodes",
-              "progress", "iterations", "total_steps")
+RUN_FIELDS = (
+    "env_id",
+    "env_kwargs",
+    "log_dir",
+    "run_name",
+    "checkpoint_every",
+    "keep_checkpoints",
+    "eval_episodes",
+    "progress",
+    "iterations",
+    "total_steps",
+)
 #: the format tag of a saved model's metadata
 MODEL_FORMAT = "svpg-model-v1"
 
@@ -113,27 +124,50 @@ class SVPG:
         documents each.
     """
 
-    def __init__(self, env="CartPole-v1", *, method: str | None = None, estimator: str | None = None,
-                 num_particles: int | None = None, seed: int = 0, device: str = "cpu", preset: str | None = None,
-                 tensorboard_log: str | None = None, verbose: int = 1, env_kwargs: dict | None = None, **options):
+    def __init__(
+        self,
+        env="CartPole-v1",
+        *,
+        method: str | None = None,
+        estimator: str | None = None,
+        num_particles: int | None = None,
+        seed: int = 0,
+        device: str = "cpu",
+        preset: str | None = None,
+        tensorboard_log: str | None = None,
+        verbose: int = 1,
+        env_kwargs: dict | None = None,
+        **options,
+    ):
         fields = load_preset(preset) if preset is not None else {}
         given = {"method": method, "estimator": estimator, "num_particles": num_particles}
         fields.update({k: v for k, v in given.items() if v is not None})
         known = {f.name for f in dataclasses.fields(SVPGConfig)}
         unknown = sorted(set(options) - known)
         if unknown:
-            raise ValueError(f"unknown option(s) {unknown}: see help(svpg.SVPG) and python train.py --help for the valid names")
+            raise ValueError(
+                f"unknown option(s) {unknown}: see help(svpg.SVPG) and python train.py --help for the valid names"
+            )
         run_only = sorted(set(options) & set(RUN_FIELDS))
         if run_only:
-            raise ValueError(f"{run_only} are not SVPG options: pass the env as env (and env_kwargs), the length to "
-                             f"learn(total_timesteps), and use CheckpointCallback / EvalCallback for files and evaluation")
+            raise ValueError(
+                f"{run_only} are not SVPG options: pass the env as env (and env_kwargs), the length to "
+                f"learn(total_timesteps), and use CheckpointCallback / EvalCallback for files and evaluation"
+            )
         source = resolve_env(env, env_kwargs)
         fields.update(options, seed=seed, device=device, env_id=source.env_id, env_kwargs=source.env_kwargs)
         self._init(SVPGConfig(**fields), source, tensorboard_log=tensorboard_log, verbose=verbose)
 
     @classmethod
-    def from_config(cls, config: SVPGConfig, *, seeds: list[int] | None = None, env=None, tensorboard_log: str | None = None,
-                    verbose: int = 0) -> SVPG:
+    def from_config(
+        cls,
+        config: SVPGConfig,
+        *,
+        seeds: list[int] | None = None,
+        env=None,
+        tensorboard_log: str | None = None,
+        verbose: int = 0,
+    ) -> SVPG:
         """A model of a whole :class:`SVPGConfig` (``env_id`` and ``env_kwargs`` included; ``env``
         overrides them with an object or factory). The run-folder layer builds its models this way."""
         source = resolve_env(config.env_id, config.env_kwargs) if env is None else resolve_env(env)
@@ -143,8 +177,15 @@ class SVPG:
         model._init(config, source, seeds=seeds, tensorboard_log=tensorboard_log, verbose=verbose)
         return model
 
-    def _init(self, config: SVPGConfig, source: EnvSource, *, seeds: list[int] | None = None,
-              tensorboard_log: str | None = None, verbose: int = 0) -> None:
+    def _init(
+        self,
+        config: SVPGConfig,
+        source: EnvSource,
+        *,
+        seeds: list[int] | None = None,
+        tensorboard_log: str | None = None,
+        verbose: int = 0,
+    ) -> None:
         self.config = cfg = config.validate()
         self.env_source = source
         self.tensorboard_log, self.verbose = tensorboard_log, int(verbose)
@@ -160,35 +201,61 @@ class SVPG:
         self.envs_per_particle = max(1, cfg.samples_per_particle // self.horizon)
         if source.num_envs is not None:  # a user's vector env fixes the number of environments
             if source.num_envs % (s * m):
-                raise ValueError(f"the vector env has {source.num_envs} environments: give a multiple of "
-                                 f"num_particles × num_seeds = {s * m} (each particle runs its own)")
+                raise ValueError(
+                    f"the vector env has {source.num_envs} environments: give a multiple of "
+                    f"num_particles × num_seeds = {s * m} (each particle runs its own)"
+                )
             self.envs_per_particle = source.num_envs // (s * m)
         self.steps_per_iteration = math.ceil(cfg.samples_per_particle / self.envs_per_particle)
-        self.env = envs.make_batched(source.target, s * m * self.envs_per_particle, device=self.device,
-                                     max_episode_steps=None if source.num_envs else self.horizon,
-                                     env_kwargs=source.env_kwargs if source.factory is None else None)
+        self.env = envs.make_batched(
+            source.target,
+            s * m * self.envs_per_particle,
+            device=self.device,
+            max_episode_steps=None if source.num_envs else self.horizon,
+            env_kwargs=source.env_kwargs if source.factory is None else None,
+        )
         self.spec = PolicySpec.for_spaces(
-            self.env.single_observation_space, self.env.single_action_space,
-            cfg.network_kwargs(self.env.obs_dim, self.env.action_dim), m, obs_scale=cfg.obs_scale,
+            self.env.single_observation_space,
+            self.env.single_action_space,
+            cfg.network_kwargs(self.env.obs_dim, self.env.action_dim),
+            m,
+            obs_scale=cfg.obs_scale,
         )
         # each seed's particles drawn from its own stream, exactly as its single-seed run draws them
-        theta = torch.cat([ParticlePolicy(self.spec, device=self.device, seed=seed).theta.detach() for seed in self.seeds])
+        theta = torch.cat(
+            [ParticlePolicy(self.spec, device=self.device, seed=seed).theta.detach() for seed in self.seeds]
+        )
         self.policy = ParticlePolicy(dataclasses.replace(self.spec, num_particles=s * m), theta)
         self.svgd = SVGD(self.policy.theta, cfg.kernel_spec(), cfg.optimizer, cfg.lr, groups=s, network=self.policy.net)
         self.estimator: Estimator
         if cfg.estimator in ("a2c", "ppo"):
             self.estimator = (A2C if cfg.estimator == "a2c" else PPO)(
-                self.spec.obs_dim, s * m, cfg.gamma, gae_lambda=cfg.gae_lambda, hidden=cfg.critic_hidden,
-                lr=cfg.critic_lr, value_steps=cfg.value_steps, value_epochs=cfg.value_epochs, device=self.device,
-                seed=self.seeds, obs_scale=cfg.obs_scale,
+                self.spec.obs_dim,
+                s * m,
+                cfg.gamma,
+                gae_lambda=cfg.gae_lambda,
+                hidden=cfg.critic_hidden,
+                lr=cfg.critic_lr,
+                value_steps=cfg.value_steps,
+                value_epochs=cfg.value_epochs,
+                device=self.device,
+                seed=self.seeds,
+                obs_scale=cfg.obs_scale,
             )
         else:
             self.estimator = Reinforce(cfg.gamma, cfg.baseline, cfg.obs_scale, groups=s)
         self.normalizer = None
         if cfg.normalize_obs or cfg.normalize_reward:
-            self.normalizer = Normalizer(self.spec.obs_dim, s, norm_obs=cfg.normalize_obs, norm_reward=cfg.normalize_reward,
-                                         clip_obs=cfg.clip_obs, clip_reward=cfg.clip_reward, gamma=cfg.gamma,
-                                         device=self.device)
+            self.normalizer = Normalizer(
+                self.spec.obs_dim,
+                s,
+                norm_obs=cfg.normalize_obs,
+                norm_reward=cfg.normalize_reward,
+                clip_obs=cfg.clip_obs,
+                clip_reward=cfg.clip_reward,
+                gamma=cfg.gamma,
+                device=self.device,
+            )
         self.steps_per_update = m * self.envs_per_particle * self.steps_per_iteration  # per seed: all particles' steps
         self.iteration = 0  # SVGD updates so far: also the position of every random stream
         self.num_timesteps = 0  # environment steps (of one seed) since the last reset_num_timesteps
@@ -206,8 +273,15 @@ class SVPG:
         resets = [int_seed(seed, "env_reset", self.iteration) for seed in self.seeds]
         obs = self.env.reset(seed=resets[0] if len(resets) == 1 else resets)
         noise = self._streams("action_noise")
-        return collect_rollout(self.env, self.policy, obs, self.steps_per_iteration, noise[0] if len(noise) == 1 else noise,
-                               keep_final_obs=self.estimator.needs_final_obs, normalizer=self.normalizer)
+        return collect_rollout(
+            self.env,
+            self.policy,
+            obs,
+            self.steps_per_iteration,
+            noise[0] if len(noise) == 1 else noise,
+            keep_final_obs=self.estimator.needs_final_obs,
+            normalizer=self.normalizer,
+        )
 
     def train_iteration(self, batch: Rollout | None = None) -> dict[str, torch.Tensor]:
         """One SVPG iteration (eqs. 17–19): every particle collects its own batch, advantages and the
@@ -251,8 +325,9 @@ class SVPG:
         }
         return {k: v.reshape(len(self.seeds)) for k, v in scalars.items()}
 
-    def policy_gradient_surrogate(self, batch: Rollout, advantages: torch.Tensor, theta: torch.Tensor | None = None,
-                                  rows: slice = slice(None)) -> tuple[torch.Tensor, torch.Tensor]:
+    def policy_gradient_surrogate(
+        self, batch: Rollout, advantages: torch.Tensor, theta: torch.Tensor | None = None, rows: slice = slice(None)
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Σ_t log π(a_t|s_t) Â_t over each particle's batch: (M,), and the policy entropy (M,).
 
         Its gradient estimates ∇J up to a positive scale. Summing (not averaging) over the batch
@@ -277,16 +352,21 @@ class SVPG:
         samples = obs.shape[1]
         size = max(1, samples // cfg.ppo_minibatches)
         with torch.no_grad():  # the behaviour policy's log-probabilities, seed by seed
-            old_logp = torch.cat([self.policy.log_prob_entropy(self.policy.theta.detach()[rows], obs[rows], actions[rows])[0]
-                                  for rows in self._seed_rows()])
+            old_logp = torch.cat(
+                [
+                    self.policy.log_prob_entropy(self.policy.theta.detach()[rows], obs[rows], actions[rows])[0]
+                    for rows in self._seed_rows()
+                ]
+            )
         clipped = obs.new_zeros(len(self.seeds))
         kl = obs.new_zeros(len(self.seeds))
         steps = 0
         for epoch in range(cfg.ppo_epochs):
-            orders = [torch.randperm(samples, generator=g, device=obs.device)
-                      for g in self._streams("ppo_minibatch", epoch)]
+            orders = [
+                torch.randperm(samples, generator=g, device=obs.device) for g in self._streams("ppo_minibatch", epoch)
+            ]
             for start in range(0, size * cfg.ppo_minibatches, size):
-                columns = [order[start:start + size] for order in orders]
+                columns = [order[start : start + size] for order in orders]
 
                 def surrogate(block, rows, k, columns=columns):
                     o, a = obs[rows][:, columns[k]], actions[rows][:, columns[k]]
@@ -295,7 +375,9 @@ class SVPG:
                     ratio, a_hat = log_ratio.exp(), adv[rows][:, columns[k]]
                     clipped[k] += ((ratio - 1).abs() > cfg.clip_range).float().mean().detach()
                     kl[k] += ((ratio - 1) - log_ratio).mean().detach()  # the low-variance estimator SB3 logs
-                    objective = torch.minimum(ratio * a_hat, ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range) * a_hat)
+                    objective = torch.minimum(
+                        ratio * a_hat, ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range) * a_hat
+                    )
                     # the minibatch's estimate of the whole batch's sum, as the one-step estimators use
                     return objective.sum(1) * (samples / len(columns[k])), entropy
 
@@ -305,8 +387,10 @@ class SVPG:
 
     def svgd_step(self, batch: Rollout, advantages: torch.Tensor) -> dict[str, torch.Tensor]:
         """One SVGD step on ∇log q = ∇J/α + λ ∇log p (eq. 19; λ = ``prior_weight``, 1 in the paper)."""
-        return self._svgd_step_on(lambda block, rows, k: self.policy_gradient_surrogate(batch, advantages, block, rows),
-                                  self.envs_per_particle * self.steps_per_iteration)
+        return self._svgd_step_on(
+            lambda block, rows, k: self.policy_gradient_surrogate(batch, advantages, block, rows),
+            self.envs_per_particle * self.steps_per_iteration,
+        )
 
     def _svgd_step_on(self, surrogate, samples: int) -> dict[str, torch.Tensor]:
         """One SVGD step of every particle on ∇(surrogate/α + λ log p); ``surrogate(block, rows, k)``
@@ -323,14 +407,19 @@ class SVPG:
                 log_q = objective / self.config.alpha + self.config.prior_weight * self.policy.log_prior(block)
             grad[rows] = torch.autograd.grad(log_q.sum(), block)[0]
             entropy.append(block_entropy.detach())
-            loss.append(-objective.detach().mean() / samples)  # SB3's train/policy_loss: −mean of the objective per sample
+            loss.append(
+                -objective.detach().mean() / samples
+            )  # SB3's train/policy_loss: −mean of the objective per sample
         self._check_finite(grad, "the gradient of log q(θ)")  # before the step: the optimizer state stays good
         terms = self.svgd.step(grad)
         self._check_finite(theta.detach(), "θ after the SVGD step")
         assert terms.min_householder_norm is not None  # set: the SVGD holds the policy's network
-        return {**terms.diagnostics(theta.detach()), "train/policy_loss": torch.stack(loss),
-                "policy/entropy": torch.stack([e.mean() for e in entropy]),
-                "structure/min_householder_norm": terms.min_householder_norm}
+        return {
+            **terms.diagnostics(theta.detach()),
+            "train/policy_loss": torch.stack(loss),
+            "policy/entropy": torch.stack([e.mean() for e in entropy]),
+            "structure/min_householder_norm": terms.min_householder_norm,
+        }
 
     def learning_rate(self) -> float:
         """lr of the next iteration: with ``anneal_lr``, linear decay to 0 over the current ``learn``
@@ -342,8 +431,15 @@ class SVPG:
         return (1.0 - (self.iteration - start) / max(end - start, 1)) * self.config.lr
 
     # -- the loop ----------------------------------------------------------------------------
-    def learn(self, total_timesteps: int, callback=None, log_interval: int = 10, tb_log_name: str = "SVPG",
-              reset_num_timesteps: bool = True, progress_bar: bool = False) -> SVPG:
+    def learn(
+        self,
+        total_timesteps: int,
+        callback=None,
+        log_interval: int = 10,
+        tb_log_name: str = "SVPG",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+    ) -> SVPG:
         """Train for ``total_timesteps`` environment steps (all particles' steps of one seed count),
         rounded up to whole iterations of :attr:`steps_per_update` steps; returns ``self``.
 
@@ -359,7 +455,11 @@ class SVPG:
         """
         from svpg.rl.callbacks import make_callback
 
-        if isinstance(total_timesteps, bool) or not isinstance(total_timesteps, (int, np.integer)) or total_timesteps < 1:
+        if (
+            isinstance(total_timesteps, bool)
+            or not isinstance(total_timesteps, (int, np.integer))
+            or total_timesteps < 1
+        ):
             raise ValueError(f"total_timesteps must be a positive integer, got {total_timesteps!r}")
         iterations = math.ceil(int(total_timesteps) / self.steps_per_update)
         if reset_num_timesteps:
@@ -371,8 +471,10 @@ class SVPG:
         if self.verbose >= 1:
             extra = iterations * self.steps_per_update - int(total_timesteps)
             over = f" ({extra:,} more than asked: an iteration is {self.steps_per_update:,} steps)" if extra else ""
-            print(f"SVPG: {iterations} iterations × {self.config.num_particles} particles × {self.envs_per_particle} envs × "
-                  f"{self.steps_per_iteration} steps = {iterations * self.steps_per_update:,} steps on {self.config.env_id}{over}")
+            print(
+                f"SVPG: {iterations} iterations × {self.config.num_particles} particles × {self.envs_per_particle} envs × "
+                f"{self.steps_per_iteration} steps = {iterations * self.steps_per_update:,} steps on {self.config.env_id}{over}"
+            )
         callback = make_callback(callback, progress_bar)
         callback.init_callback(self)
         self._open_writers(tb_log_name, reset_num_timesteps)
@@ -385,8 +487,10 @@ class SVPG:
                 self._record(scalars, fps=self.steps_per_update * len(self.seeds) / (time.perf_counter() - t0))
                 if self.verbose >= 1 and log_interval and self.iteration % log_interval == 0:
                     first = self.scalars[0]
-                    print(f"iteration {self.iteration}: {self.num_timesteps:,} steps, return mean {first['rollout/ep_rew_mean']:.1f} "
-                          f"max {first['rollout/ep_rew_max']:.1f}, {first['time/fps']:,.0f} steps/s")
+                    print(
+                        f"iteration {self.iteration}: {self.num_timesteps:,} steps, return mean {first['rollout/ep_rew_mean']:.1f} "
+                        f"max {first['rollout/ep_rew_max']:.1f}, {first['time/fps']:,.0f} steps/s"
+                    )
                 callback.update_locals(locals())
                 callback.on_rollout_end()
                 if not callback.on_step():
@@ -413,7 +517,11 @@ class SVPG:
         dirs = self._tb_dirs
         if dirs is None and self.tensorboard_log is not None:
             root = Path(self.tensorboard_log)
-            taken = [int(p.name.rsplit("_", 1)[1]) for p in root.glob(f"{tb_log_name}_*") if p.name.rsplit("_", 1)[1].isdigit()]
+            taken = [
+                int(p.name.rsplit("_", 1)[1])
+                for p in root.glob(f"{tb_log_name}_*")
+                if p.name.rsplit("_", 1)[1].isdigit()
+            ]
             n = max(taken, default=0) + (1 if reset_num_timesteps or not taken else 0)
             base = root / f"{tb_log_name}_{n}"
             dirs = [base] if len(self.seeds) == 1 else [base / f"seed{s}" for s in self.seeds]
@@ -453,7 +561,9 @@ class SVPG:
         finite = torch.isfinite(x).view(len(self.seeds), -1).all(-1)
         if not finite.all():
             bad = [seed for seed, ok in zip(self.seeds, finite.tolist()) if not ok]
-            raise NonFiniteError(f"iteration {self.iteration + 1}: {what} is not finite (seed {', '.join(map(str, bad))})")
+            raise NonFiniteError(
+                f"iteration {self.iteration + 1}: {what} is not finite (seed {', '.join(map(str, bad))})"
+            )
 
     def _check_environment_output(self, batch: Rollout) -> None:
         """The environment's rewards and observations must be finite: name the first bad one."""
@@ -467,9 +577,11 @@ class SVPG:
             if bad.any():
                 t, j, e = (int(i) for i in bad.nonzero()[0])
                 seed = self.seeds[j // self.config.num_particles] if m else self.seeds[0]
-                raise NonFiniteError(f"iteration {self.iteration + 1}: the environment {self.config.env_id} returned a "
-                                     f"non-finite {what} at step {t} of particle {j % self.config.num_particles}'s "
-                                     f"environment {e} (seed {seed}): fix the environment or clip what it returns")
+                raise NonFiniteError(
+                    f"iteration {self.iteration + 1}: the environment {self.config.env_id} returned a "
+                    f"non-finite {what} at step {t} of particle {j % self.config.num_particles}'s "
+                    f"environment {e} (seed {seed}): fix the environment or clip what it returns"
+                )
 
     def set_best_particles(self) -> list[int]:
         """Let :meth:`predict` act with the particle that had the highest return in the latest
@@ -489,7 +601,11 @@ class SVPG:
 
     def set_particle(self, index: int) -> SVPG:
         """Act with particle ``index`` (0 … M − 1) in :meth:`predict`."""
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < self.config.num_particles:
+        if (
+            isinstance(index, bool)
+            or not isinstance(index, (int, np.integer))
+            or not 0 <= index < self.config.num_particles
+        ):
             raise ValueError(f"particle must be an integer in [0, {self.config.num_particles - 1}], got {index!r}")
         self.policy.set_particle(int(index))
         return self
@@ -497,7 +613,7 @@ class SVPG:
     def seed_policy(self, k: int = 0) -> ParticlePolicy:
         """Seed k's M particles as an ordinary ensemble (acting with its best particle)."""
         m = self.config.num_particles
-        policy = ParticlePolicy(self.spec, self.policy.theta.detach()[k * m:(k + 1) * m])
+        policy = ParticlePolicy(self.spec, self.policy.theta.detach()[k * m : (k + 1) * m])
         policy.obs_normalization = self.normalizer.frozen(k) if self.normalizer is not None else None
         return policy.set_particle(int(self._per_seed(self.last_returns)[k].argmax().item()))
 
@@ -518,17 +634,28 @@ class SVPG:
         policy = self.seed_policy(k)
         opt_tensors, opt_skeleton = flatten_state(optimizer, "optimizer")
         est_tensors, est_skeleton = flatten_state(estimator, "estimator")
-        tensors = {"theta": policy.theta, "last_returns": self._per_seed(self.last_returns)[k],
-                   **opt_tensors, **est_tensors}
+        tensors = {
+            "theta": policy.theta,
+            "last_returns": self._per_seed(self.last_returns)[k],
+            **opt_tensors,
+            **est_tensors,
+        }
         if self.normalizer is not None:
             tensors.update({f"normalizer.{name}": value[k] for name, value in self.normalizer.state_dict().items()})
         if policy.obs_normalization is not None:  # what svpg.load's policy applies to raw observations
             tensors.update(obs_norm_mean=policy.obs_normalization["mean"], obs_norm_std=policy.obs_normalization["std"])
         metadata = {
-            "model_format": MODEL_FORMAT, "spec": policy.spec.to_dict(), "particle": policy.particle,
-            "config": dataclasses.asdict(self.seed_config(k)), "env_id": self.config.env_id,
-            "env_kwargs": self.config.env_kwargs, "iteration": self.iteration, "num_timesteps": self.num_timesteps,
-            "schedule": list(self._schedule), "optimizer": opt_skeleton, "estimator": est_skeleton,
+            "model_format": MODEL_FORMAT,
+            "spec": policy.spec.to_dict(),
+            "particle": policy.particle,
+            "config": dataclasses.asdict(self.seed_config(k)),
+            "env_id": self.config.env_id,
+            "env_kwargs": self.config.env_kwargs,
+            "iteration": self.iteration,
+            "num_timesteps": self.num_timesteps,
+            "schedule": list(self._schedule),
+            "optimizer": opt_skeleton,
+            "estimator": est_skeleton,
         }
         if policy.obs_normalization is not None:
             metadata["obs_norm_clip"] = policy.obs_normalization["clip"]
@@ -549,8 +676,16 @@ class SVPG:
         return save_tensors(path, tensors, POLICY_KIND, metadata)
 
     @classmethod
-    def load(cls, path, env=None, device: str | None = None, *, tensorboard_log: str | None = None, verbose: int = 1,
-             **options) -> SVPG:
+    def load(
+        cls,
+        path,
+        env=None,
+        device: str | None = None,
+        *,
+        tensorboard_log: str | None = None,
+        verbose: int = 1,
+        **options,
+    ) -> SVPG:
         """A model saved by :meth:`save` (or a run folder's checkpoint), ready to ``learn`` on from
         where it stopped (``reset_num_timesteps=False`` continues its learning-rate schedule too).
 
@@ -562,13 +697,23 @@ class SVPG:
         return cls.load_seeds([path], env, device, tensorboard_log=tensorboard_log, verbose=verbose, **options)
 
     @classmethod
-    def load_seeds(cls, paths: list, env=None, device: str | None = None, *, tensorboard_log: str | None = None,
-                   verbose: int = 0, **options) -> SVPG:
+    def load_seeds(
+        cls,
+        paths: list,
+        env=None,
+        device: str | None = None,
+        *,
+        tensorboard_log: str | None = None,
+        verbose: int = 0,
+        **options,
+    ) -> SVPG:
         """Several saved runs of one configuration that differ only in their seed, continued as one
         seed-batched model (what ``train.py --resume`` of several folders does)."""
         refused = sorted(set(options) - {"threads"})
         if refused:
-            raise ValueError(f"{refused} cannot change when loading a model (it would be a different run); only threads can")
+            raise ValueError(
+                f"{refused} cannot change when loading a model (it would be a different run); only threads can"
+            )
         states = [read_model(p) for p in paths]
         config = states[0][2]
         for path, (_, _, other) in zip(paths[1:], states[1:]):
@@ -581,14 +726,18 @@ class SVPG:
         config = dataclasses.replace(config, **options, **device_option)
         if env is None:
             if is_custom(config.env_id):
-                raise ValueError(f"{paths[0]} was trained on an environment given as an object ({config.env_id[7:]}): "
-                                 f"pass it again, SVPG.load(path, env=...)")
+                raise ValueError(
+                    f"{paths[0]} was trained on an environment given as an object ({config.env_id[7:]}): "
+                    f"pass it again, SVPG.load(path, env=...)"
+                )
             source = resolve_env(config.env_id, config.env_kwargs)
         else:
             source = resolve_env(env)
             config = dataclasses.replace(config, env_id=source.env_id, env_kwargs=source.env_kwargs)
         model = cls.__new__(cls)
-        model._init(config, source, seeds=[c.seed for _, _, c in states], tensorboard_log=tensorboard_log, verbose=verbose)
+        model._init(
+            config, source, seeds=[c.seed for _, _, c in states], tensorboard_log=tensorboard_log, verbose=verbose
+        )
         model._restore([(t, m) for t, m, _ in states], paths)
         return model
 
@@ -599,8 +748,10 @@ class SVPG:
             except (KeyError, TypeError, ValueError) as e:
                 raise CheckpointError(f"{path}: its metadata does not describe a policy ({e})") from None
             if spec != self.spec:
-                raise CheckpointError(f"{path} holds a different network ({spec}) than its config builds ({self.spec}) "
-                                      f"on this environment: pass the environment it was trained on")
+                raise CheckpointError(
+                    f"{path} holds a different network ({spec}) than its config builds ({self.spec}) "
+                    f"on this environment: pass the environment it was trained on"
+                )
         try:
             with torch.no_grad():
                 self.policy.theta.copy_(torch.cat([t["theta"] for t, _ in states]).to(self.device))
@@ -608,11 +759,17 @@ class SVPG:
             self.estimator.load_state_dict(_join_rows([unflatten_state(m["estimator"], t) for t, m in states]))
             self.last_returns = torch.cat([t["last_returns"] for t, _ in states]).to(self.device)
             if self.normalizer is not None:
-                self.normalizer.load_state_dict({name: torch.stack([t[f"normalizer.{name}"] for t, _ in states])
-                                                 for name in self.normalizer.state_dict()})
+                self.normalizer.load_state_dict(
+                    {
+                        name: torch.stack([t[f"normalizer.{name}"] for t, _ in states])
+                        for name in self.normalizer.state_dict()
+                    }
+                )
         except (KeyError, RuntimeError, ValueError) as e:
-            raise CheckpointError(f"{paths[0]} does not hold a whole training state ({e}); svpg.load(path) still "
-                                  f"loads its particles for acting") from None
+            raise CheckpointError(
+                f"{paths[0]} does not hold a whole training state ({e}); svpg.load(path) still "
+                f"loads its particles for acting"
+            ) from None
         meta = states[0][1]
         self.iteration, self.num_timesteps = int(meta["iteration"]), int(meta["num_timesteps"])
         self._schedule = tuple(meta["schedule"])
@@ -620,8 +777,10 @@ class SVPG:
 
     def __repr__(self) -> str:
         seeds = f", seeds={self.seeds}" if len(self.seeds) > 1 else f", seed={self.seeds[0]}"
-        return (f"SVPG({self.config.env_id!r}, method={self.config.method!r}, estimator={self.config.estimator!r}, "
-                f"num_particles={self.config.num_particles}{seeds}, iteration={self.iteration})")
+        return (
+            f"SVPG({self.config.env_id!r}, method={self.config.method!r}, estimator={self.config.estimator!r}, "
+            f"num_particles={self.config.num_particles}{seeds}, iteration={self.iteration})"
+        )
 
 
 def read_model(path) -> tuple[dict[str, torch.Tensor], dict, SVPGConfig]:
@@ -629,8 +788,10 @@ def read_model(path) -> tuple[dict[str, torch.Tensor], dict, SVPGConfig]:
     file that is not one (a policy-only file, a corrupt one)."""
     tensors, meta, _ = load_tensors(path, expected_kind=POLICY_KIND)
     if meta.get("model_format") != MODEL_FORMAT:
-        raise CheckpointError(f"{path} holds particles only, not a training state: svpg.load(path) loads it for acting; "
-                              f"to continue training, load a file written by SVPG.save or a run's checkpoint")
+        raise CheckpointError(
+            f"{path} holds particles only, not a training state: svpg.load(path) loads it for acting; "
+            f"to continue training, load a file written by SVPG.save or a run's checkpoint"
+        )
     try:
         config = SVPGConfig.from_dict(meta["config"], f"the config in {path}")
     except (KeyError, ValueError) as e:

@@ -28,6 +28,7 @@ above tuning seeds; one invocation takes one kind, each into its own ``--out``. 
 * ``results.csv``  one row per finished run; ``curves.csv``: every run's training curve,
 * ``curves.png``   training return against environment steps, mean ± s.e. over seeds, one panel per task.
 """
+
 from __future__ import annotations
 
 import csv
@@ -75,36 +76,115 @@ SVPG_OPTIONS = {  # 4 particles × 2000 steps per iteration: whole episodes, and
 #: no InvertedDoublePendulum entry, so it gets that file's MuJoCo defaults: normalize and SB3's defaults).
 #: ``normalize``: True, False or VecNormalize keyword arguments (VecNormalize's gamma is the agent's, as
 #: rl-zoo3 sets it); ``lin_<x>``: a learning rate decaying linearly from x to 0; ``activation_fn`` by name.
-_MUJOCO_PPO = {"normalize": True, "n_envs": 1, "policy_kwargs": {"log_std_init": -2, "ortho_init": False,
-               "activation_fn": "relu", "net_arch": {"pi": [256, 256], "vf": [256, 256]}}}
+_MUJOCO_PPO = {
+    "normalize": True,
+    "n_envs": 1,
+    "policy_kwargs": {
+        "log_std_init": -2,
+        "ortho_init": False,
+        "activation_fn": "relu",
+        "net_arch": {"pi": [256, 256], "vf": [256, 256]},
+    },
+}
 ZOO: dict[str, dict[str, dict[str, Any]]] = {
     "ppo": {
-        "Pendulum-v1": {"n_envs": 4, "n_steps": 1024, "gae_lambda": 0.95, "gamma": 0.9, "n_epochs": 10, "ent_coef": 0.0,
-                        "learning_rate": 1e-3, "clip_range": 0.2, "use_sde": True, "sde_sample_freq": 4},
-        "InvertedDoublePendulum-v5": {"normalize": True, "n_envs": 1, "batch_size": 512, "n_steps": 128, "gamma": 0.98,
-                                      "learning_rate": 0.000155454, "ent_coef": 1.05057e-06, "clip_range": 0.4,
-                                      "n_epochs": 10, "gae_lambda": 0.8, "max_grad_norm": 0.5, "vf_coef": 0.695929},
-        "Hopper-v5": {**_MUJOCO_PPO, "batch_size": 32, "n_steps": 512, "gamma": 0.999, "learning_rate": 9.80828e-05,
-                      "ent_coef": 0.00229519, "clip_range": 0.2, "n_epochs": 5, "gae_lambda": 0.99, "max_grad_norm": 0.7,
-                      "vf_coef": 0.835671},
-        "HalfCheetah-v5": {**_MUJOCO_PPO, "batch_size": 64, "n_steps": 512, "gamma": 0.98, "learning_rate": 2.0633e-05,
-                           "ent_coef": 0.000401762, "clip_range": 0.1, "n_epochs": 20, "gae_lambda": 0.92,
-                           "max_grad_norm": 0.8, "vf_coef": 0.58096},
-        "MountainCarContinuous-v0": {"normalize": True, "n_envs": 1, "batch_size": 256, "n_steps": 8, "gamma": 0.9999,
-                                     "learning_rate": 7.77e-05, "ent_coef": 0.00429, "clip_range": 0.1, "n_epochs": 10,
-                                     "gae_lambda": 0.9, "max_grad_norm": 5, "vf_coef": 0.19, "use_sde": True,
-                                     "policy_kwargs": {"log_std_init": -3.29, "ortho_init": False}},
+        "Pendulum-v1": {
+            "n_envs": 4,
+            "n_steps": 1024,
+            "gae_lambda": 0.95,
+            "gamma": 0.9,
+            "n_epochs": 10,
+            "ent_coef": 0.0,
+            "learning_rate": 1e-3,
+            "clip_range": 0.2,
+            "use_sde": True,
+            "sde_sample_freq": 4,
+        },
+        "InvertedDoublePendulum-v5": {
+            "normalize": True,
+            "n_envs": 1,
+            "batch_size": 512,
+            "n_steps": 128,
+            "gamma": 0.98,
+            "learning_rate": 0.000155454,
+            "ent_coef": 1.05057e-06,
+            "clip_range": 0.4,
+            "n_epochs": 10,
+            "gae_lambda": 0.8,
+            "max_grad_norm": 0.5,
+            "vf_coef": 0.695929,
+        },
+        "Hopper-v5": {
+            **_MUJOCO_PPO,
+            "batch_size": 32,
+            "n_steps": 512,
+            "gamma": 0.999,
+            "learning_rate": 9.80828e-05,
+            "ent_coef": 0.00229519,
+            "clip_range": 0.2,
+            "n_epochs": 5,
+            "gae_lambda": 0.99,
+            "max_grad_norm": 0.7,
+            "vf_coef": 0.835671,
+        },
+        "HalfCheetah-v5": {
+            **_MUJOCO_PPO,
+            "batch_size": 64,
+            "n_steps": 512,
+            "gamma": 0.98,
+            "learning_rate": 2.0633e-05,
+            "ent_coef": 0.000401762,
+            "clip_range": 0.1,
+            "n_epochs": 20,
+            "gae_lambda": 0.92,
+            "max_grad_norm": 0.8,
+            "vf_coef": 0.58096,
+        },
+        "MountainCarContinuous-v0": {
+            "normalize": True,
+            "n_envs": 1,
+            "batch_size": 256,
+            "n_steps": 8,
+            "gamma": 0.9999,
+            "learning_rate": 7.77e-05,
+            "ent_coef": 0.00429,
+            "clip_range": 0.1,
+            "n_epochs": 10,
+            "gae_lambda": 0.9,
+            "max_grad_norm": 5,
+            "vf_coef": 0.19,
+            "use_sde": True,
+            "policy_kwargs": {"log_std_init": -3.29, "ortho_init": False},
+        },
     },
     "a2c": {
-        "Pendulum-v1": {"normalize": True, "n_envs": 8, "ent_coef": 0.0, "max_grad_norm": 0.5, "n_steps": 8,
-                        "gae_lambda": 0.9, "vf_coef": 0.4, "gamma": 0.9, "use_rms_prop": True, "normalize_advantage": False,
-                        "learning_rate": "lin_7e-4", "use_sde": True,
-                        "policy_kwargs": {"log_std_init": -2, "ortho_init": False}},
+        "Pendulum-v1": {
+            "normalize": True,
+            "n_envs": 8,
+            "ent_coef": 0.0,
+            "max_grad_norm": 0.5,
+            "n_steps": 8,
+            "gae_lambda": 0.9,
+            "vf_coef": 0.4,
+            "gamma": 0.9,
+            "use_rms_prop": True,
+            "normalize_advantage": False,
+            "learning_rate": "lin_7e-4",
+            "use_sde": True,
+            "policy_kwargs": {"log_std_init": -2, "ortho_init": False},
+        },
         "InvertedDoublePendulum-v5": {"normalize": True},
         "Hopper-v5": {"normalize": True},
         "HalfCheetah-v5": {"normalize": True},
-        "MountainCarContinuous-v0": {"normalize": True, "n_envs": 4, "n_steps": 100, "ent_coef": 0.0, "use_sde": True,
-                                     "sde_sample_freq": 16, "policy_kwargs": {"log_std_init": 0.0, "ortho_init": False}},
+        "MountainCarContinuous-v0": {
+            "normalize": True,
+            "n_envs": 4,
+            "n_steps": 100,
+            "ent_coef": 0.0,
+            "use_sde": True,
+            "sde_sample_freq": 16,
+            "policy_kwargs": {"log_std_init": 0.0, "ortho_init": False},
+        },
     },
 }
 ACTIVATIONS = ("relu", "tanh", "elu", "gelu", "leaky_relu")
@@ -112,8 +192,19 @@ ACTIVATIONS = ("relu", "tanh", "elu", "gelu", "leaky_relu")
 RESULT, JOB, PROGRESS, WALL = "result.json", "job.json", "progress.csv", "wall.csv"
 CHECKPOINTS_PER_RUN = 10  # SVPG and SB3 save every tenth of the budget (and SVPG at the end)
 TUNING_SEEDS = 100  # seeds from here on are tuning seeds
-OWN_OPTIONS = ("tasks", "agents", "seeds", "out", "total_steps", "eval_episodes", "svpg_options", "report_only", "backend",
-               "jobs", "gpus_per_job")
+OWN_OPTIONS = (
+    "tasks",
+    "agents",
+    "seeds",
+    "out",
+    "total_steps",
+    "eval_episodes",
+    "svpg_options",
+    "report_only",
+    "backend",
+    "jobs",
+    "gpus_per_job",
+)
 
 
 # -- the SB3 side ----------------------------------------------------------------------------------
@@ -133,7 +224,9 @@ def sb3_settings(agent: str, task: str) -> tuple[int, dict | None, dict]:
     elif normalize is False:
         normalize = None
     elif not isinstance(normalize, dict):
-        raise ValueError(f"ZOO[{agent!r}][{task!r}]['normalize'] must be true, false or VecNormalize arguments, got {normalize!r}")
+        raise ValueError(
+            f"ZOO[{agent!r}][{task!r}]['normalize'] must be true, false or VecNormalize arguments, got {normalize!r}"
+        )
     lr = entry.get("learning_rate")
     if isinstance(lr, str):
         if not lr.startswith("lin_"):
@@ -144,8 +237,13 @@ def sb3_settings(agent: str, task: str) -> tuple[int, dict | None, dict]:
         name = policy_kwargs["activation_fn"]
         if name not in ACTIVATIONS:
             raise ValueError(f"ZOO[{agent!r}][{task!r}] activation_fn {name!r}: choose from {', '.join(ACTIVATIONS)}")
-        policy_kwargs["activation_fn"] = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "gelu": nn.GELU,
-                                          "leaky_relu": nn.LeakyReLU}[name]
+        policy_kwargs["activation_fn"] = {
+            "relu": nn.ReLU,
+            "tanh": nn.Tanh,
+            "elu": nn.ELU,
+            "gelu": nn.GELU,
+            "leaky_relu": nn.LeakyReLU,
+        }[name]
     if policy_kwargs:
         entry["policy_kwargs"] = policy_kwargs
     if normalize is not None:
@@ -237,8 +335,16 @@ def _train_svpg(job: dict, folder: Path) -> dict:
             self.start, self.t0 = start, time.perf_counter()
 
         def _on_rollout_end(self) -> None:
-            _append_rows(folder / WALL, [{"iteration": self.model.iteration, "total_steps": self.model.num_timesteps,
-                                          "wall_s": self.start + time.perf_counter() - self.t0}])
+            _append_rows(
+                folder / WALL,
+                [
+                    {
+                        "iteration": self.model.iteration,
+                        "total_steps": self.model.num_timesteps,
+                        "wall_s": self.start + time.perf_counter() - self.t0,
+                    }
+                ],
+            )
 
     if listed(folder):
         point, _ = find_resume_point(folder, ProgressCSV.count(folder / PROGRESS_FILE))
@@ -253,19 +359,28 @@ def _train_svpg(job: dict, folder: Path) -> dict:
     if model.iteration < target:
         checkpoint = CheckpointCallback(max(1, target // CHECKPOINTS_PER_RUN), folder)
         try:
-            model.learn((target - model.iteration) * model.steps_per_update, reset_num_timesteps=not resumed,
-                        callback=[Wall(start), checkpoint])
+            model.learn(
+                (target - model.iteration) * model.steps_per_update,
+                reset_num_timesteps=not resumed,
+                callback=[Wall(start), checkpoint],
+            )
         finally:  # an interrupted run in this process releases its folder at once
             checkpoint.close()
     from svpg.rl.evaluation import evaluate_particles
 
     policy = model.seed_policy(0)  # acting with the particle of the highest return in the last iteration
-    returns = evaluate_particles(policy, job["task"], job["eval_episodes"], seed=eval_seed(job["seed"]), deterministic=True)
+    returns = evaluate_particles(
+        policy, job["task"], job["eval_episodes"], seed=eval_seed(job["seed"]), deterministic=True
+    )
     per_particle = returns.mean(1)
     wall = _read_rows(folder / WALL)
-    return {"env_steps": model.num_timesteps, "final": float(per_particle[policy.particle]),
-            "final_particle_mean": float(per_particle.mean()), "best_particle": int(policy.particle),
-            "wall_s": float(wall[-1]["wall_s"]) if wall else math.nan}
+    return {
+        "env_steps": model.num_timesteps,
+        "final": float(per_particle[policy.particle]),
+        "final_particle_mean": float(per_particle.mean()),
+        "best_particle": int(policy.particle),
+        "wall_s": float(wall[-1]["wall_s"]) if wall else math.nan,
+    }
 
 
 def svpg_options(task: str, extra: dict | None = None) -> dict:
@@ -344,8 +459,17 @@ def _train_sb3_locked(job: dict, folder: Path) -> dict:
                 return
             self.last_row = self.num_timesteps
             mean = sum(self.returns) / len(self.returns) if self.returns else math.nan
-            _append_rows(folder / PROGRESS, [{"total_steps": self.num_timesteps, "ep_rew_mean": mean,
-                                              "episodes": len(self.returns), "wall_s": self.wall()}])
+            _append_rows(
+                folder / PROGRESS,
+                [
+                    {
+                        "total_steps": self.num_timesteps,
+                        "ep_rew_mean": mean,
+                        "episodes": len(self.returns),
+                        "wall_s": self.wall(),
+                    }
+                ],
+            )
             self.returns, self.lengths = [], []
 
         def _on_rollout_start(self) -> None:
@@ -373,20 +497,38 @@ def _train_sb3_locked(job: dict, folder: Path) -> dict:
     eval_env = make_vec_env(task, n_envs=1, seed=eval_seed(seed))
     if normalize is not None:
         train_env = cast(VecNormalize, model.get_env())
-        eval_env = VecNormalize(eval_env, training=False, norm_reward=False, **{k: v for k, v in normalize.items() if k != "gamma"})
+        eval_env = VecNormalize(
+            eval_env, training=False, norm_reward=False, **{k: v for k, v in normalize.items() if k != "gamma"}
+        )
         eval_env.obs_rms = train_env.obs_rms.copy() if hasattr(train_env.obs_rms, "copy") else train_env.obs_rms
     # return_episode_rewards=True: the returns of every episode, a list
-    returns = cast("list[float]", evaluate_policy(model, eval_env, n_eval_episodes=job["eval_episodes"],
-                                                  deterministic=True, return_episode_rewards=True)[0])
+    returns = cast(
+        "list[float]",
+        evaluate_policy(
+            model, eval_env, n_eval_episodes=job["eval_episodes"], deterministic=True, return_episode_rewards=True
+        )[0],
+    )
     rows = _read_rows(folder / PROGRESS)
     final = sum(returns) / len(returns)
-    return {"env_steps": int(model.num_timesteps), "final": float(final), "final_particle_mean": math.nan,
-            "best_particle": None, "wall_s": float(rows[-1]["wall_s"]) if rows else math.nan}
+    return {
+        "env_steps": int(model.num_timesteps),
+        "final": float(final),
+        "final_particle_mean": math.nan,
+        "best_particle": None,
+        "wall_s": float(rows[-1]["wall_s"]) if rows else math.nan,
+    }
 
 
 # -- the grid -----------------------------------------------------------------------------------------
-def plan(out, tasks: list[str], agents: list[str], seeds: list[int], total_steps: int | None = None,
-         eval_episodes: int = 10, svpg_extra: dict | None = None) -> list[dict]:
+def plan(
+    out,
+    tasks: list[str],
+    agents: list[str],
+    seeds: list[int],
+    total_steps: int | None = None,
+    eval_episodes: int = 10,
+    svpg_extra: dict | None = None,
+) -> list[dict]:
     """One job per (task, agent, seed), SB3 runs first (the slower ones, so no worker idles at the end).
     ``out`` is made absolute: Ray Tune starts each trial in a folder of its own."""
     out = str(Path(out).resolve())
@@ -394,8 +536,14 @@ def plan(out, tasks: list[str], agents: list[str], seeds: list[int], total_steps
     for task in tasks:
         for agent in sorted(agents, key=lambda a: a not in SB3_AGENTS):
             for seed in seeds:
-                job = {"out": out, "task": task, "agent": agent, "seed": seed, "total_steps": total_steps or TASK_BUDGETS[task],
-                       "eval_episodes": eval_episodes}
+                job = {
+                    "out": out,
+                    "task": task,
+                    "agent": agent,
+                    "seed": seed,
+                    "total_steps": total_steps or TASK_BUDGETS[task],
+                    "eval_episodes": eval_episodes,
+                }
                 if agent in SVPG_AGENTS:
                     job["svpg_options"] = svpg_extra or {}
                 jobs.append(job)
@@ -427,16 +575,22 @@ def check(jobs: list[dict]) -> None:
             fields = {f.name for f in dataclasses.fields(SVPGConfig)}
             unknown = sorted(set(options) - fields)
             if unknown or "method" in options or "seed" in options:
-                raise ValueError(f"--svpg-options: {sorted(set(unknown) | ({'method', 'seed'} & set(options)))} are not "
-                                 f"options to set here (the agent is the method, --seeds the seed; see python train.py --help)")
+                raise ValueError(
+                    f"--svpg-options: {sorted(set(unknown) | ({'method', 'seed'} & set(options)))} are not "
+                    f"options to set here (the agent is the method, --seeds the seed; see python train.py --help)"
+                )
             SVPGConfig(**options, method=agent, env_id=task).validate()
         folder = run_folder(job["out"], task, agent, job["seed"])
         if (folder / JOB).exists():
             recorded = json.loads((folder / JOB).read_text())
             if recorded != job_record(job):
-                changed = sorted(k for k in set(recorded) | set(job_record(job)) if recorded.get(k) != job_record(job).get(k))
-                raise ValueError(f"{folder} holds a run with other settings ({', '.join(changed)}): use another --out "
-                                 f"or remove that folder")
+                changed = sorted(
+                    k for k in set(recorded) | set(job_record(job)) if recorded.get(k) != job_record(job).get(k)
+                )
+                raise ValueError(
+                    f"{folder} holds a run with other settings ({', '.join(changed)}): use another --out "
+                    f"or remove that folder"
+                )
 
 
 def run_grid(jobs: list[dict], backend: str | None, workers: int, prog: str, gpus: float | None = None) -> int:
@@ -449,8 +603,11 @@ def run_grid(jobs: list[dict], backend: str | None, workers: int, prog: str, gpu
 
     def done(job: dict, result: dict) -> None:
         if "final" in result:
-            print(f"{job['task']} {job['agent']} seed {job['seed']}: final {result['final']:.1f} after "
-                  f"{result['env_steps']:,} steps, {result['wall_s']:.0f} s", flush=True)
+            print(
+                f"{job['task']} {job['agent']} seed {job['seed']}: final {result['final']:.1f} after "
+                f"{result['env_steps']:,} steps, {result['wall_s']:.0f} s",
+                flush=True,
+            )
 
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
@@ -459,14 +616,23 @@ def run_grid(jobs: list[dict], backend: str | None, workers: int, prog: str, gpu
                 done(job, run_job(job))
         else:
             out = Path(jobs[0]["out"]) if jobs else Path(".")
-            run_jobs("svpg.rl.benchmark:run_job", todo if backend == "local" else jobs, backend=backend, workers=workers,
-                     storage=out / ".ray", on_done=done, gpus_per_job=gpus or 0.0)
+            run_jobs(
+                "svpg.rl.benchmark:run_job",
+                todo if backend == "local" else jobs,
+                backend=backend,
+                workers=workers,
+                storage=out / ".ray",
+                on_done=done,
+                gpus_per_job=gpus or 0.0,
+            )
     except ValueError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     except (KeyboardInterrupt, SystemExit) as e:
-        print(f"{prog}: interrupted; every run keeps its last checkpoint, and the same command resumes the grid",
-              file=sys.stderr)
+        print(
+            f"{prog}: interrupted; every run keeps its last checkpoint, and the same command resumes the grid",
+            file=sys.stderr,
+        )
         return e.code if isinstance(e, SystemExit) and isinstance(e.code, int) else 130
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -492,8 +658,16 @@ def collect(out) -> tuple[list[dict], list[dict]]:
                     best, mean = float(r["rollout/ep_rew_max"]), float(r["rollout/ep_rew_mean"])
                 else:
                     best = mean = float(r["ep_rew_mean"])
-                curves.append({"task": task, "agent": agent, "seed": int(seed), "total_steps": int(float(r["total_steps"])),
-                               "return": best, "return_mean": mean})
+                curves.append(
+                    {
+                        "task": task,
+                        "agent": agent,
+                        "seed": int(seed),
+                        "total_steps": int(float(r["total_steps"])),
+                        "return": best,
+                        "return_mean": mean,
+                    }
+                )
     order = {a: i for i, a in enumerate(AGENTS)}
     results.sort(key=lambda r: (list(TASK_BUDGETS).index(r["task"]), order[r["agent"]], r["seed"]))
     return results, curves
@@ -507,9 +681,13 @@ def write_table(results: list[dict], path: Path) -> str:
     """``results.md``: one table per task (see the module docstring and docs/benchmarks.md)."""
     from svpg.stats import cell, convention, format_difference, markdown_table, paired_difference
 
-    lines = ["# svpg against SB3 PPO and A2C at equal environment steps", "",
-             "Final return: deterministic, on fresh episodes; svpg acts with the particle of the highest training return",
-             f"in its last iteration. {_sentence(convention('seeds', paired=REFERENCE.upper()))}.", ""]
+    lines = [
+        "# svpg against SB3 PPO and A2C at equal environment steps",
+        "",
+        "Final return: deterministic, on fresh episodes; svpg acts with the particle of the highest training return",
+        f"in its last iteration. {_sentence(convention('seeds', paired=REFERENCE.upper()))}.",
+        "",
+    ]
     for task in TASK_BUDGETS:
         rows = [r for r in results if r["task"] == task]
         if not rows:
@@ -526,10 +704,28 @@ def write_table(results: list[dict], path: Path) -> str:
             diff = format_difference(*paired_difference(final, reference)) if agent != REFERENCE and reference else "–"
             particles = cell([r["final_particle_mean"] for r in own]) if agent in SVPG_AGENTS else "–"
             solved = [f"{sum(v >= threshold for v in final.values())}/{len(final)}"] if threshold is not None else []
-            table.append([agent, len(own), "/".join(f"{s:,}" for s in steps), cell(final.values()), particles, diff,
-                          *solved, cell([r["wall_s"] / 60 for r in own], digits=2)])
-        header = ["agent", "seeds", "env steps", "final return", "mean over particles", f"− {REFERENCE.upper()} (95 % CI)",
-                  *(["solved"] if threshold is not None else []), "wall-clock per run (min)"]
+            table.append(
+                [
+                    agent,
+                    len(own),
+                    "/".join(f"{s:,}" for s in steps),
+                    cell(final.values()),
+                    particles,
+                    diff,
+                    *solved,
+                    cell([r["wall_s"] / 60 for r in own], digits=2),
+                ]
+            )
+        header = [
+            "agent",
+            "seeds",
+            "env steps",
+            "final return",
+            "mean over particles",
+            f"− {REFERENCE.upper()} (95 % CI)",
+            *(["solved"] if threshold is not None else []),
+            "wall-clock per run (min)",
+        ]
         lines += [f"## {task}", "", markdown_table(header, table)]
     text = "\n".join(lines)
     atomic_write(path, lambda tmp: Path(tmp).write_text(text))
@@ -574,7 +770,9 @@ def plot(curves: list[dict], path: Path) -> None:
             end = min(max(x for x, _ in v) for v in runs.values())
             start = max(min(x for x, _ in v) for v in runs.values())
             grid = np.linspace(start, end, 50) if end > start else np.array([end])
-            ys = np.array([np.interp(grid, [x for x, _ in sorted(v)], [y for _, y in sorted(v)]) for v in runs.values()])
+            ys = np.array(
+                [np.interp(grid, [x for x, _ in sorted(v)], [y for _, y in sorted(v)]) for v in runs.values()]
+            )
             mu, se = mean_se_rows(ys)
             label = f"svpg {agent} (best particle)" if agent in SVPG_AGENTS else f"SB3 {agent.upper()}"
             (line,) = ax.plot(grid, mu, label=f"{label}, {len(ys)} seeds", lw=1.5)
@@ -617,18 +815,39 @@ def main(argv: list[str] | None = None) -> int:
     from svpg.stats import parse_range_list
 
     p = Parser(prog="python -m svpg.rl.benchmark", description=__doc__)
-    p.add_argument("--tasks", default="Pendulum-v1", help=f"comma-separated, or all: {', '.join(TASK_BUDGETS)} (default: Pendulum-v1)")
+    p.add_argument(
+        "--tasks",
+        default="Pendulum-v1",
+        help=f"comma-separated, or all: {', '.join(TASK_BUDGETS)} (default: Pendulum-v1)",
+    )
     p.add_argument("--agents", default="all", help=f"comma-separated, or all: {', '.join(AGENTS)} (default: all)")
-    p.add_argument("--seeds", default="0-4", help="reported seeds (0-99), e.g. 0-4, or tuning seeds (100 and above), e.g. "
-                                                  "100-104; never both at once (default: 0-4)")
-    p.add_argument("--out", default=None, help="output folder (default: runs/benchmark, or runs/benchmark-tuning for "
-                                               "tuning seeds)")
-    p.add_argument("--total-steps", type=int, default=0,
-                   help="environment steps of every run instead of each task's budget (0: the task's budget)")
-    p.add_argument("--eval-episodes", type=int, default=10, help="fresh episodes of the final deterministic evaluation "
-                                                                 "(default: 10)")
-    p.add_argument("--svpg-options", type=_json_object, default={},
-                   help="svpg.SVPG options added to every task's preset, as a JSON object, e.g. '{\"lr\": 0.01}'")
+    p.add_argument(
+        "--seeds",
+        default="0-4",
+        help="reported seeds (0-99), e.g. 0-4, or tuning seeds (100 and above), e.g. "
+        "100-104; never both at once (default: 0-4)",
+    )
+    p.add_argument(
+        "--out", default=None, help="output folder (default: runs/benchmark, or runs/benchmark-tuning for tuning seeds)"
+    )
+    p.add_argument(
+        "--total-steps",
+        type=int,
+        default=0,
+        help="environment steps of every run instead of each task's budget (0: the task's budget)",
+    )
+    p.add_argument(
+        "--eval-episodes",
+        type=int,
+        default=10,
+        help="fresh episodes of the final deterministic evaluation (default: 10)",
+    )
+    p.add_argument(
+        "--svpg-options",
+        type=_json_object,
+        default={},
+        help="svpg.SVPG options added to every task's preset, as a JSON object, e.g. '{\"lr\": 0.01}'",
+    )
     p.add_argument("--report-only", action="store_true", help="only rebuild results.md, the CSVs and curves.png")
     add_backend_arguments(p, "runs", shared="--out")
     argv = sys.argv[1:] if argv is None else argv
@@ -638,8 +857,10 @@ def main(argv: list[str] | None = None) -> int:
         agents = _names(args.agents, AGENTS, "agents")
         seeds = parse_range_list(args.seeds, "--seeds")
         if min(seeds) < TUNING_SEEDS <= max(seeds):
-            raise ValueError(f"--seeds {args.seeds!r} mixes reported seeds (0-99) and tuning seeds (100 and above): "
-                             f"run them separately, into separate --out folders")
+            raise ValueError(
+                f"--seeds {args.seeds!r} mixes reported seeds (0-99) and tuning seeds (100 and above): "
+                f"run them separately, into separate --out folders"
+            )
         if args.total_steps < 0 or args.eval_episodes < 1:
             raise ValueError("--total-steps must be ≥ 0 and --eval-episodes ≥ 1")
         out = Path(args.out or ("runs/benchmark-tuning" if min(seeds) >= TUNING_SEEDS else "runs/benchmark"))

@@ -14,6 +14,7 @@ Frequencies (``save_freq``, ``eval_freq``) count iterations.
     model.learn(500_000, callback=[CheckpointCallback(10, "runs/cartpole"),
                                    EvalCallback("CartPole-v1", eval_freq=5, callback_on_new_best=stop)])
 """
+
 from __future__ import annotations
 
 import csv
@@ -38,7 +39,7 @@ class BaseCallback:
 
     def __init__(self, verbose: int = 0):
         self.verbose = verbose
-        self.model: Any = None   # the SVPG, from init_callback on (duck-typed: any model with its attributes)
+        self.model: Any = None  # the SVPG, from init_callback on (duck-typed: any model with its attributes)
         self.n_calls = 0
         self.num_timesteps = 0
         self.locals: dict = {}
@@ -184,8 +185,11 @@ class ProgressBarCallback(BaseCallback):
     def _on_step(self) -> bool:
         values = self.scalars
         self.bar.update(1)
-        self.bar.set_postfix(mean=f"{values['rollout/ep_rew_mean']:.1f}", max=f"{values['rollout/ep_rew_max']:.1f}",
-                             sps=f"{values['time/fps']:,.0f}")
+        self.bar.set_postfix(
+            mean=f"{values['rollout/ep_rew_mean']:.1f}",
+            max=f"{values['rollout/ep_rew_max']:.1f}",
+            sps=f"{values['time/fps']:,.0f}",
+        )
         return True
 
     def _on_training_end(self) -> None:
@@ -200,7 +204,9 @@ def make_callback(callback, progress_bar: bool = False) -> BaseCallback:
         callback = CallbackList([])
     elif not isinstance(callback, BaseCallback):
         if not callable(callback):
-            raise ValueError(f"callback must be a BaseCallback, a list of them or a callable, got a {type(callback).__name__}")
+            raise ValueError(
+                f"callback must be a BaseCallback, a list of them or a callable, got a {type(callback).__name__}"
+            )
         callback = ConvertCallback(callback)
     if progress_bar:
         callback = CallbackList([callback, ProgressBarCallback()])
@@ -336,7 +342,9 @@ class CheckpointCallback(BaseCallback):
 
     def _init_callback(self) -> None:
         if len(self.save_paths) != len(self.model.seeds):
-            raise ValueError(f"CheckpointCallback needs one folder per seed ({len(self.model.seeds)}), got {len(self.save_paths)}")
+            raise ValueError(
+                f"CheckpointCallback needs one folder per seed ({len(self.model.seeds)}), got {len(self.save_paths)}"
+            )
 
     def _on_training_start(self) -> None:
         from svpg.rl import checkpoints
@@ -352,7 +360,9 @@ class CheckpointCallback(BaseCallback):
             if later:  # a run continued from an earlier point: later files kept, out of the way
                 aside = checkpoints.set_aside(path, start, later)
                 ProgressCSV.set_aside(path / PROGRESS_FILE, start, aside / PROGRESS_FILE)
-                self.notes.append(f"moved {len(later)} checkpoint(s) after iteration {start} (and their progress rows) to {aside}")
+                self.notes.append(
+                    f"moved {len(later)} checkpoint(s) after iteration {start} (and their progress rows) to {aside}"
+                )
         self.progress = [ProgressCSV(p / PROGRESS_FILE, start) for p in self.save_paths]
         self.saved = start
 
@@ -410,10 +420,18 @@ class EvalCallback(EventCallback):
     :param log_path: folder for ``evaluations.npz`` (timesteps, per-particle returns), as SB3's.
     """
 
-    def __init__(self, eval_env=None, callback_on_new_best: BaseCallback | None = None,
-                 callback_after_eval: BaseCallback | None = None, n_eval_episodes: int = 5, eval_freq: int = 10,
-                 log_path: str | None = None, best_model_save_path: str | None = None, deterministic: bool = True,
-                 verbose: int = 1):
+    def __init__(
+        self,
+        eval_env=None,
+        callback_on_new_best: BaseCallback | None = None,
+        callback_after_eval: BaseCallback | None = None,
+        n_eval_episodes: int = 5,
+        eval_freq: int = 10,
+        log_path: str | None = None,
+        best_model_save_path: str | None = None,
+        deterministic: bool = True,
+        verbose: int = 1,
+    ):
         super().__init__(callback_on_new_best, verbose)
         for name, value, low in (("n_eval_episodes", n_eval_episodes, 1), ("eval_freq", eval_freq, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -450,10 +468,15 @@ class EvalCallback(EventCallback):
 
         model = self.model
         policy = model.seed_policy(0)
-        returns = evaluate_particles(policy, self.source.target, self.n_eval_episodes,
-                                     seed=int_seed(model.seeds[0], "evaluation", model.iteration),
-                                     deterministic=self.deterministic, max_episode_steps=model.horizon,
-                                     env_kwargs=self.source.env_kwargs if self.source.factory is None else None)
+        returns = evaluate_particles(
+            policy,
+            self.source.target,
+            self.n_eval_episodes,
+            seed=int_seed(model.seeds[0], "evaluation", model.iteration),
+            deterministic=self.deterministic,
+            max_episode_steps=model.horizon,
+            env_kwargs=self.source.env_kwargs if self.source.factory is None else None,
+        )
         per_particle = returns.mean(1)
         best = int(per_particle.argmax())
         self.last_mean_reward = float(per_particle[best])
@@ -462,17 +485,26 @@ class EvalCallback(EventCallback):
         self.evaluations_results.append(returns.cpu().numpy())
         if self.log_path is not None:
             self.log_path.mkdir(parents=True, exist_ok=True)
-            data: dict[str, Any] = {"timesteps": np.array(self.evaluations_timesteps), "results": np.stack(self.evaluations_results)}
+            data: dict[str, Any] = {
+                "timesteps": np.array(self.evaluations_timesteps),
+                "results": np.stack(self.evaluations_results),
+            }
             atomic_write(self.log_path / "evaluations.npz", lambda tmp: np.savez(open(tmp, "wb"), **data))
         if self.logger is not None:
             step = model.num_timesteps
-            for key, value in (("eval/mean_reward", self.last_mean_reward), ("eval/std_reward", std),
-                               ("eval/mean_reward_particles", float(per_particle.mean())), ("eval/best_particle", best)):
+            for key, value in (
+                ("eval/mean_reward", self.last_mean_reward),
+                ("eval/std_reward", std),
+                ("eval/mean_reward_particles", float(per_particle.mean())),
+                ("eval/best_particle", best),
+            ):
                 self.logger.add_scalar(key, value, step)
             self.logger.add_histogram("eval/particle_mean_rewards", per_particle.cpu(), step)
         if self.verbose >= 1:
-            print(f"eval at {model.num_timesteps:,} steps: best particle {best} {self.last_mean_reward:.1f} ± {std:.1f}, "
-                  f"mean over particles {float(per_particle.mean()):.1f}")
+            print(
+                f"eval at {model.num_timesteps:,} steps: best particle {best} {self.last_mean_reward:.1f} ± {std:.1f}, "
+                f"mean over particles {float(per_particle.mean()):.1f}"
+            )
         go_on = True
         if self.last_mean_reward > self.best_mean_reward:
             self.best_mean_reward = self.last_mean_reward
@@ -541,5 +573,14 @@ class StopOnRequest(BaseCallback):
         return not self.request.requested
 
 
-__all__ = ["BaseCallback", "CallbackList", "ConvertCallback", "EventCallback", "ProgressBarCallback", "CheckpointCallback",
-           "EvalCallback", "StopTrainingOnRewardThreshold", "StopTrainingOnNoModelImprovement"]
+__all__ = [
+    "BaseCallback",
+    "CallbackList",
+    "ConvertCallback",
+    "EventCallback",
+    "ProgressBarCallback",
+    "CheckpointCallback",
+    "EvalCallback",
+    "StopTrainingOnRewardThreshold",
+    "StopTrainingOnNoModelImprovement",
+]

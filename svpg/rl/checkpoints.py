@@ -7,6 +7,7 @@ durable up to row n, and a run folder's ``model.safetensors`` is then a copy of 
 any moment therefore leaves complete checkpoints only (and perhaps a ``.*.tmp`` file, removed on
 resume), and ``progress.csv`` is never behind one.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,8 +39,11 @@ def save_checkpoint(run_dir: Path, model, seed_index: int, progress_rows: int) -
     """Write seed ``seed_index``'s state of ``model`` as the checkpoint of its iteration, then refresh
     ``model.safetensors``."""
     tensors, metadata = model.seed_state(seed_index)
-    metadata["stamp"] = {"iteration": int(model.iteration), "progress_rows": int(progress_rows),
-                         "theta_sha256": theta_digest(tensors["theta"])}
+    metadata["stamp"] = {
+        "iteration": int(model.iteration),
+        "progress_rows": int(progress_rows),
+        "theta_sha256": theta_digest(tensors["theta"]),
+    }
     path = Path(run_dir) / CHECKPOINT_DIR / (checkpoint_name(model.iteration) + MODEL_SUFFIX)
     save_tensors(path, tensors, POLICY_KIND, metadata)
     save_tensors(Path(run_dir) / "model.safetensors", tensors, POLICY_KIND, metadata)
@@ -75,7 +79,9 @@ def load_checkpoint(path: Path, progress_rows: int, device="cpu") -> Checkpoint:
     if "theta" not in tensors or theta_digest(tensors["theta"]) != stamp.get("theta_sha256"):
         raise CheckpointError(f"θ in {path.name} does not match its stamp")
     if progress_rows < stamp["progress_rows"]:
-        raise CheckpointError(f"progress.csv has {progress_rows} rows but {path.name} was saved after {stamp['progress_rows']}")
+        raise CheckpointError(
+            f"progress.csv has {progress_rows} rows but {path.name} was saved after {stamp['progress_rows']}"
+        )
     return Checkpoint(path, stamp)
 
 
@@ -135,7 +141,9 @@ def find_resume_point(run_dir: Path, progress_rows: int, iteration: int | None =
             return load_checkpoint(path, progress_rows, device), notes
         except CheckpointError as e:
             notes.append(f"skipped {path.name}: {e}")
-    raise CheckpointError(f"no consistent checkpoint in {run_dir / CHECKPOINT_DIR} ({'; '.join(notes)}); start a new run")
+    raise CheckpointError(
+        f"no consistent checkpoint in {run_dir / CHECKPOINT_DIR} ({'; '.join(notes)}); start a new run"
+    )
 
 
 def files_after(run_dir: Path, iteration: int) -> list[Path]:

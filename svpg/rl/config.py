@@ -2,6 +2,7 @@
 
 ``train.py`` builds its command line from these fields, so ``--help`` and this file never disagree.
 """
+
 from __future__ import annotations
 
 import sys
@@ -25,8 +26,16 @@ METHODS = POLICY_METHODS  # the former name, kept for existing imports
 ESTIMATORS = ("reinforce", "a2c", "ppo")
 BASELINES = ("linear", "none")  # REINFORCE's
 #: Options that ``--resume`` may change: how long to train and how, not what is trained.
-RESUMABLE_OPTIONS = ("iterations", "total_steps", "eval_episodes", "progress", "threads", "device", "checkpoint_every",
-                     "keep_checkpoints")
+RESUMABLE_OPTIONS = (
+    "iterations",
+    "total_steps",
+    "eval_episodes",
+    "progress",
+    "threads",
+    "device",
+    "checkpoint_every",
+    "keep_checkpoints",
+)
 DEFAULT_HORIZON = 1000  # for Gymnasium ids registered without a time limit
 
 
@@ -51,25 +60,42 @@ def default_horizon(env_id) -> int:
 class SVPGConfig:
     """Stein variational policy gradient (eq. 19 of S²VGD) on a vectorized Gymnasium task."""
 
-    env_id: str = _f("CartPole-v1", "Gymnasium environment id, also Gymnasium's module:Id form for your own package's envs "
-                     "(svpg/* and CartPole-v1 run on the fast batched path)")
-    env_kwargs: dict = option_factory(dict, "keyword arguments of gym.make for --env-id, as a JSON object, e.g. '{\"g\": 9.81}'")
+    env_id: str = _f(
+        "CartPole-v1",
+        "Gymnasium environment id, also Gymnasium's module:Id form for your own package's envs "
+        "(svpg/* and CartPole-v1 run on the fast batched path)",
+    )
+    env_kwargs: dict = option_factory(
+        dict, "keyword arguments of gym.make for --env-id, as a JSON object, e.g. '{\"g\": 9.81}'"
+    )
     method: str = _f("s2vgd", " | ".join(POLICY_METHODS) + " (see the list below)", choices=tuple(POLICY_METHODS))
-    estimator: str = _f("ppo", "reinforce (standardised reward-to-go) | a2c (GAE with a critic per particle) | "
-                        "ppo (a2c's advantages, PPO's clipped surrogate over several epochs of minibatches, each minibatch "
-                        "one SVGD step)", choices=ESTIMATORS)
+    estimator: str = _f(
+        "ppo",
+        "reinforce (standardised reward-to-go) | a2c (GAE with a critic per particle) | "
+        "ppo (a2c's advantages, PPO's clipped surrogate over several epochs of minibatches, each minibatch "
+        "one SVGD step)",
+        choices=ESTIMATORS,
+    )
     num_particles: int = _f(4, "M, the number of policy particles")
     householder: int = _f(1, "K, Householder reflections per side of every layer (s2vgd only; capped at min(ℓ1, ℓ2))")
     hidden: tuple[int, ...] = _f((64, 64), "hidden layer widths of the tanh policy MLP")
-    alpha: float = _f(100.0, "temperature α of the target q(θ) ∝ exp(J(θ)/α) p(θ) (eq. 18); larger α trusts the prior more")
-    prior_weight: float = _f(1.0, "λ in q(θ) ∝ exp(J(θ)/α) p(θ)^λ; eq. 18 has λ = 1. With λ = 1/α the prior keeps its weight against J "
-                             "as at α = 1 while α raises the kernel's repulsion (a tempered posterior)")
+    alpha: float = _f(
+        100.0, "temperature α of the target q(θ) ∝ exp(J(θ)/α) p(θ) (eq. 18); larger α trusts the prior more"
+    )
+    prior_weight: float = _f(
+        1.0,
+        "λ in q(θ) ∝ exp(J(θ)/α) p(θ)^λ; eq. 18 has λ = 1. With λ = 1/α the prior keeps its weight against J "
+        "as at α = 1 while α raises the kernel's repulsion (a tempered posterior)",
+    )
     prior: str = _f("flat", "mvg (eq. 14 with Inv-Gamma(a, b) hyperpriors) | flat (original SVPG)", choices=PRIORS)
     prior_a: float = _f(1.0, "Inv-Gamma shape a of the prior variances")
     prior_b: float = _f(0.1, "Inv-Gamma scale b of the prior variances")
     # validated against the observation size by PolicySpec, the one place that knows it
-    obs_scale: tuple[float, ...] = _f((), "fixed multipliers of the observation features that the policy (and critic and baseline) "
-                                     "read, one per feature, e.g. 1,1,0.1,1,1,0.1 (empty: none); stored in the checkpoint")
+    obs_scale: tuple[float, ...] = _f(
+        (),
+        "fixed multipliers of the observation features that the policy (and critic and baseline) "
+        "read, one per feature, e.g. 1,1,0.1,1,1,0.1 (empty: none); stored in the checkpoint",
+    )
     bandwidth: str = _f("median", "RBF bandwidth h: 'median' (h = med²/log M) or a fixed positive number")
     optimizer: str = _f("adam", " | ".join(OPTIMIZERS) + " (steps along −φ)", choices=tuple(OPTIMIZERS))
     lr: float = _f(3e-4, "learning rate")
@@ -77,7 +103,11 @@ class SVPGConfig:
     samples_per_particle: int = _f(2048, "environment steps each particle collects per iteration")
     horizon: int = _f(0, "maximum episode length (0: the environment's own limit)")
     gamma: float = _f(0.99, "discount factor γ")
-    baseline: str = _f("linear", "reinforce baseline: linear (rllab's linear feature baseline, refitted every batch) | none", choices=BASELINES)
+    baseline: str = _f(
+        "linear",
+        "reinforce baseline: linear (rllab's linear feature baseline, refitted every batch) | none",
+        choices=BASELINES,
+    )
     gae_lambda: float = _f(0.95, "GAE λ (a2c)")
     critic_hidden: tuple[int, ...] = _f((64, 64), "hidden widths of each particle's critic (a2c, ppo)")
     critic_lr: float = _f(3e-4, "critic learning rate (a2c, ppo)")
@@ -86,23 +116,37 @@ class SVPGConfig:
     ppo_epochs: int = _f(10, "ppo: passes over each iteration's batch")
     ppo_minibatches: int = _f(32, "ppo: minibatches per pass (each one SVGD step of all particles)")
     clip_range: float = _f(0.2, "ppo: the clipped surrogate's ε (ratios outside 1 ± ε get no gradient)")
-    normalize_obs: bool = _f(True, "normalise observations by running mean and std, shared by the particles (SB3's VecNormalize); "
-                             "frozen in evaluation and saved with the model")
+    normalize_obs: bool = _f(
+        True,
+        "normalise observations by running mean and std, shared by the particles (SB3's VecNormalize); "
+        "frozen in evaluation and saved with the model",
+    )
     normalize_reward: bool = _f(True, "scale rewards by the running std of the discounted return (SB3's VecNormalize)")
     clip_obs: float = _f(10.0, "clip normalised observations to ± this")
     clip_reward: float = _f(10.0, "clip scaled rewards to ± this")
     iterations: int = _f(25, "number of SVGD updates (iterations)")
     total_steps: int = _f(0, "if > 0, train for this many environment steps instead of --iterations")
-    seed: int = _f(0, "run seed: every random stream (initial particles, environment resets, action noise, critics) is spawned from it")
-    num_seeds: int = _f(1, "train seeds --seed … --seed + S − 1 as one batched computation (one run folder each, "
-                        "<run-name>__seed<s>); each seed's run equals its single-seed run up to float summation order")
+    seed: int = _f(
+        0,
+        "run seed: every random stream (initial particles, environment resets, action noise, critics) is spawned from it",
+    )
+    num_seeds: int = _f(
+        1,
+        "train seeds --seed … --seed + S − 1 as one batched computation (one run folder each, "
+        "<run-name>__seed<s>); each seed's run equals its single-seed run up to float summation order",
+    )
     device: str = _f("cpu", "torch device, e.g. cpu or cuda")
-    threads: int = _f(DEFAULT_THREADS, "torch CPU threads for the update (0: all cores; rollouts always use one); "
-                      "on shared cores more threads can run several times slower")
+    threads: int = _f(
+        DEFAULT_THREADS,
+        "torch CPU threads for the update (0: all cores; rollouts always use one); "
+        "on shared cores more threads can run several times slower",
+    )
     log_dir: str = _f("runs", "parent folder of run folders")
     run_name: str = _f("", "run folder name; an existing one is refused (empty: <env>__<method>__<seed>__<time>)")
     checkpoint_every: int = _f(10, "save a checkpoint every this many iterations (0: only at the end)")
-    keep_checkpoints: int = _f(0, "keep only the newest this many checkpoints (0: all); the run's model.safetensors is always kept")
+    keep_checkpoints: int = _f(
+        0, "keep only the newest this many checkpoints (0: all); the run's model.safetensors is always kept"
+    )
     eval_episodes: int = _f(20, "episodes per particle in the final evaluation (0: skip)")
     progress: bool = _f(True, "show a progress bar")
 
@@ -116,7 +160,9 @@ class SVPGConfig:
         hints = typing.get_type_hints(type(self))
         for f in dataclasses.fields(self):  # e.g. num_particles="16" from Python: refused, not compared as a string
             try:
-                object.__setattr__(self, f.name, _typed(f.name, hints[f.name], getattr(self, f.name), "invalid configuration"))
+                object.__setattr__(
+                    self, f.name, _typed(f.name, hints[f.name], getattr(self, f.name), "invalid configuration")
+                )
             except ValueError as e:
                 raise ValueError(f"{e} (argument {f.name})") from None
         problems = []
@@ -127,8 +173,16 @@ class SVPGConfig:
         for name in ("num_particles", "samples_per_particle", "num_seeds"):
             if getattr(self, name) < 1:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 1, got {getattr(self, name)}")
-        for name in ("iterations", "total_steps", "horizon", "householder", "checkpoint_every", "eval_episodes", "threads",
-                     "keep_checkpoints"):
+        for name in (
+            "iterations",
+            "total_steps",
+            "horizon",
+            "householder",
+            "checkpoint_every",
+            "eval_episodes",
+            "threads",
+            "keep_checkpoints",
+        ):
             if getattr(self, name) < 0:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 0, got {getattr(self, name)}")
         if self.iterations == 0 and self.total_steps == 0:
@@ -143,8 +197,16 @@ class SVPGConfig:
             problems.append(f"--lr must be > 0, got {self.lr}")
         if not 0 <= self.gae_lambda <= 1:
             problems.append(f"--gae-lambda must be in [0, 1], got {self.gae_lambda}")
-        if self.value_steps < 1 or self.value_epochs < 1 or not self.critic_lr > 0 or not self.critic_hidden or min(self.critic_hidden) < 1:
-            problems.append("--value-steps ≥ 1, --value-epochs ≥ 1, --critic-lr > 0 and positive --critic-hidden widths are required")
+        if (
+            self.value_steps < 1
+            or self.value_epochs < 1
+            or not self.critic_lr > 0
+            or not self.critic_hidden
+            or min(self.critic_hidden) < 1
+        ):
+            problems.append(
+                "--value-steps ≥ 1, --value-epochs ≥ 1, --critic-lr > 0 and positive --critic-hidden widths are required"
+            )
         if self.ppo_epochs < 1 or self.ppo_minibatches < 1 or not 0 < self.clip_range < 1:
             problems.append("--ppo-epochs ≥ 1, --ppo-minibatches ≥ 1 and 0 < --clip-range < 1 are required")
         if not self.clip_obs > 0 or not self.clip_reward > 0:
@@ -201,7 +263,9 @@ def parameter_count(sizes: tuple[int, ...], **spec) -> int:
     return layout.size
 
 
-def widen_to_match(obs_dim: int, hidden: tuple[int, ...], out_dim: int, householder: int = 4, prior: str = "mvg") -> tuple[int, ...]:
+def widen_to_match(
+    obs_dim: int, hidden: tuple[int, ...], out_dim: int, householder: int = 4, prior: str = "mvg"
+) -> tuple[int, ...]:
     """Hidden widths of a plain network scaled up until it has at least as many coordinates as the
     S²VGD network with ``householder`` reflections (the paper's SVGD*, §5.4)."""
     target = parameter_count((obs_dim, *hidden, out_dim), householder=householder, learn_scales=True, prior=prior)
@@ -248,12 +312,13 @@ def load_preset(name_or_path: str) -> dict:
         if name_or_path in PRESET_ALIASES:
             if name_or_path not in _noted_aliases:  # once per process: grids load a preset per job
                 _noted_aliases.add(name_or_path)
-                print(f"note: preset {name_or_path!r} is now called {PRESET_ALIASES[name_or_path]!r}",
-                      file=sys.stderr)
+                print(f"note: preset {name_or_path!r} is now called {PRESET_ALIASES[name_or_path]!r}", file=sys.stderr)
             name_or_path = PRESET_ALIASES[name_or_path]
         path = PRESET_DIR / f"{name_or_path}.json"
     if not path.exists():
-        raise ValueError(f"unknown preset {name_or_path!r}: choose from {', '.join(available_presets())} or give a .json path")
+        raise ValueError(
+            f"unknown preset {name_or_path!r}: choose from {', '.join(available_presets())} or give a .json path"
+        )
     data = {k: v for k, v in read_json_object(path, "preset").items() if not k.startswith("_")}
     config = SVPGConfig.from_dict(data, f"preset {path}")  # checks names and types
     return {k: getattr(config, k) for k in data}

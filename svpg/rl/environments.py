@@ -5,6 +5,7 @@ instance, a zero-argument factory (a function or an ``Env`` subclass) or a ``gym
 Ids (with their keyword arguments) are recorded in saved models, so a model trained on one can be
 loaded and evaluated without the environment at hand; the others must be passed again to ``load``.
 """
+
 from __future__ import annotations
 
 import copy
@@ -102,5 +103,7 @@ def resolve_env(env, env_kwargs: dict | None = None) -> EnvSource:
         return EnvSource(_label(env), factory=copy_of_env, time_limit=_time_limit(env))
     if callable(env):
         return EnvSource(_label(env), factory=env)
-    raise ValueError(f"env must be an environment id, a gymnasium.Env, a zero-argument factory or a gymnasium.vector.VectorEnv, "
-                     f"got a {type(env).__name__}")
+    raise ValueError(
+        f"env must be an environment id, a gymnasium.Env, a zero-argument factory or a gymnasium.vector.VectorEnv, "
+        f"got a {type(env).__name__}"
+    )

@@ -10,6 +10,7 @@ Both have the same two steps, called in this order every iteration: ``advantages
 computation is per particle; with ``groups`` G (seed batching: G runs of M/G particles each) the
 diagnostics are per group, shape (G,).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -44,8 +45,9 @@ class Estimator(Protocol):
     def advantages(self, batch: Rollout) -> tuple[torch.Tensor, torch.Tensor | None, dict[str, torch.Tensor]]: ...
 
     # targets: the second item of advantages() (None for REINFORCE, which has nothing to fit)
-    def fit(self, batch: Rollout, targets: Any,
-            generators: Sequence[torch.Generator | None] | None = None) -> dict[str, torch.Tensor]: ...
+    def fit(
+        self, batch: Rollout, targets: Any, generators: Sequence[torch.Generator | None] | None = None
+    ) -> dict[str, torch.Tensor]: ...
 
     def state_dict(self) -> dict: ...
 
@@ -76,13 +78,17 @@ class Reinforce:
             return standardize(returns, dims=(0, 2)), None, {}
         obs = batch.obs * batch.obs.new_tensor(self.obs_scale) if self.obs_scale else batch.obs  # what the policy sees
         # fitted one group at a time: per-row work, faster on blocks that stay in cache
-        baseline = [linear_feature_baseline(*parts) for parts in zip(*(x.chunk(self.groups, 1) for x in (obs, batch.dones, returns)))]
+        baseline = [
+            linear_feature_baseline(*parts)
+            for parts in zip(*(x.chunk(self.groups, 1) for x in (obs, batch.dones, returns)))
+        ]
         adv = returns - torch.cat(baseline, 1)
         explained = explained_variance(adv, returns, self.groups)
         return standardize(adv, dims=(0, 2)), None, {"baseline/explained_variance": explained}
 
-    def fit(self, batch: Rollout, targets: None,
-            generators: Sequence[torch.Generator | None] | None = None) -> dict[str, torch.Tensor]:
+    def fit(
+        self, batch: Rollout, targets: None, generators: Sequence[torch.Generator | None] | None = None
+    ) -> dict[str, torch.Tensor]:
         """Nothing to train: the linear baseline is refitted inside :meth:`advantages`."""
         return {}
 
@@ -123,10 +129,19 @@ class A2C:
     needs_final_obs = True
 
     def __init__(
-        self, obs_dim: int, num_particles: int, gamma: float, *, gae_lambda: float | None = None,
-        hidden: tuple[int, ...] | None = None, lr: float | None = None,
-        value_steps: int | None = None, value_epochs: int | None = None,
-        device="cpu", seed: int | list[int] = 0, obs_scale: tuple[float, ...] = (),
+        self,
+        obs_dim: int,
+        num_particles: int,
+        gamma: float,
+        *,
+        gae_lambda: float | None = None,
+        hidden: tuple[int, ...] | None = None,
+        lr: float | None = None,
+        value_steps: int | None = None,
+        value_epochs: int | None = None,
+        device="cpu",
+        seed: int | list[int] = 0,
+        obs_scale: tuple[float, ...] = (),
     ):
         gae_lambda = _config_default("gae_lambda") if gae_lambda is None else gae_lambda
         hidden = _config_default("critic_hidden") if hidden is None else hidden
@@ -148,7 +163,9 @@ class A2C:
 
     def values(self, obs: torch.Tensor, theta: torch.Tensor | None = None) -> torch.Tensor:
         """V_j(s) for obs (T, M, N, obs_dim) or (M, B, obs_dim) → matching shape without obs_dim."""
-        weights = self.net.fast_weights(fold_obs_scale(self.net.weights(self.theta if theta is None else theta), self.obs_scale))
+        weights = self.net.fast_weights(
+            fold_obs_scale(self.net.weights(self.theta if theta is None else theta), self.obs_scale)
+        )
         if obs.ndim == 4:
             t, m, n, _ = obs.shape
             return self.net.fast_forward(weights, per_particle(obs, m)).view(m, t, n).transpose(0, 1)
@@ -169,17 +186,22 @@ class A2C:
         if cut.any():
             cut = torch.cat([cut, torch.zeros_like(cut[:1])])
             next_values = torch.where(cut, self._group_values(batch.final_obs), next_values)
-        adv = gae_advantages(batch.rewards, values, next_values, batch.terminated, batch.dones, self.gamma, self.gae_lambda)
+        adv = gae_advantages(
+            batch.rewards, values, next_values, batch.terminated, batch.dones, self.gamma, self.gae_lambda
+        )
         returns = adv + values
         explained = explained_variance(adv, returns, self.groups)
         return standardize(adv, dims=(0, 2)), returns, {"critic/explained_variance": explained}
 
     def _group_values(self, obs: torch.Tensor) -> torch.Tensor:
         """V of obs (T, M, N, obs_dim), one group at a time (per-row work, faster on blocks that stay in cache)."""
-        return torch.cat([self.values(x, theta) for x, theta in zip(obs.chunk(self.groups, 1), self.theta.chunk(self.groups))], 1)
+        return torch.cat(
+            [self.values(x, theta) for x, theta in zip(obs.chunk(self.groups, 1), self.theta.chunk(self.groups))], 1
+        )
 
-    def fit(self, batch: Rollout, targets: torch.Tensor,
-            generators: Sequence[torch.Generator | None] | None = None) -> dict[str, torch.Tensor]:
+    def fit(
+        self, batch: Rollout, targets: torch.Tensor, generators: Sequence[torch.Generator | None] | None = None
+    ) -> dict[str, torch.Tensor]:
         """Regress every particle's critic on its own (obs, target) pairs with minibatch Adam.
 
         :param generators: the minibatch-order stream of each group (one per seed).
@@ -193,7 +215,10 @@ class A2C:
             minibatches = []
             for obs, y, g in zip(batch.obs.chunk(self.groups, 1), targets.chunk(self.groups, 1), streams):
                 perm = torch.randperm(t * n, generator=g, device=obs.device)
-                x, y = per_particle(obs, per_group).index_select(1, perm), per_particle(y, per_group).index_select(1, perm)
+                x, y = (
+                    per_particle(obs, per_group).index_select(1, perm),
+                    per_particle(y, per_group).index_select(1, perm),
+                )
                 minibatches.append(list(zip(x.chunk(self.value_steps, 1), y.chunk(self.value_steps, 1))))
             for step in zip(*minibatches):  # every group's k-th minibatch, then one optimizer step
                 self.optimizer.zero_grad(set_to_none=True)

@@ -27,7 +27,14 @@ def build_parser(prog: str = "evaluate.py") -> argparse.ArgumentParser:
     p.add_argument(
         "--particle", default="all", help="'all', 'best' (highest mean return) or a particle index (default: all)"
     )
-    p.add_argument("--eval-episodes", deprecated=("--episodes",), dest="episodes", type=int, default=20, help="episodes per particle (default: 20)")
+    p.add_argument(
+        "--eval-episodes",
+        deprecated=("--episodes",),
+        dest="episodes",
+        type=int,
+        default=20,
+        help="episodes per particle (default: 20)",
+    )
     p.add_argument(
         "--seed", type=int, default=0, help="seed of the evaluation environments and action noise (default: 0)"
     )

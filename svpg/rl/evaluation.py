@@ -1,4 +1,5 @@
 """Roll out particles for whole episodes on a batched environment and report their returns."""
+
 from __future__ import annotations
 
 import torch
@@ -35,10 +36,18 @@ def evaluate_particles(
     idx = list(range(policy.num_particles)) if particles is None else list(particles)
     for i in idx:
         if not 0 <= i < policy.num_particles:
-            raise ValueError(f"particle {i} does not exist: this ensemble has {policy.num_particles} (0…{policy.num_particles - 1})")
+            raise ValueError(
+                f"particle {i} does not exist: this ensemble has {policy.num_particles} (0…{policy.num_particles - 1})"
+            )
     p = len(idx)
-    env = envs.make_batched(env_id, p * episodes, device=policy.device, seed=int_seed(seed, "env_reset"),
-                            max_episode_steps=max_episode_steps, env_kwargs=env_kwargs)
+    env = envs.make_batched(
+        env_id,
+        p * episodes,
+        device=policy.device,
+        seed=int_seed(seed, "env_reset"),
+        max_episode_steps=max_episode_steps,
+        env_kwargs=env_kwargs,
+    )
     if env.obs_dim != policy.spec.obs_dim or env.is_discrete != policy.spec.discrete:
         raise ValueError(
             f"{env_id} has observations of size {env.obs_dim} and {'discrete' if env.is_discrete else 'continuous'} "

@@ -18,6 +18,7 @@ the command continues where it stopped. Writes to ``--out``:
 * ``results.md``  final and peak returns (mean-over-particles and max-over-particles), mean ± standard error
   over seeds (:mod:`svpg.stats`).
 """
+
 from __future__ import annotations
 
 import csv
@@ -32,7 +33,17 @@ from svpg.io import atomic_write
 from svpg.rl.config import ESTIMATORS, POLICY_METHODS, PRESETS
 
 #: config fields the harness sets per run (not overridable)
-HARNESS_FIELDS = ("method", "estimator", "seed", "num_seeds", "log_dir", "run_name", "progress", "eval_episodes", "threads")
+HARNESS_FIELDS = (
+    "method",
+    "estimator",
+    "seed",
+    "num_seeds",
+    "log_dir",
+    "run_name",
+    "progress",
+    "eval_episodes",
+    "threads",
+)
 OWN_OPTIONS = {"task", "seeds", "methods", "estimators", "jobs", "out", "report_only", "backend", "gpus_per_job"}
 
 
@@ -59,8 +70,11 @@ def plan(out: Path, task: str, methods, estimators, seeds: int, overrides: dict)
     command line, so a restarted grid is the same grid (Ray restores its experiment by this identity).
     ``out`` is made absolute: Ray Tune starts each trial in a folder of its own."""
     out_dir = str(Path(out).resolve())
-    jobs = [{"out": out_dir, "task": task, "method": m, "estimator": e, "seeds": list(range(seeds)), "overrides": overrides}
-            for e in estimators for m in methods]
+    jobs = [
+        {"out": out_dir, "task": task, "method": m, "estimator": e, "seeds": list(range(seeds)), "overrides": overrides}
+        for e in estimators
+        for m in methods
+    ]
     return a2c_first(jobs)
 
 
@@ -106,19 +120,39 @@ def train_batch(job: dict, report=None) -> dict:
 
         def _on_step(self) -> bool:
             per_seed = self.model.scalars
-            report({"iteration": self.model.iteration,
-                    "ep_rew_mean": sum(v["rollout/ep_rew_mean"] for v in per_seed) / len(per_seed)})
+            report(
+                {
+                    "iteration": self.model.iteration,
+                    "ep_rew_mean": sum(v["rollout/ep_rew_mean"] for v in per_seed) / len(per_seed),
+                }
+            )
             return True
 
     for (exists, _), seeds in unfinished(job).items():
         if exists:
             length = {k: overrides[k] for k in ("iterations", "total_steps") if k in overrides}
-            trainer = SVPGTrainer.resume([run_folder(out, label, estimator, s) for s in seeds], progress=False, **length)
+            trainer = SVPGTrainer.resume(
+                [run_folder(out, label, estimator, s) for s in seeds], progress=False, **length
+            )
         else:
             name = f"{label}__{estimator}" if len(seeds) > 1 else run_folder(out, label, estimator, seeds[0]).name
-            config = SVPGConfig(**(load_preset(job["task"]) | overrides | dict(
-                method=method, estimator=estimator, seed=seeds[0], num_seeds=len(seeds), log_dir=str(out), run_name=name,
-                progress=False, eval_episodes=0, threads=1)))
+            config = SVPGConfig(
+                **(
+                    load_preset(job["task"])
+                    | overrides
+                    | dict(
+                        method=method,
+                        estimator=estimator,
+                        seed=seeds[0],
+                        num_seeds=len(seeds),
+                        log_dir=str(out),
+                        run_name=name,
+                        progress=False,
+                        eval_episodes=0,
+                        threads=1,
+                    )
+                )
+            )
             trainer = SVPGTrainer(config, seeds=seeds)
         if not trainer.finished:
             trainer.train(callback=Forward() if report else None)
@@ -135,11 +169,18 @@ def collect(out: Path, keys: list[tuple], label: str = "method") -> list[dict]:
             continue
         with open(path / "progress.csv", newline="") as f:
             for r in csv.DictReader(f):
-                rows.append({
-                    label: name, "estimator": estimator, "seed": seed, "iteration": int(r["iteration"]),
-                    "total_steps": int(float(r["total_steps"])), "mean": float(r["rollout/ep_rew_mean"]),
-                    "max": float(r["rollout/ep_rew_max"]), "min": float(r["rollout/ep_rew_min"]),
-                })
+                rows.append(
+                    {
+                        label: name,
+                        "estimator": estimator,
+                        "seed": seed,
+                        "iteration": int(r["iteration"]),
+                        "total_steps": int(float(r["total_steps"])),
+                        "mean": float(r["rollout/ep_rew_mean"]),
+                        "max": float(r["rollout/ep_rew_max"]),
+                        "min": float(r["rollout/ep_rew_min"]),
+                    }
+                )
     return rows
 
 
@@ -154,8 +195,10 @@ def summarise(rows: list[dict], label: str = "method") -> dict:
     out = {}
     for key, seeds in groups.items():
         n = min(len(v) for v in seeds.values())
-        out[key] = {m: np.array([[row[m] for row in sorted(v, key=lambda x: x["iteration"])[:n]] for v in seeds.values()]).T
-                    for m in ("mean", "max", "min")}
+        out[key] = {
+            m: np.array([[row[m] for row in sorted(v, key=lambda x: x["iteration"])[:n]] for v in seeds.values()]).T
+            for m in ("mean", "max", "min")
+        }
     return out
 
 
@@ -164,20 +207,41 @@ def write_table(summary: dict, path: Path, task: str, wall: float | None) -> str
     from svpg.stats import cell, convention, markdown_table
 
     rows = []
-    for (method, estimator), s in sorted(summary.items(), key=lambda kv: (kv[0][1], list(POLICY_METHODS).index(kv[0][0]))):
+    for (method, estimator), s in sorted(
+        summary.items(), key=lambda kv: (kv[0][1], list(POLICY_METHODS).index(kv[0][0]))
+    ):
         mean, mx = s["mean"], s["max"]
-        rows.append([method, estimator, mean.shape[1], mean.shape[0], cell(mean[-1]), cell(mx[-1]),
-                     f"{mean.mean(1).max():.1f}", f"{mx.mean(1).max():.1f}"])
+        rows.append(
+            [
+                method,
+                estimator,
+                mean.shape[1],
+                mean.shape[0],
+                cell(mean[-1]),
+                cell(mx[-1]),
+                f"{mean.mean(1).max():.1f}",
+                f"{mx.mean(1).max():.1f}",
+            ]
+        )
     seeds = sorted({s["mean"].shape[1] for s in summary.values()})
-    text = "\n".join([
-        f"# {task}: final and peak returns",
-        "",
-        f"Final returns: {convention('seeds', seeds[0] if len(seeds) == 1 else None)}; *peak* = the best iteration of the",
-        "seed-averaged curve. *max* = max over particles of each particle's average episode return (the SVPG paper's",
-        "metric); *mean* = mean over particles.",
-        "",
-    ]) + "\n" + markdown_table(["method", "estimator", "seeds", "iterations", "final mean", "final max", "peak mean",
-                                "peak max"], rows, align="llrrrrrr")
+    text = (
+        "\n".join(
+            [
+                f"# {task}: final and peak returns",
+                "",
+                f"Final returns: {convention('seeds', seeds[0] if len(seeds) == 1 else None)}; *peak* = the best iteration of the",
+                "seed-averaged curve. *max* = max over particles of each particle's average episode return (the SVPG paper's",
+                "metric); *mean* = mean over particles.",
+                "",
+            ]
+        )
+        + "\n"
+        + markdown_table(
+            ["method", "estimator", "seeds", "iterations", "final mean", "final max", "peak mean", "peak max"],
+            rows,
+            align="llrrrrrr",
+        )
+    )
     if wall is not None:
         text += f"\nWall-clock of this invocation: {wall / 60:.1f} min.\n"
     atomic_write(path, lambda tmp: Path(tmp).write_text(text))
@@ -225,7 +289,8 @@ def add_training_options(parser, skip: tuple[str, ...] = HARNESS_FIELDS) -> None
 
     overridable = parser.add_argument_group(
         "training options overriding the preset (as in train.py; the defaults shown are train.py's, the preset's "
-        "values apply to every option not given)")
+        "values apply to every option not given)"
+    )
     add_dataclass_arguments(overridable, SVPGConfig, skip=skip)
 
 
@@ -237,8 +302,15 @@ def typed_overrides(parser, argv: list[str], args, own: set[str]) -> dict:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in overrides.items()}
 
 
-def run_grid(prog: str, jobs: list[dict], out: Path, backend: str, workers: int,
-             fn: str = "svpg.rl.experiments:train_batch", gpus: float | None = None) -> int:
+def run_grid(
+    prog: str,
+    jobs: list[dict],
+    out: Path,
+    backend: str,
+    workers: int,
+    fn: str = "svpg.rl.experiments:train_batch",
+    gpus: float | None = None,
+) -> int:
     """Validate every job's configuration, then train the unfinished seeds of every job (one seed batch
     each) with :func:`svpg.grid.run_jobs`; 0, or 2 after a one-line error.
 
@@ -268,8 +340,7 @@ def _run_locked(prog, jobs, out, backend, workers, fn, devices, gpus) -> int:
     runs, todo = sum(len(j["seeds"]) for j in jobs), sum(pending.values())
     if backend == "local":  # Ray restores its experiment from the full grid and skips finished trials itself
         jobs = [j for j in jobs if pending[id(j)]]
-    print(f"{runs} runs, {runs - todo} already finished; running {todo} in seed batches on {workers} "
-          f"{backend} workers")
+    print(f"{runs} runs, {runs - todo} already finished; running {todo} in seed batches on {workers} {backend} workers")
     # `kill` (SIGTERM) must not orphan the workers: exiting through the `with` stops them, and every run
     # resumes from its last checkpoint next time
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -283,20 +354,30 @@ def _run_with_bar(prog, jobs, out, backend, workers, fn, devices, gpus) -> int:
     from tqdm import tqdm
 
     with tqdm(total=len(jobs), unit="batch") as bar:
+
         def done(job: dict, result: dict) -> None:
             bar.write(f"{job_label(job)} {job['estimator']} seeds {job['seeds']}: {result.get('seconds', 0):.0f} s")
             bar.update(1)
 
         try:
-            run_jobs(fn, jobs, backend=backend, workers=workers, storage=out / ".ray", on_done=done,
-                     gpus_per_job=max((gpus_per_job(gpus, d) for d in devices), default=0.0))
+            run_jobs(
+                fn,
+                jobs,
+                backend=backend,
+                workers=workers,
+                storage=out / ".ray",
+                on_done=done,
+                gpus_per_job=max((gpus_per_job(gpus, d) for d in devices), default=0.0),
+            )
         except ValueError as e:
             print(f"{prog}: error: {e}", file=sys.stderr)
             return 2
         except (KeyboardInterrupt, SystemExit) as e:  # Ctrl-C, SIGTERM (workers signalled too save and leave)
             bar.close()
-            print(f"{prog}: interrupted; every run keeps its last checkpoint, and the same command resumes the grid",
-                  file=sys.stderr)
+            print(
+                f"{prog}: interrupted; every run keeps its last checkpoint, and the same command resumes the grid",
+                file=sys.stderr,
+            )
             if not isinstance(e, SystemExit):
                 return 130
             if isinstance(e.code, int):  # our SIGTERM handler's 143
@@ -323,8 +404,14 @@ def main(argv: list[str] | None = None) -> int:
 
     p = Parser(prog="python -m svpg.rl.experiments", description=__doc__)
     p.add_argument("--task", choices=PRESETS, required=True)
-    p.add_argument("--num-seeds", deprecated=("--seeds",), dest="seeds", type=int, default=5,
-                   help="seeds 0 … N−1 of every (method, estimator) (default: 5)")
+    p.add_argument(
+        "--num-seeds",
+        deprecated=("--seeds",),
+        dest="seeds",
+        type=int,
+        default=5,
+        help="seeds 0 … N−1 of every (method, estimator) (default: 5)",
+    )
     p.add_argument("--methods", default=",".join(POLICY_METHODS))
     p.add_argument("--estimators", default=",".join(ESTIMATORS))
     add_backend_arguments(p, "seed batches", shared="--out", default="local")
@@ -337,15 +424,24 @@ def main(argv: list[str] | None = None) -> int:
     estimators = [e for e in args.estimators.split(",") if e]
     bad = [m for m in methods if m not in POLICY_METHODS] + [e for e in estimators if e not in ESTIMATORS]
     if bad or args.seeds < 1:
-        print(f"{p.prog}: error: unknown method/estimator {bad} (choose from {', '.join(POLICY_METHODS)} and "
-              f"{', '.join(ESTIMATORS)}), or --num-seeds below 1", file=sys.stderr)
+        print(
+            f"{p.prog}: error: unknown method/estimator {bad} (choose from {', '.join(POLICY_METHODS)} and "
+            f"{', '.join(ESTIMATORS)}), or --num-seeds below 1",
+            file=sys.stderr,
+        )
         return 2
     out = Path(args.out or f"runs/repro-{args.task}")
     overrides = typed_overrides(p, argv, args, OWN_OPTIONS)
     t0 = time.perf_counter()
     if not args.report_only:
-        status = run_grid(p.prog, plan(out, args.task, methods, estimators, args.seeds, overrides), out, args.backend, args.jobs,
-                          gpus=args.gpus_per_job)
+        status = run_grid(
+            p.prog,
+            plan(out, args.task, methods, estimators, args.seeds, overrides),
+            out,
+            args.backend,
+            args.jobs,
+            gpus=args.gpus_per_job,
+        )
         if status:
             return status
     wall = time.perf_counter() - t0
@@ -358,8 +454,10 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarise(rows)
     plot(summary, out / "curves.png", args.task)
     print(write_table(summary, out / "results.md", args.task, None if args.report_only else wall))
-    atomic_write(out / "invocation.json",
-                 lambda tmp: Path(tmp).write_text(json.dumps({"argv": sys.argv, "wall_clock_s": wall}, indent=2)))
+    atomic_write(
+        out / "invocation.json",
+        lambda tmp: Path(tmp).write_text(json.dumps({"argv": sys.argv, "wall_clock_s": wall}, indent=2)),
+    )
     print(f"wrote {out / 'curves.csv'}, {out / 'curves.png'}, {out / 'results.md'}")
     return 0
 

@@ -27,6 +27,7 @@ ONNX is not offered: ``torch.onnx.export`` needs the ``onnx`` (and ``onnxscript`
 svpg does not depend on; where they are installed, ``torch.onnx.export(to_module(policy), ...)``
 works on the plain module.
 """
+
 from __future__ import annotations
 
 import json
@@ -149,8 +150,11 @@ def to_module(
     layers: list[nn.Module] = []
     if policy.obs_normalization is not None:  # the statistics frozen at save time
         norm = policy.obs_normalization
-        layers.append(NormalizeObservation(norm["mean"].to("cpu", torch.float32), norm["std"].to("cpu", torch.float32),
-                                           norm["clip"]))
+        layers.append(
+            NormalizeObservation(
+                norm["mean"].to("cpu", torch.float32), norm["std"].to("cpu", torch.float32), norm["clip"]
+            )
+        )
     for k, (w, b) in enumerate(layer_weights):
         if k:
             layers.append(_ACTIVATIONS[spec.network.activation]())
@@ -253,8 +257,11 @@ def main(argv: list[str] | None = None) -> int:
     from svpg.cli import Parser
 
     prog = "python -m svpg.rl.export"
-    p = Parser(prog=prog, usage=f"{prog} RUN OUT [options]",
-               description="Write one particle of a saved ensemble to a file that runs with torch alone.")
+    p = Parser(
+        prog=prog,
+        usage=f"{prog} RUN OUT [options]",
+        description="Write one particle of a saved ensemble to a file that runs with torch alone.",
+    )
     p.add_argument("path", metavar="RUN", help="run folder (runs/<run-name>) or a .safetensors checkpoint")
     p.add_argument("out", metavar="OUT", help="output file: .pt2 (torch.export) or .pt (TorchScript)")
     p.add_argument("--particle", type=int, default=None, help="particle index (default: the best at save time)")

@@ -17,6 +17,7 @@ so each seed's run is its single-seed run.
 Statistics are updated only while training collects; evaluation, ``predict``, export and GIFs use a
 frozen copy (:meth:`Normalizer.frozen`), saved with the model and restored on resume.
 """
+
 from __future__ import annotations
 
 import torch
@@ -34,9 +35,19 @@ class Normalizer:
     :param epsilon: added to the variance (SB3's 1e-8).
     """
 
-    def __init__(self, obs_dim: int, groups: int = 1, *, norm_obs: bool = True, norm_reward: bool = True,
-                 clip_obs: float = 10.0, clip_reward: float = 10.0, gamma: float = 0.99, epsilon: float = 1e-8,
-                 device="cpu"):
+    def __init__(
+        self,
+        obs_dim: int,
+        groups: int = 1,
+        *,
+        norm_obs: bool = True,
+        norm_reward: bool = True,
+        clip_obs: float = 10.0,
+        clip_reward: float = 10.0,
+        gamma: float = 0.99,
+        epsilon: float = 1e-8,
+        device="cpu",
+    ):
         self.norm_obs, self.norm_reward = norm_obs, norm_reward
         self.clip_obs, self.clip_reward, self.gamma, self.epsilon = clip_obs, clip_reward, gamma, epsilon
         self.groups = groups
@@ -65,7 +76,9 @@ class Normalizer:
         if not self.norm_obs:
             return obs
         grouped = obs.view(self.groups, -1, obs.shape[-1])
-        self.obs_mean, self.obs_var, self.obs_count = self._combine(self.obs_mean, self.obs_var, self.obs_count, grouped)
+        self.obs_mean, self.obs_var, self.obs_count = self._combine(
+            self.obs_mean, self.obs_var, self.obs_count, grouped
+        )
         return self.normalize_obs(obs)
 
     def normalize_obs(self, obs: torch.Tensor) -> torch.Tensor:
@@ -90,7 +103,9 @@ class Normalizer:
         assert self.returns is not None, "start_episodes comes first (collect_rollout calls it)"
         self.returns = self.returns * self.gamma + rewards.to(torch.float64)
         grouped = self.returns.view(self.groups, -1)
-        self.ret_mean, self.ret_var, self.ret_count = self._combine(self.ret_mean, self.ret_var, self.ret_count, grouped)
+        self.ret_mean, self.ret_var, self.ret_count = self._combine(
+            self.ret_mean, self.ret_var, self.ret_count, grouped
+        )
         std = (self.ret_var + self.epsilon).sqrt().repeat_interleave(grouped.shape[1])
         scaled = (rewards / std.to(rewards.dtype)).clamp(-self.clip_reward, self.clip_reward)
         self.returns = self.returns.masked_fill(done, 0.0)
@@ -100,12 +115,21 @@ class Normalizer:
         """Group ``group``'s observation transform as fixed tensors (for a policy that acts), or None."""
         if not self.norm_obs:
             return None
-        return {"mean": self.obs_mean[group].float().clone(), "std": (self.obs_var[group] + self.epsilon).sqrt().float(),
-                "clip": float(self.clip_obs)}
+        return {
+            "mean": self.obs_mean[group].float().clone(),
+            "std": (self.obs_var[group] + self.epsilon).sqrt().float(),
+            "clip": float(self.clip_obs),
+        }
 
     def state_dict(self) -> dict:
-        return {"obs_mean": self.obs_mean, "obs_var": self.obs_var, "obs_count": self.obs_count,
-                "ret_mean": self.ret_mean, "ret_var": self.ret_var, "ret_count": self.ret_count}
+        return {
+            "obs_mean": self.obs_mean,
+            "obs_var": self.obs_var,
+            "obs_count": self.obs_count,
+            "ret_mean": self.ret_mean,
+            "ret_var": self.ret_var,
+            "ret_count": self.ret_count,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         for key, value in state.items():

@@ -3,6 +3,7 @@
 Sampling uses direct formulas on pre-drawn noise (Gumbel-max for categorical, μ + σ ε for Gaussian)
 rather than ``torch.distributions`` objects, which cost ~40× more per step.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -66,8 +67,14 @@ class PolicySpec:
         return cls(**d)
 
     @classmethod
-    def for_spaces(cls, obs_space: gym.Space, action_space: gym.Space, network: dict, num_particles: int,
-                   obs_scale: tuple[float, ...] = ()) -> PolicySpec:
+    def for_spaces(
+        cls,
+        obs_space: gym.Space,
+        action_space: gym.Space,
+        network: dict,
+        num_particles: int,
+        obs_scale: tuple[float, ...] = (),
+    ) -> PolicySpec:
         """Build from Gymnasium spaces; ``network`` holds NetworkSpec fields except ``sizes``' ends."""
         if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
             raise ValueError(f"svpg policies need a flat Box observation space, got {obs_space}")
@@ -76,12 +83,19 @@ class PolicySpec:
         hidden = tuple(network.pop("hidden"))
         if isinstance(action_space, gym.spaces.Discrete):
             n = int(action_space.n)
-            return cls(obs_dim, True, n, NetworkSpec((obs_dim, *hidden, n), **network), num_particles, obs_scale=obs_scale)
+            return cls(
+                obs_dim, True, n, NetworkSpec((obs_dim, *hidden, n), **network), num_particles, obs_scale=obs_scale
+            )
         if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
             a = action_space.shape[0]
             return cls(
-                obs_dim, False, a, NetworkSpec((obs_dim, *hidden, a), **network), num_particles,
-                tuple(float(x) for x in action_space.low), tuple(float(x) for x in action_space.high),
+                obs_dim,
+                False,
+                a,
+                NetworkSpec((obs_dim, *hidden, a), **network),
+                num_particles,
+                tuple(float(x) for x in action_space.low),
+                tuple(float(x) for x in action_space.high),
                 obs_scale=obs_scale,
             )
         raise ValueError(f"svpg policies support Discrete or flat Box action spaces, got {action_space}")
@@ -103,7 +117,7 @@ class ParticlePolicy:
     ``stable_baselines3.common.evaluation.evaluate_policy(policy, env)`` works on it.
     """
 
-    metadata: dict   # the saved metadata, set on a policy read by load_policy
+    metadata: dict  # the saved metadata, set on a policy read by load_policy
 
     def __init__(self, spec: PolicySpec, theta: torch.Tensor | None = None, *, device="cpu", seed: int = 0):
         """:param theta: the particles (M, D); by default drawn from the ``policy_init`` stream of ``seed``."""
@@ -274,7 +288,10 @@ def load_policy(path, device="cpu") -> ParticlePolicy:
         raise CheckpointError(f"{path}: θ does not match the network it describes ({e})") from None
     policy.set_particle(int(meta.get("particle", 0)))
     if "obs_norm_mean" in tensors:
-        policy.obs_normalization = {"mean": tensors["obs_norm_mean"].to(device), "std": tensors["obs_norm_std"].to(device),
-                                    "clip": float(meta.get("obs_norm_clip", 10.0))}
+        policy.obs_normalization = {
+            "mean": tensors["obs_norm_mean"].to(device),
+            "std": tensors["obs_norm_std"].to(device),
+            "clip": float(meta.get("obs_norm_clip", 10.0)),
+        }
     policy.metadata = meta
     return policy

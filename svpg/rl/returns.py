@@ -3,14 +3,13 @@
 Episode boundaries are exact: ``done[t]`` (terminated or truncated at step t) stops every sum, so no
 return crosses from one episode into the next even when environments auto-reset mid-batch.
 """
+
 from __future__ import annotations
 
 import torch
 
 
-def discounted_returns(
-    rewards: torch.Tensor, dones: torch.Tensor, gamma: float
-) -> torch.Tensor:
+def discounted_returns(rewards: torch.Tensor, dones: torch.Tensor, gamma: float) -> torch.Tensor:
     """Reward-to-go G_t = r_t + γ (1 − done_t) G_{t+1} (REINFORCE).
 
     :param rewards: (T, ...) rewards.

@@ -3,6 +3,7 @@
 Sampling runs without autograd on effective weights computed once for the whole rollout; the update
 recomputes log-probabilities in one batched pass afterwards. No host syncs in the loop.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -8,6 +8,7 @@ iterations × samples per particle = 5 M for swing-up; the whole 16-particle ens
 with SB3's default hyperparameters and 8 environments, and is evaluated every ``--eval-every`` steps on
 10 episodes. Results go to ``<out>/sb3/`` and a section appended to ``<out>/results.md``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,12 @@ def train_one(task_env: str, algo: str, seed: int, steps: int, eval_every: int, 
             model.learn(total_timesteps=chunk, reset_num_timesteps=False)
             done += chunk
             # without return_episode_rewards: (mean, std) of the episodes' returns
-            mean, std = cast("tuple[float, float]", evaluate_policy(model, eval_env, n_eval_episodes=10, deterministic=True))
-            rows.append({"algo": algo, "seed": seed, "total_steps": done, "eval_mean": float(mean), "eval_std": float(std)})
+            mean, std = cast(
+                "tuple[float, float]", evaluate_policy(model, eval_env, n_eval_episodes=10, deterministic=True)
+            )
+            rows.append(
+                {"algo": algo, "seed": seed, "total_steps": done, "eval_mean": float(mean), "eval_std": float(std)}
+            )
         eval_env.close()
         model.save(out / f"{algo}__seed{seed}")
     return rows
@@ -91,11 +96,19 @@ def main(argv: list[str] | None = None) -> int:
             new = train_one(preset["env_id"], algo, seed, steps, eval_every, out / "sb3")
             rows = [r for r in rows if not (r["algo"] == algo and int(r["seed"]) == seed)] + new
             _write_csv(csv_path, rows)
-            print(f"{algo} seed {seed}: final {new[-1]['eval_mean']:.1f}, peak {max(r['eval_mean'] for r in new):.1f} "
-                  f"({time.perf_counter() - t1:.0f} s, {steps / (time.perf_counter() - t1):,.0f} steps/s)")
-    lines = ["", f"## Stable-Baselines3 baselines ({steps:,} steps per agent, default hyperparameters, 8 envs)", "",
-             "Deterministic evaluation return, 10 episodes per evaluation, mean ± std over seeds.", "",
-             "| agent | seeds | final | peak (best evaluation of the seed-averaged curve) |", "|---|---:|---:|---:|"]
+            print(
+                f"{algo} seed {seed}: final {new[-1]['eval_mean']:.1f}, peak {max(r['eval_mean'] for r in new):.1f} "
+                f"({time.perf_counter() - t1:.0f} s, {steps / (time.perf_counter() - t1):,.0f} steps/s)"
+            )
+    lines = [
+        "",
+        f"## Stable-Baselines3 baselines ({steps:,} steps per agent, default hyperparameters, 8 envs)",
+        "",
+        "Deterministic evaluation return, 10 episodes per evaluation, mean ± std over seeds.",
+        "",
+        "| agent | seeds | final | peak (best evaluation of the seed-averaged curve) |",
+        "|---|---:|---:|---:|",
+    ]
     for algo in args.algos.split(","):
         by_seed: dict = {}
         for r in rows:
@@ -105,8 +118,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         n = min(len(v) for v in by_seed.values())
         curves = np.array([v[:n] for v in by_seed.values()])
-        lines.append(f"| SB3 {algo.upper()} | {len(by_seed)} | {curves[:, -1].mean():.1f} ± {curves[:, -1].std():.1f} | "
-                     f"{curves.mean(0).max():.1f} |")
+        lines.append(
+            f"| SB3 {algo.upper()} | {len(by_seed)} | {curves[:, -1].mean():.1f} ± {curves[:, -1].std():.1f} | "
+            f"{curves.mean(0).max():.1f} |"
+        )
     text = "\n".join(lines) + "\n"
     md = out / "results.md"
     old = md.read_text().split("\n## Stable-Baselines3")[0].rstrip("\n") + "\n" if md.exists() else ""

@@ -5,6 +5,7 @@ per seed: created or refused, locked while written (:class:`svpg.runs.RunLock`),
 TensorBoard events, ``progress.csv`` and stamped checkpoints (:class:`~svpg.rl.callbacks.CheckpointCallback`),
 and resume from the newest consistent checkpoint.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,8 +35,14 @@ __all__ = ["SVPGTrainer", "TrainingInterrupted", "NonFiniteError", "ProgressCSV"
 # TensorBoard custom-scalars layout: mean ± std over particles (Figure 4 of S²VGD).
 CHART_LAYOUT = {
     "svpg": {
-        "return over particles (mean ± std)": ["Margin", ["rollout/ep_rew_mean", "rollout/ep_rew_lower", "rollout/ep_rew_upper"]],
-        "return over particles (mean, max, min)": ["Multiline", ["rollout/ep_rew_mean", "rollout/ep_rew_max", "rollout/ep_rew_min"]],
+        "return over particles (mean ± std)": [
+            "Margin",
+            ["rollout/ep_rew_mean", "rollout/ep_rew_lower", "rollout/ep_rew_upper"],
+        ],
+        "return over particles (mean, max, min)": [
+            "Multiline",
+            ["rollout/ep_rew_mean", "rollout/ep_rew_max", "rollout/ep_rew_min"],
+        ],
         "SVGD terms": ["Multiline", ["svgd/driving_norm", "svgd/repulsive_norm"]],
     }
 }
@@ -63,8 +70,14 @@ class SVPGTrainer:
     :param seeds: the seeds (default ``seed, …, seed + num_seeds − 1``).
     """
 
-    def __init__(self, config: SVPGConfig, *, run_dirs: list[Path] | None = None, seeds: list[int] | None = None,
-                 model: SVPG | None = None):
+    def __init__(
+        self,
+        config: SVPGConfig,
+        *,
+        run_dirs: list[Path] | None = None,
+        seeds: list[int] | None = None,
+        model: SVPG | None = None,
+    ):
         self.config = cfg = config.validate()
         self.model = model if model is not None else SVPG.from_config(cfg, seeds=seeds)
         spu = self.model.steps_per_update
@@ -149,13 +162,20 @@ class SVPGTrainer:
             with StopRequest() as stop:
                 if remaining > 0:
                     try:
-                        model.learn(remaining, callback=[checkpoint, StopOnRequest(stop), *_as_list(callback)],
-                                    reset_num_timesteps=model.iteration == 0, progress_bar=cfg.progress)
+                        model.learn(
+                            remaining,
+                            callback=[checkpoint, StopOnRequest(stop), *_as_list(callback)],
+                            reset_num_timesteps=model.iteration == 0,
+                            progress_bar=cfg.progress,
+                        )
                     except (NonFiniteError, WriteError):  # nothing more to save / saving is what failed
                         raise
                     except Exception:
-                        if checkpoint.progress and checkpoint.saved != model.iteration and \
-                                all(rows.rows == model.iteration for rows in checkpoint.progress):
+                        if (
+                            checkpoint.progress
+                            and checkpoint.saved != model.iteration
+                            and all(rows.rows == model.iteration for rows in checkpoint.progress)
+                        ):
                             checkpoint.save()  # the iteration finished: resume continues after it
                         raise
                 if stop.requested and not self.finished:
@@ -192,14 +212,18 @@ class SVPGTrainer:
         configs = []
         for run_dir in run_dirs:
             if not (run_dir / CONFIG_FILE).exists():
-                raise ValueError(f"cannot resume {run_dir}: it has no {CONFIG_FILE} (pass a run folder, runs/<run-name>)")
+                raise ValueError(
+                    f"cannot resume {run_dir}: it has no {CONFIG_FILE} (pass a run folder, runs/<run-name>)"
+                )
             check_writable(run_dir)
             saved = read_json_object(run_dir / CONFIG_FILE, "run config")
             configs.append(dataclass_from_dict(SVPGConfig, saved, f"run config {run_dir / CONFIG_FILE}"))
         config = configs[0]
         for run_dir, other in zip(run_dirs[1:], configs[1:]):
             if replace(other, seed=config.seed, run_name=config.run_name) != config:
-                raise ValueError(f"{run_dir} and {run_dirs[0]} are runs of different configurations: resume them separately")
+                raise ValueError(
+                    f"{run_dir} and {run_dirs[0]} are runs of different configurations: resume them separately"
+                )
         seeds = [c.seed for c in configs]
         if len(set(seeds)) != len(seeds):
             raise ValueError(f"the run folders repeat a seed ({seeds}): pass each seed's folder once")
@@ -210,7 +234,7 @@ class SVPGTrainer:
         try:
             for run_dir in run_dirs:  # before anything in the folders is moved
                 locks.append(RunLock(run_dir).acquire())
-            wanted = None if checkpoint is None else checkpoints.parse_checkpoint(checkpoint)
+            wanted = None if checkpoint is None else checkpoints.parse_checkpoint(str(checkpoint))
             notes: list[str] = []
             points = _find_resume_points(run_dirs, wanted, notes)
             start = points[0].iteration if points else 0
@@ -220,17 +244,23 @@ class SVPGTrainer:
                 if stray:
                     notes.append(f"{prefix}removed {len(stray)} temporary file(s) of an interrupted write")
                 later = checkpoints.files_after(run_dir, start)
-                if later:  # incomplete ones, or later ones when --from chose an earlier checkpoint: kept, out of the way
+                if (
+                    later
+                ):  # incomplete ones, or later ones when --from chose an earlier checkpoint: kept, out of the way
                     aside = checkpoints.set_aside(run_dir, start, later)
                     ProgressCSV.set_aside(run_dir / PROGRESS_FILE, start, aside / PROGRESS_FILE)
-                    notes.append(f"{prefix}moved {len(later)} checkpoint file(s) after iteration {start} "
-                                 f"(and their progress rows) to {aside}")
+                    notes.append(
+                        f"{prefix}moved {len(later)} checkpoint file(s) after iteration {start} "
+                        f"(and their progress rows) to {aside}"
+                    )
             if points:
                 model = SVPG.load_seeds([p.path for p in points], device=config.device, threads=config.threads)
                 trainer = cls(replace(config, env_id=model.config.env_id), run_dirs=run_dirs, seeds=seeds, model=model)
                 if trainer.iterations < start:
-                    raise ValueError(f"{run_dirs[0]} is at iteration {start}; --iterations {trainer.iterations} would "
-                                     f"not extend it (give more, or --from an earlier checkpoint)")
+                    raise ValueError(
+                        f"{run_dirs[0]} is at iteration {start}; --iterations {trainer.iterations} would "
+                        f"not extend it (give more, or --from an earlier checkpoint)"
+                    )
                 for run_dir, point in zip(run_dirs, points):
                     if checkpoints.refresh_model(run_dir, point):
                         notes.append(f"{run_dir / 'model.safetensors'} now holds {point.path.name}")
@@ -268,7 +298,10 @@ def _find_resume_points(run_dirs: list[Path], wanted: int | None, notes: list[st
         notes += [f"{run_dir}: {n}" if len(run_dirs) > 1 else n for n in found]
     common = min(p.iteration for p in points)
     if any(p.iteration != common for p in points):  # a kill between seeds' checkpoints: go back together
-        points = [p if p.iteration == common else
-                  checkpoints.find_resume_point(d, ProgressCSV.count(d / PROGRESS_FILE), common)[0]
-                  for d, p in zip(run_dirs, points)]
+        points = [
+            p
+            if p.iteration == common
+            else checkpoints.find_resume_point(d, ProgressCSV.count(d / PROGRESS_FILE), common)[0]
+            for d, p in zip(run_dirs, points)
+        ]
     return points

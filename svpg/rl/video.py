@@ -1,4 +1,5 @@
 """Render a particle's rollouts to an animated GIF (Pillow, which matplotlib already requires)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -54,6 +55,10 @@ def record_gif(
     if not frames:
         raise ValueError(f"{env_id} produced no frames to record")
     path = Path(path)
-    atomic_write(path, lambda tmp: frames[0].save(tmp, format="GIF", save_all=True, append_images=frames[1:],
-                                                   duration=int(1000 / fps), loop=0, optimize=False))
+    atomic_write(
+        path,
+        lambda tmp: frames[0].save(
+            tmp, format="GIF", save_all=True, append_images=frames[1:], duration=int(1000 / fps), loop=0, optimize=False
+        ),
+    )
     return path, returns

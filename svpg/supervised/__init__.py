@@ -9,8 +9,18 @@ Paper: https://proceedings.mlr.press/v84/zhang18a.html
     model = BayesianRegressor(method="s2vgd", householder=1).fit(data.x, data.y)   # or method="vmg", "bbb", …
     mean, std = model.predict(data.x)
 """
+
 from svpg.supervised.data import Dataset, Standardizer, load_dataset, standard_splits, train_test_splits
 from svpg.supervised.models import BNN_METHODS, METHODS, BayesianClassifier, BayesianRegressor
 
-__all__ = ["BayesianClassifier", "BayesianRegressor", "BNN_METHODS", "Dataset", "METHODS", "Standardizer", "load_dataset", "standard_splits",
-           "train_test_splits"]
+__all__ = [
+    "BayesianClassifier",
+    "BayesianRegressor",
+    "BNN_METHODS",
+    "Dataset",
+    "METHODS",
+    "Standardizer",
+    "load_dataset",
+    "standard_splits",
+    "train_test_splits",
+]

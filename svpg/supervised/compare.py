@@ -14,6 +14,7 @@ Student-t interval, and the splits on which the method is better).
 ``python -m svpg.supervised.compare`` is the former command, kept as a deprecated alias of
 ``python -m svpg.compare`` for supervised runs.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,15 +30,19 @@ from svpg.stats import mean_se, paired_difference
 SPLIT_KEYS = ("protocol", "seed", "test_fraction", "max_train")
 #: (key, column name, short name, scale, digits, higher is better) per task; the first two are paired
 METRICS = {
-    "regression": [("rmse", "test RMSE", "RMSE", 1.0, 3, False), ("test_ll", "test log-likelihood", "LL", 1.0, 3, True)],
-    "classification": [("error", "test error (%)", "error", 100.0, 2, False), ("nll", "test NLL", "NLL", 1.0, 4, False),
-                       ("ece", "ECE", "ECE", 1.0, 4, False)],
+    "regression": [
+        ("rmse", "test RMSE", "RMSE", 1.0, 3, False),
+        ("test_ll", "test log-likelihood", "LL", 1.0, 3, True),
+    ],
+    "classification": [
+        ("error", "test error (%)", "error", 100.0, 2, False),
+        ("nll", "test NLL", "NLL", 1.0, 4, False),
+        ("ece", "ECE", "ECE", 1.0, 4, False),
+    ],
 }
 #: the metrics two runs' rows of one (method, split) must agree on
 RESULT_KEYS = tuple(m[0] for metrics in METRICS.values() for m in metrics)
 TIME_KEY = {"regression": "seconds", "classification": "seconds_per_epoch"}
-
-
 
 
 def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[str, dict[int, dict]], dict[str, str]]:
@@ -52,28 +57,37 @@ def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[str, dict[int, dic
     labels: dict[str, str] = {}
     for run_dir in map(Path, run_dirs):
         if not (run_dir / CONFIG_FILE).exists():
-            raise CompareError(f"{run_dir} is not a supervised run folder (no {CONFIG_FILE}): "
-                               "pass folders written by train.py supervised")
+            raise CompareError(
+                f"{run_dir} is not a supervised run folder (no {CONFIG_FILE}): "
+                "pass folders written by train.py supervised"
+            )
         cfg, built = load_config(run_dir)
-        setting = {"dataset": cfg.dataset, "data": built["data"]["sha256"],
-                   **{k: getattr(cfg, k) for k in SPLIT_KEYS}}
+        setting = {"dataset": cfg.dataset, "data": built["data"]["sha256"], **{k: getattr(cfg, k) for k in SPLIT_KEYS}}
         if shared is None:
             shared, shared_dir = setting, run_dir
         elif setting != shared:
             differs = ", ".join(k for k in setting if setting[k] != shared[k])
-            raise CompareError(f"{run_dir} and {shared_dir} do not fit the same rows ({differs} differ): "
-                               "compare runs of one data set, protocol and seed")
+            raise CompareError(
+                f"{run_dir} and {shared_dir} do not fit the same rows ({differs} differ): "
+                "compare runs of one data set, protocol and seed"
+            )
         finished = read_finished(run_dir, cfg.methods())
         if not any(finished.values()):
-            raise CompareError(f"{run_dir} has no finished split yet: fit it with python train.py supervised --resume {run_dir}")
+            raise CompareError(
+                f"{run_dir} has no finished split yet: fit it with python train.py supervised --resume {run_dir}"
+            )
         for method, rows in finished.items():
             for k, row in rows.items():
                 seen = table.setdefault(method, {}).get(k)
                 if seen is not None and any(not math.isclose(seen[m], row[m]) for m in RESULT_KEYS if m in row):
-                    raise CompareError(f"method {method} split {k} gave different results in two runs "
-                                       "(different options or code): compare runs whose shared methods agree")
+                    raise CompareError(
+                        f"method {method} split {k} gave different results in two runs "
+                        "(different options or code): compare runs whose shared methods agree"
+                    )
                 table[method].setdefault(k, row)
             labels.setdefault(method, method_label(method, cfg))
+    if shared is None:
+        raise CompareError("no run folder given: pass the runs to compare")
     return shared, table, labels
 
 
@@ -82,8 +96,12 @@ def table_task(table: dict[str, dict[int, dict]]) -> str:
     return "regression" if any("rmse" in row for rows in table.values() for row in rows.values()) else "classification"
 
 
-def compare_table(table: dict[str, dict[int, dict]], reference: str, splits: list[int] | None = None,
-                  labels: dict[str, str] | None = None) -> str:
+def compare_table(
+    table: dict[str, dict[int, dict]],
+    reference: str,
+    splits: list[int] | None = None,
+    labels: dict[str, str] | None = None,
+) -> str:
     """The Markdown comparison (see the module docstring)."""
     if reference not in table:
         raise CompareError(f"--reference {reference!r} is in none of the runs: choose one of {', '.join(table)}")
@@ -91,8 +109,14 @@ def compare_table(table: dict[str, dict[int, dict]], reference: str, splits: lis
     task = table_task(table)
     metrics, time_key = METRICS[task], TIME_KEY[task]
     paired = metrics[:2]
-    head = ["method", "splits", *[m[1] for m in metrics], *[f"{m[2]} − {reference} [95 % CI]" for m in paired],
-            f"better on ({' / '.join(m[2] for m in paired)})", f"{time_key.replace('_', ' ')} (median)"]
+    head = [
+        "method",
+        "splits",
+        *[m[1] for m in metrics],
+        *[f"{m[2]} − {reference} [95 % CI]" for m in paired],
+        f"better on ({' / '.join(m[2] for m in paired)})",
+        f"{time_key.replace('_', ' ')} (median)",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     ref = table[reference]
     rows = []
@@ -112,8 +136,11 @@ def compare_table(table: dict[str, dict[int, dict]], reference: str, splits: lis
             a = {k: row[key] * scale for k, row in own.items()}
             b = {k: row[key] * scale for k, row in ref.items() if k in a}
             pairs, mean, lo, hi = paired_difference(a, b)
-            cells.append(f"{mean:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]" if math.isfinite(lo)
-                         else (f"{mean:+.{digits}f}" if pairs else ""))
+            cells.append(
+                f"{mean:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+                if math.isfinite(lo)
+                else (f"{mean:+.{digits}f}" if pairs else "")
+            )
             better.append(str(sum((a[k] > b[k]) if higher else (a[k] < b[k]) for k in b)))
         cells.append(f"{' / '.join(better)} of {pairs}" if better else "")
         cells.append(f"{np.median([row[time_key] for row in own.values()]):.1f}")

@@ -308,6 +308,7 @@ def resolve(cfg: SupervisedConfig, data: Dataset) -> dict:
     when the run has none, so runs of the particle methods resolve as before)."""
     n = len(data.y)
     tuned: dict[str, dict] = {}
+    hidden: tuple[int, ...]
     if data.task == "classification":
         defaults, hidden = CLASSIFICATION_DEFAULTS, (400, 400)
         if data.name in CLASSIFICATION_EPOCHS:
@@ -416,6 +417,7 @@ def split_data(cfg: SupervisedConfig, data: Dataset, k: int) -> tuple[np.ndarray
     """Training and test rows of split k (the official test set if the data have one; else split k of
     --protocol), with at most --max-train training rows, drawn from a stream of their own."""
     if data.y_test is not None:
+        assert data.x_test is not None  # an official test set has both
         x_tr, y_tr, x_te, y_te = data.x, data.y, data.x_test, data.y_test
     else:
         if cfg.protocol == "standard":

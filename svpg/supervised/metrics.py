@@ -3,6 +3,7 @@
 Regression: the particle mixture p(y | x) = (1/M) Σ_m N(y | f_m(x), σ_m²), everything in the
 target's original units. Classification: the mean of the particles' softmax.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -76,6 +77,8 @@ def classification_metrics(y, probs) -> dict[str, float]:
     """Error, NLL and ECE; a label outside the model's classes is a ValueError, not a wrong index."""
     labels, classes = np.asarray(y), np.shape(probs)[1]
     if labels.size and (labels.min() < 0 or labels.max() >= classes):
-        raise ValueError(f"labels must be class indices 0…{classes - 1} (the classes the model was fitted on), "
-                         f"got {labels.min()}…{labels.max()}")
+        raise ValueError(
+            f"labels must be class indices 0…{classes - 1} (the classes the model was fitted on), "
+            f"got {labels.min()}…{labels.max()}"
+        )
     return {"error": error_rate(y, probs), "nll": nll(y, probs), "ece": expected_calibration_error(y, probs)}

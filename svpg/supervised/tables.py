@@ -1,4 +1,5 @@
 """The supervised front end's results table: every test metric as mean ± standard error over splits (:mod:`svpg.stats`)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,10 +26,17 @@ def format_table(results: dict[str, list[dict]], task: str, cfg, title: str = ""
     count = "runs" if task == "classification" else "splits"
     rows = []
     for method, found in results.items():
-        rows.append([method_label(method, cfg), *[cell([r[key] * scale for r in found], digits) for key, _, scale, digits in cols],
-                     len(found), f"{np.median([r[time_col[0]] for r in found]):.2f}"])
+        rows.append(
+            [
+                method_label(method, cfg),
+                *[cell([r[key] * scale for r in found], digits) for key, _, scale, digits in cols],
+                len(found),
+                f"{np.median([r[time_col[0]] for r in found]):.2f}",
+            ]
+        )
     sizes = {len(found) for found in results.values()}
     spread = convention(count, sizes.pop() if len(sizes) == 1 else None)
     head = f"**{title}**\n\n" if title else ""
-    return (head + f"({spread}; {note})\n\n"
-            + markdown_table(["method", *[c[1] for c in cols], count, time_col[1]], rows))
+    return (
+        head + f"({spread}; {note})\n\n" + markdown_table(["method", *[c[1] for c in cols], count, time_col[1]], rows)
+    )

@@ -23,6 +23,7 @@ The package: :mod:`.base` (the interface and the neural agents' schedule), :mod:
 LinUCB), :mod:`.stein` (the particle agents), :mod:`.variational` (the parametric posteriors) and
 :mod:`.registry` (the agents by name, :func:`make_agent`).
 """
+
 from __future__ import annotations
 
 from svpg.bandits.agents.base import UNBOUNDED, Agent, RewardModelAgent
@@ -51,7 +52,27 @@ from svpg.bandits.agents.variational import (
     VariationalThompson,
 )
 
-__all__ = ["UNBOUNDED", "Agent", "RewardModelAgent", "LinUCB", "Uniform", "AGENTS", "DEFAULT_AGENTS", "NEURAL_OPTIONS",
-           "VARIATIONAL_NEURAL", "canonical_name", "make_agent", "S2VGD_STRUCTURE", "STEIN_LR", "STEIN_METHODS",
-           "EpsilonGreedy", "NeuralGreedy", "ParticleRewardModel", "SteinThompson", "VARIATIONAL_LR",
-           "VARIATIONAL_METHODS", "VARIATIONAL_POSTERIOR", "VariationalThompson"]
+__all__ = [
+    "UNBOUNDED",
+    "Agent",
+    "RewardModelAgent",
+    "LinUCB",
+    "Uniform",
+    "AGENTS",
+    "DEFAULT_AGENTS",
+    "NEURAL_OPTIONS",
+    "VARIATIONAL_NEURAL",
+    "canonical_name",
+    "make_agent",
+    "S2VGD_STRUCTURE",
+    "STEIN_LR",
+    "STEIN_METHODS",
+    "EpsilonGreedy",
+    "NeuralGreedy",
+    "ParticleRewardModel",
+    "SteinThompson",
+    "VARIATIONAL_LR",
+    "VARIATIONAL_METHODS",
+    "VARIATIONAL_POSTERIOR",
+    "VariationalThompson",
+]

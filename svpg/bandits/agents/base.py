@@ -1,5 +1,6 @@
 """The agent interface that :func:`svpg.bandits.protocol.play` drives, and the schedule the neural
 agents share (warm-up, training every ``train_every`` rounds on all data so far)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -62,8 +63,19 @@ class RewardModelAgent(Agent):
     mean and standard deviation of all rewards seen so far (which leaves every argmax unchanged).
     """
 
-    def __init__(self, num_actions: int, context_dim: int, *, train_every: int, train_steps: int, batch_size: int,
-                 initial_pulls: int, device: str, name: str | None, problems: list[str] | None = None):
+    def __init__(
+        self,
+        num_actions: int,
+        context_dim: int,
+        *,
+        train_every: int,
+        train_steps: int,
+        batch_size: int,
+        initial_pulls: int,
+        device: str,
+        name: str | None,
+        problems: list[str] | None = None,
+    ):
         super().__init__(num_actions, context_dim, name)
         problems = list(problems or [])
         for key, value in (("train_every", train_every), ("train_steps", train_steps), ("batch_size", batch_size)):
@@ -134,5 +146,9 @@ class RewardModelAgent(Agent):
         raise NotImplementedError
 
     def hyperparameters(self) -> dict:
-        return {"train_every": self.train_every, "train_steps": self.train_steps, "batch_size": self.batch_size,
-                "initial_pulls": self.initial_pulls}
+        return {
+            "train_every": self.train_every,
+            "train_steps": self.train_steps,
+            "batch_size": self.batch_size,
+            "initial_pulls": self.initial_pulls,
+        }

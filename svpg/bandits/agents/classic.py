@@ -1,4 +1,5 @@
 """Agents without a neural network: a uniformly random arm and LinUCB."""
+
 from __future__ import annotations
 
 import math
@@ -45,8 +46,15 @@ class LinUCB(Agent):
 
     name = "linucb"
 
-    def __init__(self, num_actions: int, context_dim: int, alpha: float = 1.0, reg: float = 1.0, seed: int = 0,
-                 name: str | None = None):
+    def __init__(
+        self,
+        num_actions: int,
+        context_dim: int,
+        alpha: float = 1.0,
+        reg: float = 1.0,
+        seed: int = 0,
+        name: str | None = None,
+    ):
         super().__init__(num_actions, context_dim, name)
         if not alpha >= 0:
             raise ValueError(f"linucb: alpha must be ≥ 0, got {alpha}")

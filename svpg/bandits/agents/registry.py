@@ -1,5 +1,6 @@
 """The agents by name: descriptions, the default list, and :func:`make_agent`, which builds one from
 a name and a dict of options."""
+
 from __future__ import annotations
 
 from svpg.bandits.agents.base import Agent
@@ -22,13 +23,37 @@ AGENTS = {
     "uniform": "a uniformly random arm (the normalisation reference, = 100)",
 }
 DEFAULT_AGENTS = ("s2vgd", "svgd", "neural-greedy", "eps-greedy-0.01", "eps-greedy-0.03", "linucb", "uniform")
-NEURAL_OPTIONS = ("hidden", "activation", "prior", "prior_a", "prior_b", "noise_a", "noise_b", "optimizer", "lr",
-                  "train_every", "train_steps", "batch_size", "initial_pulls", "device", "kernel")
+NEURAL_OPTIONS = (
+    "hidden",
+    "activation",
+    "prior",
+    "prior_a",
+    "prior_b",
+    "noise_a",
+    "noise_b",
+    "optimizer",
+    "lr",
+    "train_every",
+    "train_steps",
+    "batch_size",
+    "initial_pulls",
+    "device",
+    "kernel",
+)
 
 
 # the neural options that the variational agents share with the Stein agents (not their prior, optimizer or kernel)
-VARIATIONAL_NEURAL = ("hidden", "activation", "noise_a", "noise_b", "train_every", "train_steps", "batch_size",
-                      "initial_pulls", "device")
+VARIATIONAL_NEURAL = (
+    "hidden",
+    "activation",
+    "noise_a",
+    "noise_b",
+    "train_every",
+    "train_steps",
+    "batch_size",
+    "initial_pulls",
+    "device",
+)
 
 
 def canonical_name(name: str) -> str:
@@ -47,7 +72,9 @@ def _parse_epsilon(key: str) -> float:
     try:
         eps = float(text)
     except ValueError:
-        raise ValueError(f"unknown agent {key!r}: ε-greedy agents are named eps-greedy-<ε>, e.g. eps-greedy-0.01") from None
+        raise ValueError(
+            f"unknown agent {key!r}: ε-greedy agents are named eps-greedy-<ε>, e.g. eps-greedy-0.01"
+        ) from None
     if not 0 <= eps <= 1:
         raise ValueError(f"agent {key!r}: ε must lie in [0, 1], got {eps}")
     return eps
@@ -66,8 +93,11 @@ def make_agent(name: str, num_actions: int, context_dim: int, seed: int = 0, **o
     key = canonical_name(name)
     neural = {k: v for k, v in options.items() if k in NEURAL_OPTIONS}
     if key in STEIN_METHODS:
-        extra = {k: options[k] for k in ("num_particles", "householder", "structural_output", "structural_lr_scale")
-                 if k in options}
+        extra = {
+            k: options[k]
+            for k in ("num_particles", "householder", "structural_output", "structural_lr_scale")
+            if k in options
+        }
         own_lr = options.get(f"{key}_lr")  # a per-method learning rate (tuned separately), else the shared lr
         if own_lr:
             neural["lr"] = float(own_lr)
@@ -80,10 +110,16 @@ def make_agent(name: str, num_actions: int, context_dim: int, seed: int = 0, **o
         own = {k: v for k, v in neural.items() if k in VARIATIONAL_NEURAL}
         # the family's own posterior options (bbb's prior is "mixture" | "gaussian", not the Stein agents' --prior)
         own.update({k: options[k] for k in posterior_options(key) if k in options and k not in NEURAL_OPTIONS})
-        own["lr"] = options.get("variational_lr") or None      # 0 / None: the agent's tuned rate
+        own["lr"] = options.get("variational_lr") or None  # 0 / None: the agent's tuned rate
         return VariationalThompson(num_actions, context_dim, method=key, seed=seed, **own)
     if key == "linucb":
-        return LinUCB(num_actions, context_dim, alpha=options.get("linucb_alpha", 1.0), reg=options.get("linucb_reg", 1.0), seed=seed)
+        return LinUCB(
+            num_actions,
+            context_dim,
+            alpha=options.get("linucb_alpha", 1.0),
+            reg=options.get("linucb_reg", 1.0),
+            seed=seed,
+        )
     if key == "uniform":
         return Uniform(num_actions, context_dim, seed=seed)
     raise ValueError(f"unknown agent {name!r}: choose from {', '.join(AGENTS)}")

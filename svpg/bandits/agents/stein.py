@@ -1,5 +1,6 @@
 """The particle agents: Stein Thompson sampling (Algorithm 1 of S²VGD) and the neural greedy and
 ε-greedy baselines of its §5.3, M reward networks as one particle tensor moved by SVGD."""
+
 from __future__ import annotations
 
 from typing import TypedDict, cast
@@ -35,22 +36,51 @@ class ParticleRewardModel(RewardModelAgent):
     ``structure/min_householder_norm``).
     """
 
-    def __init__(self, num_actions: int, context_dim: int, *, num_particles: int, spec: NetworkSpec,
-                 kernel="median", optimizer: str = "adam", lr: float = 3e-3, train_every: int = 50,
-                 train_steps: int = 10, batch_size: int = 64, initial_pulls: int = 2, noise_a: float = 1.0,
-                 noise_b: float = 0.1, structural_lr_scale: float = 1.0, seed: int = 0, device: str = "cpu",
-                 name: str | None = None):
+    def __init__(
+        self,
+        num_actions: int,
+        context_dim: int,
+        *,
+        num_particles: int,
+        spec: NetworkSpec,
+        kernel="median",
+        optimizer: str = "adam",
+        lr: float = 3e-3,
+        train_every: int = 50,
+        train_steps: int = 10,
+        batch_size: int = 64,
+        initial_pulls: int = 2,
+        noise_a: float = 1.0,
+        noise_b: float = 0.1,
+        structural_lr_scale: float = 1.0,
+        seed: int = 0,
+        device: str = "cpu",
+        name: str | None = None,
+    ):
         problems = []
         if int(num_particles) < 1:
             problems.append(f"num_particles must be ≥ 1, got {num_particles}")
         if not structural_lr_scale > 0:
             problems.append(f"structural_lr_scale must be > 0, got {structural_lr_scale}")
         if not (noise_a > 0 and noise_b > 0):
-            problems.append(f"noise_a and noise_b (Inv-Gamma prior of the noise variance) must be > 0, got {noise_a}, {noise_b}")
+            problems.append(
+                f"noise_a and noise_b (Inv-Gamma prior of the noise variance) must be > 0, got {noise_a}, {noise_b}"
+            )
         if spec.sizes[0] != context_dim or spec.sizes[-1] != num_actions:
-            problems.append(f"network sizes {spec.sizes} must start at context_dim={context_dim} and end at num_actions={num_actions}")
-        super().__init__(num_actions, context_dim, train_every=train_every, train_steps=train_steps,
-                         batch_size=batch_size, initial_pulls=initial_pulls, device=device, name=name, problems=problems)
+            problems.append(
+                f"network sizes {spec.sizes} must start at context_dim={context_dim} and end at num_actions={num_actions}"
+            )
+        super().__init__(
+            num_actions,
+            context_dim,
+            train_every=train_every,
+            train_steps=train_steps,
+            batch_size=batch_size,
+            initial_pulls=initial_pulls,
+            device=device,
+            name=name,
+            problems=problems,
+        )
         self.num_particles, self.spec = int(num_particles), spec
         self.noise_a, self.noise_b = float(noise_a), float(noise_b)
         self.lr, self.optimizer_name, self.kernel_spec = float(lr), optimizer, kernel
@@ -66,7 +96,9 @@ class ParticleRewardModel(RewardModelAgent):
         self.layout.get(theta, "noise.log_var").zero_()  # σ² = 1 in standardised reward units
         self.theta = theta.requires_grad_(True)
         structural = self.net.structural_blocks()
-        step_scale = None  # Λ and Householder vectors may step slower than C and b (docs/bandits.md, "Defaults and why")
+        step_scale = (
+            None  # Λ and Householder vectors may step slower than C and b (docs/bandits.md, "Defaults and why")
+        )
         if structural and self.structural_lr_scale != 1.0:
             step_scale = self.layout.per_coordinate(dict.fromkeys(structural, self.structural_lr_scale))
         self.svgd = SVGD(self.theta, kernel, optimizer, lr, step_scale=step_scale, network=self.net)
@@ -87,7 +119,9 @@ class ParticleRewardModel(RewardModelAgent):
     def choose(self, values: torch.Tensor, n: int) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def log_posterior(self, theta: torch.Tensor, x: torch.Tensor, a: torch.Tensor, y: torch.Tensor, n: int) -> torch.Tensor:
+    def log_posterior(
+        self, theta: torch.Tensor, x: torch.Tensor, a: torch.Tensor, y: torch.Tensor, n: int
+    ) -> torch.Tensor:
         """The SVGD target of every particle on a minibatch (see the class docstring): (M,)."""
         m, b = theta.shape[0], x.shape[0]
         pred = self.net.forward(self.net.weights(theta), x.unsqueeze(0).expand(m, -1, -1))  # (M, B, K)
@@ -102,7 +136,7 @@ class ParticleRewardModel(RewardModelAgent):
         n = self.size
         x_all, a_all, y_all = self.data()
         terms = None
-        householder_norms: list[torch.Tensor | None] = []   # each set: the SVGD holds the network
+        householder_norms: list[torch.Tensor | None] = []  # each set: the SVGD holds the network
         for _ in range(self.train_steps):
             idx = torch.randint(0, n, (self.batch_size,), generator=self.minibatch_generator, device=self.device)
             logp = self.log_posterior(self.theta, x_all[idx], a_all[idx], y_all[idx], n)
@@ -120,26 +154,58 @@ class ParticleRewardModel(RewardModelAgent):
 
     def hyperparameters(self) -> dict:
         return {
-            "num_particles": self.num_particles, "hidden": list(self.spec.sizes[1:-1]), "activation": self.spec.activation,
-            "householder": self.spec.householder, "learn_scales": self.spec.learn_scales, "prior": self.spec.prior,
-            "prior_a": self.spec.prior_a, "prior_b": self.spec.prior_b, "noise_a": self.noise_a, "noise_b": self.noise_b,
-            "kernel": str(self.kernel_spec), "optimizer": self.optimizer_name, "lr": self.lr, "train_every": self.train_every,
-            "train_steps": self.train_steps, "batch_size": self.batch_size, "initial_pulls": self.initial_pulls,
-            "structural_output": self.spec.structural_output, "structural_lr_scale": self.structural_lr_scale,
+            "num_particles": self.num_particles,
+            "hidden": list(self.spec.sizes[1:-1]),
+            "activation": self.spec.activation,
+            "householder": self.spec.householder,
+            "learn_scales": self.spec.learn_scales,
+            "prior": self.spec.prior,
+            "prior_a": self.spec.prior_a,
+            "prior_b": self.spec.prior_b,
+            "noise_a": self.noise_a,
+            "noise_b": self.noise_b,
+            "kernel": str(self.kernel_spec),
+            "optimizer": self.optimizer_name,
+            "lr": self.lr,
+            "train_every": self.train_every,
+            "train_steps": self.train_steps,
+            "batch_size": self.batch_size,
+            "initial_pulls": self.initial_pulls,
+            "structural_output": self.spec.structural_output,
+            "structural_lr_scale": self.structural_lr_scale,
         }
 
 
-def _spec(context_dim, num_actions, hidden, activation, householder, learn_scales, prior, prior_a, prior_b,
-          structural_output=True) -> NetworkSpec:
-    return NetworkSpec((context_dim, *tuple(hidden), num_actions), activation=activation, householder=householder,
-                       learn_scales=learn_scales, prior=prior, prior_a=prior_a, prior_b=prior_b,
-                       structural_output=structural_output)
+def _spec(
+    context_dim,
+    num_actions,
+    hidden,
+    activation,
+    householder,
+    learn_scales,
+    prior,
+    prior_a,
+    prior_b,
+    structural_output=True,
+) -> NetworkSpec:
+    return NetworkSpec(
+        (context_dim, *tuple(hidden), num_actions),
+        activation=activation,
+        householder=householder,
+        learn_scales=learn_scales,
+        prior=prior,
+        prior_a=prior_a,
+        prior_b=prior_b,
+        structural_output=structural_output,
+    )
 
 
 # Settings of the Stein agents chosen on mushroom tuning seeds 100–102 at the full 50,000 rounds, each
 # method its own best (docs/bandits.md, "Defaults and why"); the greedy agents keep ParticleRewardModel's 3e-3.
 STEIN_METHODS = ("s2vgd", "svgd")  # the SVGD-trained agents (SteinThompson's method)
 STEIN_LR = {"s2vgd": 1e-3, "svgd": 1e-3}
+
+
 # s2vgd: K = 2 reflections, structural hidden layer, plain output layer (the output's 2-D reflection
 # mixes the arms), Λ and Householder vectors stepping at 0.1 × lr
 class S2VGDStructure(TypedDict):
@@ -171,24 +237,57 @@ class SteinThompson(ParticleRewardModel):
     See :class:`ParticleRewardModel` for the training parameters.
     """
 
-    def __init__(self, num_actions: int, context_dim: int, method: str = "s2vgd", num_particles: int = 20,
-                 householder: int = S2VGD_STRUCTURE["householder"], hidden=(50,), activation: str = "relu",
-                 prior: str = "mvg", prior_a: float = 1.0, prior_b: float = 0.1,
-                 structural_output: bool = S2VGD_STRUCTURE["structural_output"],
-                 structural_lr_scale: float = S2VGD_STRUCTURE["structural_lr_scale"], seed: int = 0,
-                 name: str | None = None, lr: float | None = None, **training):
+    def __init__(
+        self,
+        num_actions: int,
+        context_dim: int,
+        method: str = "s2vgd",
+        num_particles: int = 20,
+        householder: int = S2VGD_STRUCTURE["householder"],
+        hidden=(50,),
+        activation: str = "relu",
+        prior: str = "mvg",
+        prior_a: float = 1.0,
+        prior_b: float = 0.1,
+        structural_output: bool = S2VGD_STRUCTURE["structural_output"],
+        structural_lr_scale: float = S2VGD_STRUCTURE["structural_lr_scale"],
+        seed: int = 0,
+        name: str | None = None,
+        lr: float | None = None,
+        **training,
+    ):
         if method not in STEIN_METHODS:
             raise ValueError(f"SteinThompson: method must be one of {', '.join(STEIN_METHODS)}, got {method!r}")
         if method == "s2vgd" and householder < 1:
-            raise ValueError("SteinThompson: s2vgd needs householder K ≥ 1 (K = 0 with learned scales is the diagonal MVG)")
+            raise ValueError(
+                "SteinThompson: s2vgd needs householder K ≥ 1 (K = 0 with learned scales is the diagonal MVG)"
+            )
         self.method = method
         structural = method == "s2vgd"
         # plain SVGD has no structure: K = 0, Λ = I, every layer plain, no structural step scale
-        spec = _spec(context_dim, num_actions, hidden, activation, householder if structural else 0, structural,
-                     prior, prior_a, prior_b, structural_output or not structural)
-        super().__init__(num_actions, context_dim, num_particles=num_particles, spec=spec, seed=seed,
-                         name=name or method, lr=STEIN_LR[method] if lr is None else lr,
-                         structural_lr_scale=structural_lr_scale if structural else 1.0, **training)
+        spec = _spec(
+            context_dim,
+            num_actions,
+            hidden,
+            activation,
+            householder if structural else 0,
+            structural,
+            prior,
+            prior_a,
+            prior_b,
+            structural_output or not structural,
+        )
+        super().__init__(
+            num_actions,
+            context_dim,
+            num_particles=num_particles,
+            spec=spec,
+            seed=seed,
+            name=name or method,
+            lr=STEIN_LR[method] if lr is None else lr,
+            structural_lr_scale=structural_lr_scale if structural else 1.0,
+            **training,
+        )
 
     def choose(self, values, n):
         particle = torch.as_tensor(self.rng.integers(0, self.num_particles, size=n), device=values.device)
@@ -208,9 +307,20 @@ class NeuralGreedy(ParticleRewardModel):
     :param epsilon: probability of playing a uniformly random arm instead (ε-greedy).
     """
 
-    def __init__(self, num_actions: int, context_dim: int, epsilon: float = 0.0, hidden=(50,),
-                 activation: str = "relu", prior: str = "mvg", prior_a: float = 1.0, prior_b: float = 0.1,
-                 seed: int = 0, name: str | None = None, **training):
+    def __init__(
+        self,
+        num_actions: int,
+        context_dim: int,
+        epsilon: float = 0.0,
+        hidden=(50,),
+        activation: str = "relu",
+        prior: str = "mvg",
+        prior_a: float = 1.0,
+        prior_b: float = 0.1,
+        seed: int = 0,
+        name: str | None = None,
+        **training,
+    ):
         if not 0 <= epsilon <= 1:
             raise ValueError(f"epsilon must lie in [0, 1], got {epsilon}")
         self.epsilon = float(epsilon)
@@ -218,7 +328,9 @@ class NeuralGreedy(ParticleRewardModel):
         training.pop("householder", None)
         spec = _spec(context_dim, num_actions, hidden, activation, 0, False, prior, prior_a, prior_b)
         default = "neural-greedy" if epsilon == 0 else f"eps-greedy-{epsilon:g}"
-        super().__init__(num_actions, context_dim, num_particles=1, spec=spec, seed=seed, name=name or default, **training)
+        super().__init__(
+            num_actions, context_dim, num_particles=1, spec=spec, seed=seed, name=name or default, **training
+        )
 
     def choose(self, values, n):
         greedy = values[0].argmax(1).cpu().numpy()

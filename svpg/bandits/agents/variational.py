@@ -1,5 +1,6 @@
 """Thompson sampling from the parametric posteriors of :mod:`svpg.core.variational` (Bayes by Backprop,
 the variational matrix Gaussian, Kronecker flows, BADAM)."""
+
 from __future__ import annotations
 
 import torch
@@ -48,28 +49,56 @@ class VariationalThompson(RewardModelAgent):
         those of ``VARIATIONAL_POSTERIOR``).
     """
 
-    def __init__(self, num_actions: int, context_dim: int, method: str = "bbb", hidden=(50,), activation: str = "relu",
-                 lr: float | None = None, noise_a: float = 1.0, noise_b: float = 0.1, train_every: int = 50,
-                 train_steps: int = 10, batch_size: int = 64, initial_pulls: int = 2, seed: int = 0,
-                 device: str = "cpu", name: str | None = None, **family_options):
+    def __init__(
+        self,
+        num_actions: int,
+        context_dim: int,
+        method: str = "bbb",
+        hidden=(50,),
+        activation: str = "relu",
+        lr: float | None = None,
+        noise_a: float = 1.0,
+        noise_b: float = 0.1,
+        train_every: int = 50,
+        train_steps: int = 10,
+        batch_size: int = 64,
+        initial_pulls: int = 2,
+        seed: int = 0,
+        device: str = "cpu",
+        name: str | None = None,
+        **family_options,
+    ):
         if method not in VARIATIONAL_METHODS:
-            raise ValueError(f"VariationalThompson: method must be one of {', '.join(VARIATIONAL_METHODS)}, got {method!r}")
+            raise ValueError(
+                f"VariationalThompson: method must be one of {', '.join(VARIATIONAL_METHODS)}, got {method!r}"
+            )
         lr = VARIATIONAL_LR[method] if lr is None else float(lr)
         problems = []
         if not lr > 0:
             problems.append(f"lr must be > 0, got {lr}")
         if not (noise_a > 0 and noise_b > 0):
-            problems.append(f"noise_a and noise_b (Inv-Gamma prior of the noise variance) must be > 0, got {noise_a}, {noise_b}")
-        super().__init__(num_actions, context_dim, train_every=train_every, train_steps=train_steps,
-                         batch_size=batch_size, initial_pulls=initial_pulls, device=device, name=name or method,
-                         problems=problems)
+            problems.append(
+                f"noise_a and noise_b (Inv-Gamma prior of the noise variance) must be > 0, got {noise_a}, {noise_b}"
+            )
+        super().__init__(
+            num_actions,
+            context_dim,
+            train_every=train_every,
+            train_steps=train_steps,
+            batch_size=batch_size,
+            initial_pulls=initial_pulls,
+            device=device,
+            name=name or method,
+            problems=problems,
+        )
         self.method, self.lr, self.noise_a, self.noise_b = method, lr, float(noise_a), float(noise_b)
         self.hidden, self.activation = tuple(int(h) for h in hidden), activation
         # initialised on the CPU whatever the device, so that a CUDA agent starts from the same weights
         init = torch_generator(seed, "agent", self.name, "init")
         family_options = {**VARIATIONAL_POSTERIOR.get(method, {}), **family_options}
-        self.posterior = make_posterior(method, (context_dim, *self.hidden, num_actions), activation, generator=init,
-                                        **family_options).to(self.device)
+        self.posterior = make_posterior(
+            method, (context_dim, *self.hidden, num_actions), activation, generator=init, **family_options
+        ).to(self.device)
         self.log_var = torch.zeros(1, device=self.device, requires_grad=True)  # σ² = 1 in standardised reward units
         self.optimizer = torch.optim.Adam([*self.posterior.parameters(), self.log_var], lr)
         self.act_generator = torch_generator(seed, "agent", self.name, "act", device=self.device)
@@ -89,7 +118,7 @@ class VariationalThompson(RewardModelAgent):
     def loss(self, x: torch.Tensor, a: torch.Tensor, y: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The minibatch objective of the class docstring and its R term."""
         g, b = self.minibatch_generator, x.shape[0]
-        pred = self.posterior.train_forward(x, 1, g)                          # (S, B, K)
+        pred = self.posterior.train_forward(x, 1, g)  # (S, B, K)
         pred_a = pred.gather(2, a.view(1, b, 1).expand(pred.shape[0], b, 1)).squeeze(2)
         loglik = gaussian_log_prob(y, pred_a, log_var=self.log_var)
         reg = self.posterior.regulariser(g)
@@ -111,10 +140,20 @@ class VariationalThompson(RewardModelAgent):
             # data-set size), not Adam steps × batch size, which grows without the data and shrinks the variance
             self.posterior.observe_step(self.optimizer, n, data_size=n)
         self.trainings += 1
-        return {"train/loss": loss.detach(), "train/regulariser": reg.detach(),
-                "train/noise_std": torch.exp(0.5 * self.log_var.detach()[0])}
+        return {
+            "train/loss": loss.detach(),
+            "train/regulariser": reg.detach(),
+            "train/noise_std": torch.exp(0.5 * self.log_var.detach()[0]),
+        }
 
     def hyperparameters(self) -> dict:
-        return {"method": self.method, "hidden": list(self.hidden), "activation": self.activation, "lr": self.lr,
-                "noise_a": self.noise_a, "noise_b": self.noise_b, **super().hyperparameters(),
-                **self.posterior.options}
+        return {
+            "method": self.method,
+            "hidden": list(self.hidden),
+            "activation": self.activation,
+            "lr": self.lr,
+            "noise_a": self.noise_a,
+            "noise_b": self.noise_b,
+            **super().hyperparameters(),
+            **self.posterior.options,
+        }

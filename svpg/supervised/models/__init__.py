@@ -71,6 +71,19 @@ from svpg.supervised.models.methods import (
 )
 from svpg.supervised.models.objective import Objective, row_log_likelihood, shared_objective
 
-__all__ = ["BayesianClassifier", "BayesianRegressor", "BNN_METHODS", "METHODS", "PARTICLE_METHODS", "LR_SCHEDULES",
-           "POSTERIOR_OPTIONS", "NOISE_PRIORS", "NOISE_POSTERIORS", "POLYAK", "FOREACH", "Objective",
-           "row_log_likelihood", "shared_objective"]
+__all__ = [
+    "BayesianClassifier",
+    "BayesianRegressor",
+    "BNN_METHODS",
+    "METHODS",
+    "PARTICLE_METHODS",
+    "LR_SCHEDULES",
+    "POSTERIOR_OPTIONS",
+    "NOISE_PRIORS",
+    "NOISE_POSTERIORS",
+    "POLYAK",
+    "FOREACH",
+    "Objective",
+    "row_log_likelihood",
+    "shared_objective",
+]

@@ -1,5 +1,6 @@
 """The scikit-learn style estimators ``BayesianRegressor`` and ``BayesianClassifier``: parameters, data
 handling, prediction, evaluation, save and load; training is their posterior's (:mod:`.posteriors`)."""
+
 from __future__ import annotations
 
 import functools
@@ -28,17 +29,23 @@ from svpg.supervised.models.posteriors import _Particles, _Variational
 
 
 def _renamed_particles(n_particles: int, stacklevel: int) -> int:
-    warnings.warn("n_particles is now called num_particles, as everywhere else in svpg; n_particles will be removed",
-                  FutureWarning, stacklevel=stacklevel + 1)
+    warnings.warn(
+        "n_particles is now called num_particles, as everywhere else in svpg; n_particles will be removed",
+        FutureWarning,
+        stacklevel=stacklevel + 1,
+    )
     return n_particles
 
 
 def _in_threads(method):
     """Run an estimator method on the estimator's torch CPU threads; the caller's count is restored."""
+
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
         if self.threads is not None and not (isinstance(self.threads, int) and self.threads >= 1):
-            raise ValueError(f"threads must be a positive integer (or None for the caller's setting), got {self.threads!r}")
+            raise ValueError(
+                f"threads must be a positive integer (or None for the caller's setting), got {self.threads!r}"
+            )
         with torch_threads(self.threads):
             return method(self, *args, **kwargs)
 
@@ -157,9 +164,30 @@ class _BayesianNN:
     # ---------------------------------------------------------------------------- parameters
 
     _PARAMS: tuple[str, ...] = (
-        "method", "num_particles", "householder", "hidden", "activation", "prior_a", "prior_b", "kernel",
-        "optimizer", "lr", "lr_schedule", "epochs", "batch_size", "validation_fraction", "eval_every", "seed", "device",
-        "progress", "compile", "threads", "samples", "predict_samples", "posterior_options", "noise_prior",
+        "method",
+        "num_particles",
+        "householder",
+        "hidden",
+        "activation",
+        "prior_a",
+        "prior_b",
+        "kernel",
+        "optimizer",
+        "lr",
+        "lr_schedule",
+        "epochs",
+        "batch_size",
+        "validation_fraction",
+        "eval_every",
+        "seed",
+        "device",
+        "progress",
+        "compile",
+        "threads",
+        "samples",
+        "predict_samples",
+        "posterior_options",
+        "noise_prior",
     )
 
     def get_params(self, deep: bool = True) -> dict:
@@ -193,8 +221,12 @@ class _BayesianNN:
     def noise_prior_(self) -> tuple[float, float]:
         """(a, b) of the Gamma prior of the regression noise precision."""
         if self.noise_prior is not None:
-            return cast("tuple[float, float]", tuple(self.noise_prior))   # two numbers: _validate_params checks
-        return NOISE_PRIORS.get(self.method, (self.prior_a, self.prior_b)) if self.variational else (self.prior_a, self.prior_b)
+            return cast("tuple[float, float]", tuple(self.noise_prior))  # two numbers: _validate_params checks
+        return (
+            NOISE_PRIORS.get(self.method, (self.prior_a, self.prior_b))
+            if self.variational
+            else (self.prior_a, self.prior_b)
+        )
 
     def _validate_params(self) -> None:
         problems = []
@@ -207,13 +239,17 @@ class _BayesianNN:
         if not self.hidden or min(self.hidden) < 1:
             problems.append(f"hidden needs positive widths, got {self.hidden}")
         if self.epochs < 1 or self.batch_size < 1 or self.eval_every < 1:
-            problems.append(f"epochs, batch_size and eval_every must be ≥ 1, got {self.epochs}, {self.batch_size}, {self.eval_every}")
+            problems.append(
+                f"epochs, batch_size and eval_every must be ≥ 1, got {self.epochs}, {self.batch_size}, {self.eval_every}"
+            )
         if not self.lr > 0:
             problems.append(f"lr must be > 0, got {self.lr}")
         if self.optimizer not in OPTIMIZERS:
             problems.append(f"optimizer {self.optimizer!r}: choose from {', '.join(OPTIMIZERS)}")
         elif self.method == "badam" and self.optimizer != "adam":
-            problems.append(f"badam reads its posterior off Adam's moments: use optimizer='adam', not {self.optimizer!r}")
+            problems.append(
+                f"badam reads its posterior off Adam's moments: use optimizer='adam', not {self.optimizer!r}"
+            )
         if self.lr_schedule not in LR_SCHEDULES:
             problems.append(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}, got {self.lr_schedule!r}")
         if not 0 <= self.validation_fraction < 1:
@@ -223,8 +259,10 @@ class _BayesianNN:
         if self.method in FAMILIES:
             unknown = sorted(set(self.posterior_options_()) - set(posterior_options(self.method)))
             if unknown:
-                problems.append(f"posterior_options {unknown} are not options of {self.method}; it takes "
-                                f"{', '.join(posterior_options(self.method))}")
+                problems.append(
+                    f"posterior_options {unknown} are not options of {self.method}; it takes "
+                    f"{', '.join(posterior_options(self.method))}"
+                )
         if self.noise_prior is not None and not (len(self.noise_prior) == 2 and min(self.noise_prior) > 0):
             problems.append(f"noise_prior must be two positive numbers (a, b) of a Gamma prior, got {self.noise_prior}")
         if problems:
@@ -240,7 +278,9 @@ class _BayesianNN:
         posterior = self.__dict__.get("posterior_")
         if isinstance(posterior, _Particles):
             return posterior
-        raise AttributeError(f"a fitted particle method ({', '.join(PARTICLE_METHODS)}) has particles; this is {self.method!r}")
+        raise AttributeError(
+            f"a fitted particle method ({', '.join(PARTICLE_METHODS)}) has particles; this is {self.method!r}"
+        )
 
     # the particle methods' network, as attributes of the estimator
     theta_ = property(lambda self: self._particles().theta, doc="the (M, D) particles")
@@ -274,7 +314,9 @@ class _BayesianNN:
 
     def _check_fitted(self) -> None:
         if "posterior_" not in self.__dict__:
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit(X, y) first or load() a saved model")
+            raise RuntimeError(
+                f"this {type(self).__name__} is not fitted yet; call fit(X, y) first or load() a saved model"
+            )
 
     def _split_validation(self, x, y, x_val, y_val):
         if x_val is not None:
@@ -372,17 +414,22 @@ class BayesianRegressor(_BayesianNN):
         s = self.posterior_.log_noise_precision()
         if self.posterior_.shared_noise:
             mse = ((y_val - f) ** 2).mean().clamp_min(1e-8).expand_as(s)
+
             def ll(s_):
                 return gaussian_log_prob(y_val, f, log_var=-s_[:, None]).sum()
         else:
             mse = ((y_val - f) ** 2).mean(1).clamp_min(1e-8)
+
             def ll(s_):
                 return gaussian_log_prob(y_val, f, log_var=-s_[:, None]).sum(1)
+
         s_hat = -torch.log(mse)
         self.posterior_.set_log_noise_precision(torch.where(ll(s_hat) > ll(s), s_hat, s))
 
     @_in_threads
-    def fit(self, X, y, X_val=None, y_val=None, callback: Callable[[int, dict], None] | None = None) -> BayesianRegressor:
+    def fit(
+        self, X, y, X_val=None, y_val=None, callback: Callable[[int, dict], None] | None = None
+    ) -> BayesianRegressor:
         """Train on (X, y); validation rows are ``(X_val, y_val)`` or carved from X (``validation_fraction``).
 
         :param callback: called as ``callback(epoch, scalars)`` after every epoch (e.g. TensorBoard).
@@ -394,8 +441,10 @@ class BayesianRegressor(_BayesianNN):
         self.y_scaler_ = Standardizer.fit(y_fit[:, None])
         self.n_features_in_ = x.shape[1]
         self._build(x.shape[1], 1)
+
         def t(a):
             return torch.as_tensor(a, dtype=torch.float32, device=self.device)
+
         xs, ys = t(self.x_scaler_.transform(x_fit)), t(self.y_scaler_.transform(y_fit[:, None])[:, 0])
         if x_val is not None:
             xv, yv = t(self.x_scaler_.transform(x_val)), t(self.y_scaler_.transform(y_val_[:, None])[:, 0])
@@ -448,8 +497,13 @@ class BayesianRegressor(_BayesianNN):
     def _state(self):
         def d(a):
             return torch.as_tensor(np.asarray(a), dtype=torch.float64)
-        tensors = {"x_mean": d(self.x_scaler_.mean), "x_std": d(self.x_scaler_.std),
-                   "y_mean": d(self.y_scaler_.mean), "y_std": d(self.y_scaler_.std)}
+
+        tensors = {
+            "x_mean": d(self.x_scaler_.mean),
+            "x_std": d(self.x_scaler_.std),
+            "y_mean": d(self.y_scaler_.mean),
+            "y_std": d(self.y_scaler_.std),
+        }
         return tensors, {"n_features": self.n_features_in_}
 
     def _restore(self, tensors, meta):
@@ -478,8 +532,15 @@ class BayesianClassifier(_BayesianNN):
     _kind = "bnn-classifier"
     _task = "classification"
 
-    def __init__(self, method: str = "s2vgd", num_particles: int = 10, householder: int = 1,
-                 hidden: tuple[int, ...] = (400, 400), *args, **kwargs):
+    def __init__(
+        self,
+        method: str = "s2vgd",
+        num_particles: int = 10,
+        householder: int = 1,
+        hidden: tuple[int, ...] = (400, 400),
+        *args,
+        **kwargs,
+    ):
         kwargs.setdefault("epochs", 20)
         # 20 draws: a 784-400-400-10 network's predictive over 100 draws costs ~10× an SVGD epoch's evaluation
         kwargs.setdefault("predict_samples", 20)
@@ -494,7 +555,9 @@ class BayesianClassifier(_BayesianNN):
         return float(logp.gather(1, y_val[:, None])[:, 0].mean())
 
     @_in_threads
-    def fit(self, X, y, X_val=None, y_val=None, callback: Callable[[int, dict], None] | None = None) -> BayesianClassifier:
+    def fit(
+        self, X, y, X_val=None, y_val=None, callback: Callable[[int, dict], None] | None = None
+    ) -> BayesianClassifier:
         """Train on (X, y) with labels 0..C−1; validation as for :meth:`BayesianRegressor.fit`."""
         self._validate_params()
         x, y = check_xy(X, y, self._task)
@@ -503,8 +566,10 @@ class BayesianClassifier(_BayesianNN):
         self.n_classes_ = int(max(y.max(), y_val_.max() if y_val_ is not None else 0)) + 1
         self.classes_ = np.arange(self.n_classes_)
         self._build(x.shape[1], self.n_classes_)
+
         def t(a, dt=torch.float32):
             return torch.as_tensor(a, dtype=dt, device=self.device)
+
         xv = t(x_val) if x_val is not None else None
         yv = t(y_val_, torch.int64) if x_val is not None else None
         self._fit_tensors(t(x_fit), t(y_fit, torch.int64), xv, yv, callback)

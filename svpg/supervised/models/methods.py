@@ -1,4 +1,5 @@
 """The methods of the Bayesian neural network estimators and the settings that differ by method."""
+
 from __future__ import annotations
 
 from svpg.core.variational import FAMILIES
@@ -18,8 +19,15 @@ METHODS = BNN_METHODS  # its former name
 #: VMG paper's regression model (§2.4, §4, §4.1) and its reference code's (``MatrixGaussDiagLayerLearnP``):
 #: prior MN(0, τ_r⁻¹I, τ_c⁻¹I) with learned Gamma posteriors of τ_r, τ_c, 10 pseudo-data pairs per layer
 #: with multiplicative noise of variance at most 0.005, inputs scaled by 1/√(fan-in + 1), σ ≈ 1 at the start
-POSTERIOR_OPTIONS = {"vmg": {"learn_precisions": True, "pseudo_data": 10, "pseudo_dropout": 0.005,
-                             "scale_inputs": True, "reference_init": True}}
+POSTERIOR_OPTIONS = {
+    "vmg": {
+        "learn_precisions": True,
+        "pseudo_data": 10,
+        "pseudo_dropout": 0.005,
+        "scale_inputs": True,
+        "reference_init": True,
+    }
+}
 #: Gamma(a, b) priors of the noise precision that differ from (prior_a, prior_b): vmg's Gam(6, 6) (§4.1 of
 #: VMG, after PBP); on standardised targets its mean 1 is a noise as large as the target's spread
 NOISE_PRIORS = {"vmg": (6.0, 6.0)}

@@ -1,4 +1,5 @@
 """The log posterior of a particle Bayesian neural network, per particle (M,), and its likelihood terms."""
+
 from __future__ import annotations
 
 import warnings
@@ -86,7 +87,9 @@ def shared_objective(task: str, spec: NetworkSpec, compiled: bool = False):
     if objective is None:
         objective = Objective(task, spec)
     if compiled and fn is None:
-        warnings.filterwarnings("ignore", category=FutureWarning, module=r"torch\._inductor")  # torch-internal deprecations
+        warnings.filterwarnings(
+            "ignore", category=FutureWarning, module=r"torch\._inductor"
+        )  # torch-internal deprecations
         fn = torch.compile(objective.__call__, dynamic=False)
     _SHARED[key] = (objective, fn)
     return objective, (fn if compiled else objective.split_call)

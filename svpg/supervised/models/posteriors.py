@@ -1,5 +1,6 @@
 """How an estimator's posterior is held and trained: M particles moved by SVGD, or a parametric posterior of
 :mod:`svpg.core.variational` trained by a torch optimizer; the epoch loop both share."""
+
 from __future__ import annotations
 
 import contextlib
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
 def _cosine(optimizer: torch.optim.Optimizer, total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
     """lr × ½(1 + cos(π t / T)): from the peak rate to 0 over all T steps."""
     return torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: 0.5 * (1 + math.cos(math.pi * min(step, total_steps) / total_steps)))
+        optimizer, lambda step: 0.5 * (1 + math.cos(math.pi * min(step, total_steps) / total_steps))
+    )
 
 
 def _row_chunks(n: int, size: int) -> list[slice]:
@@ -37,7 +39,6 @@ def _row_chunks(n: int, size: int) -> list[slice]:
     if len(starts) > 1 and n - starts[-1] == 1:
         starts.pop()
     return [slice(a, b) for a, b in zip(starts, starts[1:] + [n])]
-
 
 
 class _Posterior:
@@ -53,8 +54,9 @@ class _Posterior:
     def __init__(self, est: _BayesianNN, n_in: int, n_out: int):
         self.est, self.task = est, est._task
 
-    def _train_epochs(self, n: int, device, run_epoch, snapshot, restore, x_val, y_val, callback,
-                      evaluated=contextlib.nullcontext) -> None:
+    def _train_epochs(
+        self, n: int, device, run_epoch, snapshot, restore, x_val, y_val, callback, evaluated=contextlib.nullcontext
+    ) -> None:
         """``est.epochs`` passes, each over a fresh permutation of the n rows from the stream
         ``"minibatch"``; ``run_epoch(perm, diagnose)`` takes the steps and returns diagnostics (when
         ``diagnose``). With validation rows the best epoch by validation log-likelihood is kept
@@ -92,9 +94,15 @@ class _Particles(_Posterior):
     def __init__(self, est, n_in, n_out):
         super().__init__(est, n_in, n_out)
         structural = est.method == "s2vgd"
-        self.spec = NetworkSpec((n_in, *est.hidden, n_out), activation=est.activation,
-                                householder=est.householder if structural else 0, learn_scales=structural,
-                                prior="mvg", prior_a=est.prior_a, prior_b=est.prior_b)
+        self.spec = NetworkSpec(
+            (n_in, *est.hidden, n_out),
+            activation=est.activation,
+            householder=est.householder if structural else 0,
+            learn_scales=structural,
+            prior="mvg",
+            prior_a=est.prior_a,
+            prior_b=est.prior_b,
+        )
         self.objective, self.log_posterior = shared_objective(self.task, self.spec, est.compile)
         self.layout, self.net = self.objective.layout, self.objective.net
         self.theta = torch.zeros(1 if est.method == "map" else est.num_particles, self.layout.size, device=est.device)
@@ -157,8 +165,14 @@ class _Particles(_Posterior):
 
     def load(self, tensors: dict[str, torch.Tensor], meta: dict, path) -> None:
         theta = tensors.get("theta")
-        if theta is None or self.layout.describe() != meta.get("layout") or tuple(theta.shape) != tuple(self.theta.shape):
-            raise CheckpointError(f"{path}: particle layout does not match its metadata (file written by another version?)")
+        if (
+            theta is None
+            or self.layout.describe() != meta.get("layout")
+            or tuple(theta.shape) != tuple(self.theta.shape)
+        ):
+            raise CheckpointError(
+                f"{path}: particle layout does not match its metadata (file written by another version?)"
+            )
         self.theta = theta.to(self.theta.device)
 
 
@@ -183,12 +197,13 @@ class _Variational(_Posterior):
         super().__init__(est, n_in, n_out)
         self.sizes = (n_in, *est.hidden, n_out)
         self.options = est.posterior_options_()
-        self.post = make_posterior(est.method, self.sizes, est.activation,
-                                   generator=torch_generator(est.seed, "init"), **self.options).to(est.device)
+        self.post = make_posterior(
+            est.method, self.sizes, est.activation, generator=torch_generator(est.seed, "init"), **self.options
+        ).to(est.device)
         self.noise_posterior = self.task == "regression" and est.method in NOISE_POSTERIORS
         self.log_noise = self.noise_gamma = None
         if self.noise_posterior:
-            a, b = est.noise_prior_()   # q(γ) starts at the prior (the reference code's a1, b1 = a0, b0)
+            a, b = est.noise_prior_()  # q(γ) starts at the prior (the reference code's a1, b1 = a0, b0)
             self.noise_gamma = torch.nn.Parameter(torch.tensor([math.log(a), math.log(b)], device=est.device))
         elif self.task == "regression":
             self.log_noise = torch.nn.Parameter(torch.zeros(1, device=est.device))
@@ -223,7 +238,7 @@ class _Variational(_Posterior):
         params = self.parameters()
         optimizer = make_optimizer(est.optimizer, params, est.lr)
         if est.method in FOREACH:
-            for group in optimizer.param_groups:   # one multi-tensor update for the many small parameters
+            for group in optimizer.param_groups:  # one multi-tensor update for the many small parameters
                 group["foreach"] = True
         draws = torch_generator(est.seed, "posterior", "train", device=x.device)
         n, bs = len(x), min(est.batch_size, len(x))
@@ -265,7 +280,7 @@ class _Variational(_Posterior):
             current = [p.detach().clone() for p in params]
             with torch.no_grad():
                 for avg, p in zip(average, params):
-                    p.copy_(avg / (1.0 - beta ** steps))
+                    p.copy_(avg / (1.0 - beta**steps))
             try:
                 yield
             finally:
@@ -277,10 +292,10 @@ class _Variational(_Posterior):
             return {k: v.detach().clone() for k, v in self.state()[0].items()}
 
         self._train_epochs(n, x.device, run_epoch, snapshot, self._load_tensors, x_val, y_val, callback, averaged)
-        if beta and x_val is None:   # with validation rows, the best epoch's averaged weights are restored
+        if beta and x_val is None:  # with validation rows, the best epoch's averaged weights are restored
             with torch.no_grad():
                 for avg, p in zip(average, params):
-                    p.copy_(avg / (1.0 - beta ** steps))
+                    p.copy_(avg / (1.0 - beta**steps))
 
     def outputs(self, x: torch.Tensor, chunk: int = 2048, samples_per_pass: int = 10) -> torch.Tensor:
         """Network outputs under ``predict_samples`` posterior draws for inputs x (n, d): (S, n, out).
@@ -292,8 +307,15 @@ class _Variational(_Posterior):
         with torch.no_grad():
             for rows in _row_chunks(len(x), chunk):
                 draws = torch_generator(self.est.seed, "posterior", "predict", device=x.device)
-                parts.append(torch.cat([self.post(x[rows], min(samples_per_pass, s_total - s), draws)
-                                        for s in range(0, s_total, samples_per_pass)], 0))
+                parts.append(
+                    torch.cat(
+                        [
+                            self.post(x[rows], min(samples_per_pass, s_total - s), draws)
+                            for s in range(0, s_total, samples_per_pass)
+                        ],
+                        0,
+                    )
+                )
         return torch.cat(parts, 1)
 
     def log_noise_precision(self) -> torch.Tensor:
@@ -324,7 +346,9 @@ class _Variational(_Posterior):
         return tensors, {"sizes": list(self.sizes), "posterior_options": self.options}
 
     def _load_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
-        self.post.load_state_dict({k.removeprefix("posterior."): v for k, v in tensors.items() if k.startswith("posterior.")})
+        self.post.load_state_dict(
+            {k.removeprefix("posterior."): v for k, v in tensors.items() if k.startswith("posterior.")}
+        )
         with torch.no_grad():
             if self.log_noise is not None:
                 self.log_noise.copy_(tensors["log_noise_precision"].to(self.log_noise.device))
@@ -333,9 +357,14 @@ class _Variational(_Posterior):
 
     def load(self, tensors, meta, path) -> None:
         expected = set(self.state()[0])
-        given = {k for k in tensors if k.startswith("posterior.") or k in ("log_noise_precision",
-                                                                           "noise_posterior_log_shape_rate")}
+        given = {
+            k
+            for k in tensors
+            if k.startswith("posterior.") or k in ("log_noise_precision", "noise_posterior_log_shape_rate")
+        }
         if given != expected or meta.get("sizes") != list(self.sizes):
-            raise CheckpointError(f"{path}: its tensors do not match a {self.est.method} posterior of sizes "
-                                  f"{self.sizes} (file written by another version?)")
+            raise CheckpointError(
+                f"{path}: its tensors do not match a {self.est.method} posterior of sizes "
+                f"{self.sizes} (file written by another version?)"
+            )
         self._load_tensors(tensors)
