@@ -96,7 +96,7 @@ def test_learn_writes_nothing_unless_asked(tmp_path, monkeypatch):
 
 
 def test_an_unregistered_env_subclass_learns_past_a_threshold(tmp_path, monkeypatch):
-    # (docs/api.md's example trains the same task for 16 iterations and tests/test_docs.py checks it reaches 18)
+    # (docs/api.md trains the same task with lr 0.02 and tests/test_docs.py checks it reaches 18)
     monkeypatch.chdir(tmp_path)
     model = svpg.SVPG(Chase, seed=0, estimator="reinforce", samples_per_particle=400, lr=0.01, verbose=0)
     start = model.train_iteration()["rollout/ep_rew_max"].item()
