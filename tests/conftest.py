@@ -44,3 +44,16 @@ def csv_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("data") / "toy.csv"
     path.write_text("a,b,c,price\n" + "".join(f"{r[0]},{r[1]},{r[2]},{t}\n" for r, t in zip(x, y)))
     return path
+
+
+# The longest test files first: `make test` hands whole files to its two workers (--dist loadfile) in
+# collection order, so starting the long ones early lets both workers finish at about the same time.
+LONGEST_FIRST = ("test_docs.py", "test_bandits_runs.py", "test_rl_runs.py", "test_api.py", "test_supervised_models.py",
+                 "test_supervised_runs.py", "test_benchmark.py", "test_rl_faults.py", "test_bandits_agents.py",
+                 "test_rl_training.py", "test_bandits_showdown.py", "test_rl_ablation.py", "test_frontend_backends.py",
+                 "test_variational.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the others keep their order

@@ -129,6 +129,7 @@ def wait_for(path: Path, proc: subprocess.Popen) -> None:
         time.sleep(0.002)
 
 
+@pytest.mark.slow  # real processes killed twice; the default suite interrupts runs in-process (above)
 def test_ctrl_c_then_sigkill_leave_a_folder_that_resumes_to_the_uninterrupted_results(reference, tmp_path):
     run_dir = tmp_path / "runs" / "r"
     proc = start(tmp_path, *OPTIONS, "--log-dir", "runs", "--run-name", "r")

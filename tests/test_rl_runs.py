@@ -274,7 +274,7 @@ def test_a_truncated_model_points_to_checkpoints_resume_can_use(trained_run, tmp
 
 
 # -- interruptions -------------------------------------------------------------------------------
-@pytest.mark.parametrize("sig, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("sig, status", [pytest.param(signal.SIGINT, 130, marks=pytest.mark.slow), (signal.SIGTERM, 143)])
 def test_a_signal_saves_a_checkpoint_of_the_last_iteration_and_exits_nonzero(tmp_path, sig, status):
     run = tmp_path / "s"
     proc = subprocess.Popen([sys.executable, "train.py", *SMALL, "--iterations", "100000", "--eval-episodes", "5",

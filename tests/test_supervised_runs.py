@@ -197,6 +197,7 @@ def test_sigint_saves_finished_splits_and_resumes_bit_identical(csv_file, tmp_pa
     assert_same_as(run, reference)
 
 
+@pytest.mark.slow  # a killed real process; the default suite has the Ctrl-C one above and RL's kill inside a write
 def test_sigkill_between_a_model_file_and_its_row_resumes_bit_identical(csv_file, tmp_path, reference):
     """Killed while split 1's row is saved (6th atomic write: config, then model, row and results.json
     of each split): split 1's model file has no row and a temporary is left; --resume redoes split 1."""
