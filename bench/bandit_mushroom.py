@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Wall-clock of bandit agents on the mushroom bandit (target: 50,000 rounds in ≤ 5 minutes on one
-CPU core, e.g. Stein Thompson sampling with 20 particles).
+CPU core, e.g. Stein Thompson sampling with 20 particles): `bench/bandit_showdown.py --problem mushroom`.
 
     python bench/bandit_mushroom.py                          # s2vgd, M = 20, 50,000 rounds, 1 thread
     python bench/bandit_mushroom.py --agents svgd --rounds 10000
@@ -10,74 +10,12 @@ Prints, per agent, the total wall-clock, the split between acting and training, 
 training step (SVGD or Adam) and the run's regret (normalised by the uniform policy on the same
 table). Not a test: timings depend on the machine and its load.
 """
-from __future__ import annotations
-
-import os
-import platform
 import sys
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import torch  # noqa: E402
-
-from svpg.bandits import make_agent, make_problem, play  # noqa: E402
-from svpg.cli import Parser  # noqa: E402
-from svpg.runtime import DEFAULT_THREADS  # noqa: E402
-
-
-def main() -> int:
-    p = Parser(prog="python bench/bandit_mushroom.py", description=__doc__)
-    p.add_argument("--agents", deprecated=("--method",), default="s2vgd",
-                   help="comma-separated agent names (s2vgd, svgd, neural-greedy, bbb, vmg, kflow-diag, kflow-linear, badam, …)")
-    p.add_argument("--rounds", type=int, default=50_000)
-    p.add_argument("--num-particles", deprecated=("--particles",), dest="particles", type=int, default=20)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=DEFAULT_THREADS)
-    p.add_argument("--train-every", type=int, default=50)
-    p.add_argument("--train-steps", type=int, default=10)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--lr", type=float, default=0.0,
-                   help="learning rate (0: each agent's default, as in the CLI)")
-    args = p.parse_args()
-
-    problem = make_problem("mushroom")
-    table = problem.table(args.rounds, args.seed)
-    uniform = play(make_agent("uniform", 2, problem.context_dim, seed=args.seed), table)
-    ref = table.regret(uniform).sum()
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
-          f"{args.threads} thread(s); load average {os.getloadavg()[0]:.2f}")
-    for name in [a.strip() for a in args.agents.split(",") if a.strip()]:
-        agent = make_agent(name, problem.num_actions, problem.context_dim, seed=args.seed,
-                           num_particles=args.particles, train_every=args.train_every, train_steps=args.train_steps,
-                           batch_size=args.batch_size, **({"lr": args.lr, "variational_lr": args.lr} if args.lr else {}))
-        train_time = [0.0]
-        inner_train = getattr(agent, "train", None)
-
-        def timed_train(inner=inner_train, clock=train_time):
-            start = time.perf_counter()
-            out = inner()
-            clock[0] += time.perf_counter() - start
-            return out
-
-        if inner_train is not None:
-            agent.train = timed_train
-        start = time.perf_counter()
-        actions = play(agent, table, threads=args.threads)
-        total = time.perf_counter() - start
-        regret = table.regret(actions).sum()
-        steps = getattr(agent, "trainings", 0) * args.train_steps
-
-        print(f"agent: {agent!r}")
-        print(f"mushroom, {args.rounds} rounds: wall-clock {total:.1f} s ({args.rounds / total:.0f} rounds/s); "
-              f"training {train_time[0]:.1f} s in {steps} steps ({1e3 * train_time[0] / max(steps, 1):.2f} ms/step), "
-              f"acting and bookkeeping {total - train_time[0]:.1f} s")
-        print(f"cumulative regret {regret:.0f} (uniform {ref:.0f}); normalised regret {100 * regret / ref:.2f} (uniform = 100)")
-        print(f"target ≤ 300 s for 50,000 rounds: {'met' if total * 50_000 / args.rounds <= 300 else 'NOT met'}"
-              + ("" if args.rounds == 50_000 else " (extrapolated)"))
-    return 0
-
+from bandit_showdown import main  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main("python bench/bandit_mushroom.py", __doc__, default_problem="mushroom"))

@@ -14,24 +14,20 @@ it, ``gym.make("svpg:svpg/CartPoleSwingUp-v0")`` imports it first.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from svpg import envs as _envs  # noqa: F401  (registers the svpg/* Gymnasium ids)
 from svpg.core.kernels import IdentityKernel, RBFKernel
 from svpg.core.svgd import SVGD, svgd_direction
 from svpg.io import CheckpointError
-from svpg.rl.algorithm import SVPG
-from svpg.rl.callbacks import (
+from svpg.rl import (
+    SVPG,
     BaseCallback,
     CallbackList,
     CheckpointCallback,
     EvalCallback,
     StopTrainingOnNoModelImprovement,
     StopTrainingOnRewardThreshold,
+    load,
 )
-
-if TYPE_CHECKING:
-    import torch
 
 __version__ = "0.1.0"
 __all__ = [
@@ -50,16 +46,3 @@ __all__ = [
     "CheckpointError",
     "__version__",
 ]
-
-
-def load(path, device: str | torch.device = "cpu", particle: int | None = None):
-    """Load a saved particle ensemble (a run folder or a ``.safetensors`` checkpoint).
-
-    :param particle: the particle :meth:`predict` acts with (default: the best one at save time).
-    """
-    from svpg.rl.policies import load_policy
-
-    policy = load_policy(path, device=device)
-    if particle is not None:
-        policy.set_particle(particle)
-    return policy

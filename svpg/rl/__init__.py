@@ -10,6 +10,8 @@ Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD), https://arxiv.o
 
 from __future__ import annotations
 
+import torch
+
 from svpg.rl.algorithm import SVPG
 from svpg.rl.callbacks import (
     BaseCallback,
@@ -52,7 +54,7 @@ __all__ = [
 ]
 
 
-def load(path, device: str = "cpu", particle: int | None = None) -> ParticlePolicy:
+def load(path, device: str | torch.device = "cpu", particle: int | None = None) -> ParticlePolicy:
     """Load a saved particle ensemble (a run folder or a ``.safetensors`` checkpoint) for acting.
 
     :param particle: the particle :meth:`~ParticlePolicy.predict` acts with (default: the best one at
