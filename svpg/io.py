@@ -56,6 +56,21 @@ def atomic_write(path: str | Path, write) -> None:
             os.remove(tmp)
 
 
+def write_csv(path: str | Path, rows: list[dict]) -> None:
+    """``rows`` (dicts with the first row's keys as the header) as a CSV file, written atomically; nothing for
+    no rows."""
+    if not rows:
+        return
+    import csv
+    import io
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write(path, lambda tmp: Path(tmp).write_text(buf.getvalue()))
+
+
 def _fsync_dir(folder: Path) -> None:
     try:
         fd = os.open(folder, os.O_RDONLY)

@@ -9,13 +9,12 @@ written atomically (:func:`svpg.io.atomic_write`).
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from pathlib import Path
 from typing import cast
 
-from svpg.io import atomic_write
+from svpg.io import atomic_write, write_csv
 from svpg.rl import experiments
 from svpg.rl.ablation import CONTROLS, Cell, timing_file
 from svpg.rl.config import ESTIMATORS
@@ -276,16 +275,6 @@ def _interval(d: float, lo: float, hi: float) -> str:
     return f"{d:+.1f}" + (f" [{lo:+.1f}, {hi:+.1f}]" if math.isfinite(lo) else "")
 
 
-def _write_csv(path: Path, rows: list[dict]) -> None:
-    def write(tmp):
-        with open(tmp, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
-
-    atomic_write(path, write)
-
-
 def write_report(
     result: dict,
     out: Path,
@@ -300,14 +289,14 @@ def write_report(
 ) -> str:
     """Write cells.csv, seeds.csv, curves.csv, curves.png and results.md under ``out``; returns the Markdown."""
     table = result["table"]
-    _write_csv(out / "cells.csv", table)
+    write_csv(out / "cells.csv", table)
     per_run = [
         {"cell": c, "estimator": e, "seed": s, **m}
         for (c, e), runs in result["per_run"].items()
         for s, m in runs.items()
     ]
-    _write_csv(out / "seeds.csv", per_run)
-    experiments.write_curves(result["rows"], out / "curves.csv")  # both write atomically
+    write_csv(out / "seeds.csv", per_run)
+    write_csv(out / "curves.csv", result["rows"])
     experiments.plot(result["summary"], out / "curves.png", task, labels=figure_labels(result, cells))
     shown = ", ".join(
         f"--{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, list) else v}"

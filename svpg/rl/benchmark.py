@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
-from svpg.io import atomic_write
+from svpg.io import atomic_write, write_csv
 
 #: task → its budget: the total environment steps of one run (for svpg all particles' steps count)
 TASK_BUDGETS = {
@@ -732,19 +732,6 @@ def write_table(results: list[dict], path: Path) -> str:
     return text
 
 
-def write_csv(rows: list[dict], path: Path) -> None:
-    if not rows:
-        return
-
-    def write(tmp):
-        with open(tmp, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-
-    atomic_write(path, write)
-
-
 def plot(curves: list[dict], path: Path) -> None:
     """Training return against environment steps, one panel per task: mean over seeds (line) ± s.e.
     (band) of each agent, every seed's curve interpolated onto the task's common step grid."""
@@ -794,8 +781,8 @@ def report(out: Path) -> str | None:
     results, curves = collect(out)
     if not curves and not results:
         return None
-    write_csv(results, out / "results.csv")
-    write_csv(curves, out / "curves.csv")
+    write_csv(out / "results.csv", results)
+    write_csv(out / "curves.csv", curves)
     plot(curves, out / "curves.png")
     return write_table(results, out / "results.md")
 

@@ -18,7 +18,6 @@ Frequencies (``save_freq``, ``eval_freq``) count iterations.
 from __future__ import annotations
 
 import csv
-import io
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from svpg.io import WriteError, atomic_write
+from svpg.io import WriteError, atomic_write, write_csv
 
 
 class BaseCallback:
@@ -268,11 +267,7 @@ class ProgressCSV:
 
     @staticmethod
     def _write(path: Path, rows: list[dict]) -> None:
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-        atomic_write(path, lambda tmp: Path(tmp).write_text(buf.getvalue()))
+        write_csv(path, rows)
 
     def _rewrite(self, rows: list[dict]) -> None:
         if rows:

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from svpg.grid import add_backend_arguments, gpus_per_job, run_jobs
-from svpg.io import atomic_write
+from svpg.io import atomic_write, write_csv
 from svpg.rl.config import ESTIMATORS, POLICY_METHODS, PRESETS
 
 #: config fields the harness sets per run (not overridable)
@@ -389,16 +389,6 @@ def _run_with_bar(prog, jobs, out, backend, workers, fn, devices, gpus) -> int:
     return 0
 
 
-def write_curves(rows: list[dict], path: Path) -> None:
-    def write(tmp):
-        with open(tmp, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
-
-    atomic_write(Path(path), write)
-
-
 def main(argv: list[str] | None = None) -> int:
     from svpg.cli import Parser
 
@@ -450,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print("no finished iterations to report yet", file=sys.stderr)
         return 1
-    write_curves(rows, out / "curves.csv")
+    write_csv(out / "curves.csv", rows)
     summary = summarise(rows)
     plot(summary, out / "curves.png", args.task)
     print(write_table(summary, out / "results.md", args.task, None if args.report_only else wall))

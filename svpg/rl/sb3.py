@@ -20,7 +20,7 @@ from typing import cast
 
 import numpy as np
 
-from svpg.io import atomic_write
+from svpg.io import atomic_write, write_csv
 from svpg.rl.config import PRESETS
 from svpg.runtime import torch_threads
 
@@ -55,16 +55,6 @@ def train_one(task_env: str, algo: str, seed: int, steps: int, eval_every: int, 
     return rows
 
 
-def _write_csv(path: Path, rows: list[dict]) -> None:
-    def write(tmp):
-        with open(tmp, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
-
-    atomic_write(path, write)
-
-
 def main(argv: list[str] | None = None) -> int:
     from svpg.rl.config import load_preset
 
@@ -95,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             t1 = time.perf_counter()
             new = train_one(preset["env_id"], algo, seed, steps, eval_every, out / "sb3")
             rows = [r for r in rows if not (r["algo"] == algo and int(r["seed"]) == seed)] + new
-            _write_csv(csv_path, rows)
+            write_csv(csv_path, rows)
             print(
                 f"{algo} seed {seed}: final {new[-1]['eval_mean']:.1f}, peak {max(r['eval_mean'] for r in new):.1f} "
                 f"({time.perf_counter() - t1:.0f} s, {steps / (time.perf_counter() - t1):,.0f} steps/s)"
