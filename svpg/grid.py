@@ -145,15 +145,15 @@ def run_jobs(
         raise ValueError(f"--backend {backend!r}: choose from {', '.join(BACKENDS)}")
     if not jobs:
         return
-    if backend == "local" and workers == 1:
-        # as joblib's n_jobs=1: one job after another in this process, with no worker process to start; a
-        # signal reaches the job itself, which saves its work and stops as it does in a worker
-        for job in jobs:
-            result = _resolve(fn)(job, _ignore)
-            if on_done:
-                on_done(job, result)
-        return
     if backend == "local":
+        if workers == 1:
+            # as joblib's n_jobs=1: one job after another in this process, with no worker process to start; a
+            # signal reaches the job itself, which saves its work and stops as it does in a worker
+            for job in jobs:
+                result = _resolve(fn)(job, _ignore)
+                if on_done:
+                    on_done(job, result)
+            return
         with mp.get_context("spawn").Pool(max(1, workers), initializer=_ignore_sigint) as pool:
             for job, result in pool.imap_unordered(_run_local, [(fn, job) for job in jobs]):
                 if on_done:

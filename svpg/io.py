@@ -6,6 +6,8 @@ optimizer, RNG states) from ``torch.load(weights_only=True)``.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import tempfile
@@ -61,9 +63,6 @@ def write_csv(path: str | Path, rows: list[dict]) -> None:
     no rows."""
     if not rows:
         return
-    import csv
-    import io
-
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
     writer.writeheader()

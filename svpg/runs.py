@@ -154,19 +154,6 @@ def refuse_options(
         )
 
 
-def refuse_on_resume(
-    run_dir: Path,
-    typed: set[str],
-    allowed: tuple[str, ...],
-    config_file: str = CONFIG_FILE,
-    option_names: dict[str, str] | None = None,
-) -> None:
-    """:func:`refuse_options`, then a ValueError if ``run_dir`` is not a folder."""
-    refuse_options(run_dir, typed, allowed, config_file, option_names)
-    if not Path(run_dir).is_dir():
-        raise ValueError(f"--resume {run_dir}: no such run folder")
-
-
 def read_run_record(run_dir: Path, cls, built: tuple[str, ...], command: str, config_file: str = CONFIG_FILE):
     """A run folder's config.json as (the options as ``cls``, what they built: the ``built`` entries),
     with one-line errors naming the file for anything unreadable, missing or wrongly typed."""
@@ -196,7 +183,9 @@ def resumed_config(
     Returns (the config with the typed ``values`` applied, what the recorded options built)."""
     import dataclasses
 
-    refuse_on_resume(run_dir, typed, allowed, config_file, option_names)
+    refuse_options(run_dir, typed, allowed, config_file, option_names)
+    if not Path(run_dir).is_dir():
+        raise ValueError(f"--resume {run_dir}: no such run folder")
     config, recorded = read_run_record(run_dir, cls, built, command, config_file)
     return dataclasses.replace(config, **{k: values[k] for k in typed}), recorded
 

@@ -263,15 +263,11 @@ class ProgressCSV:
     def set_aside(cls, path: Path, iteration: int, target: Path) -> None:
         later = [r for r in cls.read(path) if int(r["iteration"]) > iteration]
         if later:
-            cls._write(target, later)
-
-    @staticmethod
-    def _write(path: Path, rows: list[dict]) -> None:
-        write_csv(path, rows)
+            write_csv(target, later)
 
     def _rewrite(self, rows: list[dict]) -> None:
         if rows:
-            self._write(self.path, rows)
+            write_csv(self.path, rows)
         else:
             self.path.unlink()
 

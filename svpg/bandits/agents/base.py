@@ -52,6 +52,13 @@ class Agent:
         return f"{type(self).__name__}(name={self.name!r}, num_actions={self.num_actions}, context_dim={self.context_dim}{', ' if hp else ''}{hp})"
 
 
+def noise_prior_problems(noise_a: float, noise_b: float) -> list[str]:
+    """What is wrong with the Inv-Gamma(noise_a, noise_b) prior of a reward model's noise variance."""
+    if noise_a > 0 and noise_b > 0:
+        return []
+    return [f"noise_a and noise_b (Inv-Gamma prior of the noise variance) must be > 0, got {noise_a}, {noise_b}"]
+
+
 class RewardModelAgent(Agent):
     """The schedule shared by the neural agents: round-robin warm-up, training every ``train_every``
     rounds on all data so far, standardised rewards.

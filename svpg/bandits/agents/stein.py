@@ -8,7 +8,7 @@ from typing import TypedDict, cast
 import numpy as np
 import torch
 
-from svpg.bandits.agents.base import RewardModelAgent
+from svpg.bandits.agents.base import RewardModelAgent, noise_prior_problems
 from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
 from svpg.core.probability import gaussian_log_prob, inverse_gamma_log_prob_of_log
@@ -62,10 +62,7 @@ class ParticleRewardModel(RewardModelAgent):
             problems.append(f"num_particles must be ≥ 1, got {num_particles}")
         if not structural_lr_scale > 0:
             problems.append(f"structural_lr_scale must be > 0, got {structural_lr_scale}")
-        if not (noise_a > 0 and noise_b > 0):
-            problems.append(
-                f"noise_a and noise_b (Inv-Gamma prior of the noise variance) must be > 0, got {noise_a}, {noise_b}"
-            )
+        problems += noise_prior_problems(noise_a, noise_b)
         if spec.sizes[0] != context_dim or spec.sizes[-1] != num_actions:
             problems.append(
                 f"network sizes {spec.sizes} must start at context_dim={context_dim} and end at num_actions={num_actions}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from svpg.bandits.agents.base import RewardModelAgent
+from svpg.bandits.agents.base import RewardModelAgent, noise_prior_problems
 from svpg.core.probability import gaussian_log_prob, inverse_gamma_log_prob_of_log
 from svpg.core.variational import FAMILIES, make_posterior
 from svpg.seeding import torch_generator
@@ -76,10 +76,7 @@ class VariationalThompson(RewardModelAgent):
         problems = []
         if not lr > 0:
             problems.append(f"lr must be > 0, got {lr}")
-        if not (noise_a > 0 and noise_b > 0):
-            problems.append(
-                f"noise_a and noise_b (Inv-Gamma prior of the noise variance) must be > 0, got {noise_a}, {noise_b}"
-            )
+        problems += noise_prior_problems(noise_a, noise_b)
         super().__init__(
             num_actions,
             context_dim,
