@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from svpg.rl import benchmark
+from svpg.rl.config import load_preset
 
 # Tiny runs: 2 particles × 400 steps (2 Pendulum episodes) per svpg iteration; SB3 PPO shrunk to 2 envs × 32 steps,
 # so that every agent's rollout divides the budget and all four take exactly BUDGET environment steps.
@@ -53,13 +54,30 @@ def read_csv(path):
         return list(csv.DictReader(f))
 
 
+def test_every_task_has_a_preset_that_trains_it_for_its_budget():
+    """svpg's side of every task is ``train.py --preset <task>``: the task's id, its budget in whole
+    iterations of 4 particles (MountainCarContinuous: whole 999-step episodes instead)."""
+    from svpg.rl.config import PAPER_TASKS, PRESETS, SVPGConfig
+
+    for task, budget in benchmark.TASK_BUDGETS.items():
+        assert task in PRESETS and task not in PAPER_TASKS
+        preset = load_preset(task)
+        assert (preset["env_id"], preset["total_steps"]) == (task, budget)
+        config = SVPGConfig(**preset)
+        per_iteration = config.num_particles * config.samples_per_particle
+        if task == "MountainCarContinuous-v0":
+            assert config.samples_per_particle % 999 == 0
+        else:
+            assert budget % per_iteration == 0, task
+    assert benchmark.svpg_options("Pendulum-v1", {"lr": 0.01}) == {"samples_per_particle": 2000, "lr": 0.01}
+
+
 def test_every_task_has_every_agent_and_the_zoo_table_builds_sb3_models():
     """Each rl-zoo3 entry parses and its keys are arguments SB3's PPO / A2C accept."""
     from stable_baselines3 import A2C, PPO
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
-    assert set(benchmark.SVPG_OPTIONS) == set(benchmark.TASKS)
     for agent, cls in (("ppo", PPO), ("a2c", A2C)):
         assert set(benchmark.ZOO[agent]) == set(benchmark.TASKS)
         for task in benchmark.TASKS:

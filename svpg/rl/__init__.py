@@ -24,6 +24,7 @@ from svpg.rl.callbacks import (
 from svpg.rl.config import (
     ESTIMATORS,
     METHODS,
+    PAPER_TASKS,
     POLICY_METHODS,
     PRESETS,
     TASKS,
@@ -48,6 +49,7 @@ __all__ = [
     "available_presets",
     "POLICY_METHODS",
     "ESTIMATORS",
+    "PAPER_TASKS",
     "PRESETS",
     "METHODS",
     "TASKS",

@@ -56,7 +56,7 @@ from pathlib import Path
 from svpg.grid import add_backend_arguments
 from svpg.io import atomic_write
 from svpg.rl import experiments
-from svpg.rl.config import ESTIMATORS, POLICY_METHODS, PRESETS
+from svpg.rl.config import ESTIMATORS, PAPER_TASKS, POLICY_METHODS
 from svpg.rl.experiments import finished_iterations, job_label, run_folder, unfinished
 from svpg.stats import parse_range_list
 
@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     from svpg.rl.config import load_preset
 
     p = Parser(prog="python -m svpg.rl.ablation", description=__doc__, allow_abbrev=False)
-    p.add_argument("--task", choices=PRESETS, required=True)
+    p.add_argument("--task", choices=PAPER_TASKS, required=True)
     p.add_argument(
         "--seeds",
         required=True,

@@ -110,8 +110,8 @@ class SVPG:
         factory returning a new ``gym.Env`` (e.g. an ``Env`` subclass), or a ``gym.vector.VectorEnv``
         with same-step autoreset whose ``num_envs`` is a multiple of ``num_particles``.
     :param method: ``"s2vgd"`` (default), ``"svgd"``, ``"svgd-star"`` or ``"independent"``.
-    :param estimator: ``"reinforce"`` (default) or ``"a2c"``.
-    :param num_particles: M (default 16).
+    :param estimator: ``"ppo"`` (default), ``"a2c"`` or ``"reinforce"``.
+    :param num_particles: M (default 4).
     :param seed: the run seed; every random stream is spawned from it.
     :param device: torch device.
     :param preset: a preset name (``svpg.rl.config.available_presets()``) or JSON file whose fields are

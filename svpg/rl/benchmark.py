@@ -10,8 +10,8 @@ Each run is one (task, agent, seed): its own folder ``<out>/<task>/<agent>__seed
 task's budget of environment steps (:data:`TASK_BUDGETS`; for svpg all particles' steps count), then evaluated
 deterministically on ``--eval-episodes`` fresh episodes. Agents:
 
-* ``s2vgd``, ``svgd``: :class:`svpg.SVPG` with the options of :data:`SVPG_OPTIONS` (``--svpg-options`` adds
-  to them); the final metric is the particle with the highest return in the last training iteration
+* ``s2vgd``, ``svgd``: :class:`svpg.SVPG` with the task's preset (``train.py --preset <task>``;
+  ``--svpg-options`` adds to it); the final metric is the particle with the highest return in the last training iteration
   (chosen on training returns), and the mean over all particles, each on the same fresh episodes.
 * ``ppo``, ``a2c``: SB3 with rl-zoo3's tuned hyperparameters for the task (:data:`ZOO`), normalisation
   included (``VecNormalize``, frozen for evaluation).
@@ -42,15 +42,19 @@ from pathlib import Path
 from typing import Any, cast
 
 from svpg.io import atomic_write, write_csv
+from svpg.rl.config import load_preset
 
-#: task → its budget: the total environment steps of one run (for svpg all particles' steps count)
-TASK_BUDGETS = {
-    "Pendulum-v1": 200_000,
-    "InvertedDoublePendulum-v5": 1_000_000,
-    "Hopper-v5": 1_000_000,
-    "HalfCheetah-v5": 1_000_000,
-    "MountainCarContinuous-v0": 500_000,  # hard exploration: the goal (return ≥ 90) is reached by exploring far right
-}
+#: the benchmark's tasks, each with a preset of the same name (``svpg/rl/presets/<task>.json``) that holds
+#: its budget (``total_steps``: for svpg all particles' steps count) and svpg's settings for it
+BENCHMARK_TASKS = (
+    "Pendulum-v1",
+    "InvertedDoublePendulum-v5",
+    "Hopper-v5",
+    "HalfCheetah-v5",
+    "MountainCarContinuous-v0",  # hard exploration: the goal (return ≥ 90) is reached by exploring far right
+)
+#: task → its budget: the total environment steps of one run (the preset's ``total_steps``)
+TASK_BUDGETS = {task: int(load_preset(task)["total_steps"]) for task in BENCHMARK_TASKS}
 TASKS = TASK_BUDGETS  # the former name, kept for existing imports
 MUJOCO_TASKS = ("InvertedDoublePendulum-v5", "Hopper-v5", "HalfCheetah-v5")
 SVPG_AGENTS = ("s2vgd", "svgd")
@@ -58,18 +62,6 @@ SB3_AGENTS = ("ppo", "a2c")
 AGENTS = SVPG_AGENTS + SB3_AGENTS
 REFERENCE = "ppo"  # the paired differences are svpg − this agent
 SOLVED = {"MountainCarContinuous-v0": 90.0}  # tasks with a "solved" threshold: the table counts seeds at or above it
-
-#: svpg options of every task (svpg.SVPG keyword arguments; ``method`` is the agent). An iteration is
-#: num_particles × samples_per_particle steps; these divide the budgets exactly except on
-#: MountainCarContinuous (999-step episodes), which ends within one iteration past its budget.
-SVPG_COMMON: dict = {}  # the package's defaults (docs/rl.md "Defaults and why"), chosen on tuning seeds
-SVPG_OPTIONS = {  # 4 particles × 2000 steps per iteration: whole episodes, and budgets that divide exactly
-    "Pendulum-v1": {"samples_per_particle": 2000},  # 10 episodes of 200 steps per particle: 25 iterations
-    "InvertedDoublePendulum-v5": {"samples_per_particle": 2000},  # 125 iterations
-    "Hopper-v5": {"samples_per_particle": 2000},
-    "HalfCheetah-v5": {"samples_per_particle": 2000},
-    "MountainCarContinuous-v0": {"samples_per_particle": 1998},  # 2 episodes of 999 steps
-}
 
 #: rl-zoo3's tuned SB3 hyperparameters, copied from DLR-RM/rl-baselines3-zoo hyperparams/ppo.yml and
 #: hyperparams/a2c.yml (the MuJoCo entries are tuned on v4 or v2 ids, whose dynamics v5 keeps; a2c.yml has
@@ -384,8 +376,12 @@ def _train_svpg(job: dict, folder: Path) -> dict:
 
 
 def svpg_options(task: str, extra: dict | None = None) -> dict:
-    """svpg.SVPG keyword arguments of ``task``: :data:`SVPG_COMMON`, the task's :data:`SVPG_OPTIONS`, then ``extra``."""
-    return {**SVPG_COMMON, **SVPG_OPTIONS.get(task, {}), **(extra or {})}
+    """svpg.SVPG keyword arguments of ``task``: its preset's training options (not the env or the budget),
+    then ``extra``."""
+    preset = {
+        k: v for k, v in load_preset(task).items() if k not in ("env_id", "env_kwargs", "total_steps", "iterations")
+    }
+    return {**preset, **(extra or {})}
 
 
 def _train_sb3(job: dict, folder: Path) -> dict:

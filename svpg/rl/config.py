@@ -297,9 +297,11 @@ class _Tasks(tuple):
         return tuple.__contains__(self, PRESET_ALIASES.get(name, name))
 
 
-#: the names of the shipped presets, the paper's RL tasks (the reproduction harnesses' ``--task``)
+#: the names of the shipped presets: the paper's RL tasks and the benchmark's Gymnasium tasks
 PRESETS = _Tasks(available_presets())
-TASKS = PRESETS  # the former name, kept for existing imports
+#: the paper's RL tasks, the reproduction harnesses' ``--task`` (their presets train for a number of iterations)
+PAPER_TASKS = _Tasks(("balance", "double-pendulum", "swingup"))
+TASKS = PAPER_TASKS  # the former name, kept for existing imports
 
 
 def load_preset(name_or_path: str) -> dict:

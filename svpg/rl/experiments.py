@@ -30,7 +30,7 @@ from pathlib import Path
 
 from svpg.grid import add_backend_arguments, gpus_per_job, run_jobs
 from svpg.io import atomic_write, write_csv
-from svpg.rl.config import ESTIMATORS, POLICY_METHODS, PRESETS
+from svpg.rl.config import ESTIMATORS, PAPER_TASKS, POLICY_METHODS
 
 #: config fields the harness sets per run (not overridable)
 HARNESS_FIELDS = (
@@ -393,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     from svpg.cli import Parser
 
     p = Parser(prog="python -m svpg.rl.experiments", description=__doc__)
-    p.add_argument("--task", choices=PRESETS, required=True)
+    p.add_argument("--task", choices=PAPER_TASKS, required=True)
     p.add_argument(
         "--num-seeds",
         deprecated=("--seeds",),

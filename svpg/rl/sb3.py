@@ -21,7 +21,7 @@ from typing import cast
 import numpy as np
 
 from svpg.io import atomic_write, write_csv
-from svpg.rl.config import PRESETS
+from svpg.rl.config import PAPER_TASKS
 from svpg.runtime import torch_threads
 
 
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     from svpg.rl.config import load_preset
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--task", choices=PRESETS, required=True)
+    p.add_argument("--task", choices=PAPER_TASKS, required=True)
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--algos", default="a2c,ppo")
     p.add_argument("--steps", type=int, default=0, help="steps per agent (0: preset iterations × samples per particle)")
