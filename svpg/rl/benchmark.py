@@ -11,8 +11,9 @@ task's budget of environment steps (:data:`TASK_BUDGETS`; for svpg all particles
 deterministically on ``--eval-episodes`` fresh episodes. Agents:
 
 * ``s2vgd``, ``svgd``: :class:`svpg.SVPG` with the task's preset (``train.py --preset <task>``;
-  ``--svpg-options`` adds to it); the final metric is the particle with the highest return in the last training iteration
-  (chosen on training returns), and the mean over all particles, each on the same fresh episodes.
+  ``--svpg-options`` adds to it); the final metric is the particle with the highest return in the last
+  training iteration (chosen on training returns), and the mean over all particles, each on the same
+  fresh episodes.
 * ``ppo``, ``a2c``: SB3 with rl-zoo3's tuned hyperparameters for the task (:data:`ZOO`), normalisation
   included (``VecNormalize``, frozen for evaluation).
 
@@ -376,11 +377,11 @@ def _train_svpg(job: dict, folder: Path) -> dict:
 
 
 def svpg_options(task: str, extra: dict | None = None) -> dict:
-    """svpg.SVPG keyword arguments of ``task``: its preset's training options (not the env or the budget),
-    then ``extra``."""
-    preset = {
-        k: v for k, v in load_preset(task).items() if k not in ("env_id", "env_kwargs", "total_steps", "iterations")
-    }
+    """svpg.SVPG keyword arguments of ``task``: its preset's training options (without the run fields,
+    such as the env and the budget), then ``extra``."""
+    from svpg.rl.algorithm import RUN_FIELDS
+
+    preset = {k: v for k, v in load_preset(task).items() if k not in RUN_FIELDS}
     return {**preset, **(extra or {})}
 
 
