@@ -47,6 +47,20 @@ def test_cli_writes_table_results_and_models(tmp_path, csv_file, capsys):
     assert list((run / "summary").glob("events.out.tfevents*"))  # test metrics of every split
 
 
+def test_keep_epoch_last_keeps_the_last_epoch_of_every_split(tmp_path, csv_file, capsys):
+    argv = ["supervised", "--dataset", "csv", "--data-path", str(csv_file), "--target", "price", "--method", "map",
+            "--num-splits", "2", "--epochs", "4", "--validation-fraction", "0.3", "--keep-epoch", "last",
+            "--log-dir", str(tmp_path), "--run-name", "t", "--progress", "false", "--save-models", "false"]
+    assert train.main(argv) == 0
+    run = tmp_path / "t"
+    assert json.loads((run / "config.json").read_text())["keep_epoch"] == "last"
+    assert [r["best_epoch"] for r in json.loads((run / "results.json").read_text())["results"]["map"]] == [4, 4]
+    with pytest.raises(SystemExit) as exit_:
+        main(["--dataset", "csv", "--data-path", str(csv_file), "--target", "price", "--keep-epoch", "final"])
+    assert exit_.value.code == 2
+    assert "--keep-epoch: invalid choice: 'final' (choose from 'best', 'last')" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "extra, message",
     [

@@ -239,3 +239,24 @@ def test_n_particles_is_the_former_name_of_num_particles(tmp_path):
         warnings.simplefilter("error")
         loaded = BayesianRegressor.load(path)
     assert loaded.num_particles == 2 and torch.equal(loaded.theta_, model.theta_)
+
+
+@pytest.mark.parametrize("method", ["map", "svgd"])
+def test_keep_epoch_keeps_the_best_or_the_last_epoch_of_the_same_training(digits, method):
+    x_tr, y_tr, _, _ = digits
+    x_fit, y_fit, x_val, y_val = x_tr[:600], y_tr[:600], x_tr[3000:3600], y_tr[3000:3600]
+    kw = dict(method=method, num_particles=2, hidden=(32,), epochs=6, lr=3e-2, seed=0)
+    best = BayesianClassifier(**kw).fit(x_fit, y_fit, X_val=x_val, y_val=y_val)
+    last = BayesianClassifier(**kw, keep_epoch="last").fit(x_fit, y_fit, X_val=x_val, y_val=y_val)
+    # the choice of weights does not change the training: the same validation curve, epoch for epoch
+    assert [h["val_log_likelihood"] for h in best.history_] == [h["val_log_likelihood"] for h in last.history_]
+    lls = [h["val_log_likelihood"] for h in best.history_]
+    assert best.best_epoch_ == 1 + int(np.argmax(lls)) < 6, lls  # lr 3e-2 overfits: the curve peaks early
+    assert last.best_epoch_ == 6
+    for model, epoch in ((best, best.best_epoch_), (last, 6)):
+        record = model.history_[epoch - 1]
+        metrics = model.evaluate(x_val, y_val)  # the kept weights give the recorded validation figures
+        assert metrics["nll"] == pytest.approx(-record["val_log_likelihood"], rel=1e-5)
+        assert metrics["error"] == pytest.approx(record["val_error"])
+    with pytest.raises(ValueError, match="keep_epoch must be one of best, last, got 'final'"):
+        BayesianClassifier(keep_epoch="final").fit(x_fit, y_fit)

@@ -21,7 +21,14 @@ from svpg.supervised.data import (
     standard_splits,
     train_test_split,
 )
-from svpg.supervised.models import LR_SCHEDULES, METHODS, POSTERIOR_OPTIONS, BayesianClassifier, BayesianRegressor
+from svpg.supervised.models import (
+    KEEP_EPOCHS,
+    LR_SCHEDULES,
+    METHODS,
+    POSTERIOR_OPTIONS,
+    BayesianClassifier,
+    BayesianRegressor,
+)
 
 # Defaults chosen on validation rows carved from the training part of Boston/Concrete splits 0–4
 # (never on test rows); see docs/supervised.md.
@@ -190,6 +197,12 @@ class SupervisedConfig:
         "sets, 0.1 for large ones and classification)",
     )
     eval_every: int = _f(0, "validate every this many epochs (0: auto)")
+    keep_epoch: str = _f(
+        "best",
+        "the weights a fit ends with: best (the epoch with the highest validation log-likelihood; the last "
+        "without validation rows) | last (the last epoch: a fixed training length, as S²VGD's MNIST table)",
+        choices=KEEP_EPOCHS,
+    )
     refit_noise: bool = _f(
         True, "regression: re-estimate each particle's noise precision on the validation rows (Liu & Wang 2016)"
     )
@@ -407,6 +420,7 @@ def make_estimator(cfg: SupervisedConfig, data: Dataset, settings: dict, method:
         batch_size=settings["batch_size"],
         validation_fraction=settings["validation_fraction"],
         eval_every=settings["eval_every"],
+        keep_epoch=cfg.keep_epoch,
         seed=seed,
         device=cfg.device,
         progress=progress,

@@ -61,6 +61,7 @@ from svpg.supervised.models.estimators import BayesianClassifier, BayesianRegres
 from svpg.supervised.models.methods import (
     BNN_METHODS,
     FOREACH,
+    KEEP_EPOCHS,
     LR_SCHEDULES,
     METHODS,
     NOISE_POSTERIORS,
@@ -77,6 +78,7 @@ __all__ = [
     "BNN_METHODS",
     "METHODS",
     "PARTICLE_METHODS",
+    "KEEP_EPOCHS",
     "LR_SCHEDULES",
     "POSTERIOR_OPTIONS",
     "NOISE_PRIORS",

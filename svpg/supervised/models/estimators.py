@@ -24,7 +24,14 @@ from svpg.supervised.data import (
     holdout_split,
 )
 from svpg.supervised.metrics import classification_metrics, regression_metrics
-from svpg.supervised.models.methods import BNN_METHODS, LR_SCHEDULES, NOISE_PRIORS, PARTICLE_METHODS, POSTERIOR_OPTIONS
+from svpg.supervised.models.methods import (
+    BNN_METHODS,
+    KEEP_EPOCHS,
+    LR_SCHEDULES,
+    NOISE_PRIORS,
+    PARTICLE_METHODS,
+    POSTERIOR_OPTIONS,
+)
 from svpg.supervised.models.posteriors import _Particles, _Variational
 
 
@@ -84,6 +91,10 @@ class _BayesianNN:
     :param validation_fraction: share of the training rows held out for checkpoint selection (0: none,
         the last epoch is kept).
     :param eval_every: evaluate on the validation rows every this many epochs.
+    :param keep_epoch: the weights ``fit`` ends with: ``"best"``, those of the evaluated epoch with the
+        highest validation log-likelihood (the last epoch without validation rows), or ``"last"``, those of
+        the last epoch, as a fixed training length (S²VGD §5.2's 100 MNIST epochs) prescribes; the
+        validation rows are evaluated either way (``history_``).
     :param seed: the root of the estimator's random streams: the validation rows, the initial weights, the
         minibatch order and the posterior draws each draw from their own (:mod:`svpg.seeding`); the same
         seed gives bit-identical fits on one machine.
@@ -128,6 +139,7 @@ class _BayesianNN:
         predict_samples: int = 100,
         posterior_options: dict | None = None,
         noise_prior: tuple[float, float] | None = None,
+        keep_epoch: str = "best",
         n_particles: int | None = None,
     ):
         if n_particles is not None:
@@ -147,6 +159,7 @@ class _BayesianNN:
         self.batch_size = batch_size
         self.validation_fraction = validation_fraction
         self.eval_every = eval_every
+        self.keep_epoch = keep_epoch
         self.seed = seed
         self.device = device
         self.progress = progress
@@ -179,6 +192,7 @@ class _BayesianNN:
         "batch_size",
         "validation_fraction",
         "eval_every",
+        "keep_epoch",
         "seed",
         "device",
         "progress",
@@ -254,6 +268,8 @@ class _BayesianNN:
             problems.append(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}, got {self.lr_schedule!r}")
         if not 0 <= self.validation_fraction < 1:
             problems.append(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
+        if self.keep_epoch not in KEEP_EPOCHS:
+            problems.append(f"keep_epoch must be one of {', '.join(KEEP_EPOCHS)}, got {self.keep_epoch!r}")
         if self.samples < 1 or self.predict_samples < 1:
             problems.append(f"samples and predict_samples must be ≥ 1, got {self.samples}, {self.predict_samples}")
         if self.method in FAMILIES:
@@ -305,11 +321,12 @@ class _BayesianNN:
         return self.posterior_.outputs(x)
 
     def _fit_tensors(self, x, y, x_val, y_val, callback=None) -> None:
-        """Train the posterior for ``epochs`` passes; keep the epoch best on validation (if any)."""
+        """Train the posterior for ``epochs`` passes; end with the weights of the epoch ``keep_epoch`` names."""
         self.posterior_.fit(x, y, x_val, y_val, callback)
 
-    def _validation_score(self, x_val, y_val) -> float:
-        """Mean validation log predictive density (higher is better)."""
+    def _validation_metrics(self, x_val, y_val) -> dict[str, float]:
+        """``val_log_likelihood``, the mean validation log predictive density (the epoch ``keep_epoch="best"``
+        keeps is the highest), and the task's other validation figures."""
         raise NotImplementedError
 
     def _check_fitted(self) -> None:
@@ -400,10 +417,10 @@ class BayesianRegressor(_BayesianNN):
         super().__init__(*args, **kwargs)
         self.refit_noise = refit_noise
 
-    def _validation_score(self, x_val, y_val):
+    def _validation_metrics(self, x_val, y_val):
         f = self._outputs(x_val)[..., 0]
         logp = gaussian_log_prob(y_val, f, log_var=-self.posterior_.log_noise_precision()[:, None])
-        return float(log_mean_exp(logp, 0).mean())
+        return {"val_log_likelihood": float(log_mean_exp(logp, 0).mean())}
 
     @torch.no_grad()
     def _refit_noise(self, x_val, y_val) -> None:
@@ -550,9 +567,12 @@ class BayesianClassifier(_BayesianNN):
         """log of the mean of the members' softmax: (n, C)."""
         return log_mean_exp(torch.log_softmax(self._outputs(x).double(), -1), 0)
 
-    def _validation_score(self, x_val, y_val):
+    def _validation_metrics(self, x_val, y_val):
         logp = self._log_predictive(x_val)
-        return float(logp.gather(1, y_val[:, None])[:, 0].mean())
+        return {
+            "val_log_likelihood": float(logp.gather(1, y_val[:, None])[:, 0].mean()),
+            "val_error": float((logp.argmax(1) != y_val).double().mean()),
+        }
 
     @_in_threads
     def fit(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from svpg.core.variational import FAMILIES
 
 LR_SCHEDULES = ("constant", "cosine")
+#: which epoch's weights a fit ends with: the best by validation log-likelihood, or the last
+KEEP_EPOCHS = ("best", "last")
 #: the particle methods, moved by SVGD
 PARTICLE_METHODS = {
     "s2vgd": "structural MVG layers W = P Λ1 C Λ2 Qᵀ with K Householder reflections per side (§3), RBF kernel",

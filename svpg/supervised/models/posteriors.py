@@ -59,12 +59,13 @@ class _Posterior:
     ) -> None:
         """``est.epochs`` passes, each over a fresh permutation of the n rows from the stream
         ``"minibatch"``; ``run_epoch(perm, diagnose)`` takes the steps and returns diagnostics (when
-        ``diagnose``). With validation rows the best epoch by validation log-likelihood is kept
-        (``snapshot()`` / ``restore(state)``, both inside ``evaluated()``, the weights the model would be
-        fitted with at that epoch); otherwise the last."""
+        ``diagnose``). With validation rows and ``est.keep_epoch == "best"`` the best epoch by validation
+        log-likelihood is kept (``snapshot()`` / ``restore(state)``, both inside ``evaluated()``, the
+        weights the model would be fitted with at that epoch); otherwise the last."""
         est = self.est
         history: list[dict] = []
         best, best_state, best_epoch = -math.inf, None, est.epochs
+        keep_best = est.keep_epoch == "best"
         order = torch_generator(est.seed, "minibatch")  # on the CPU: the same order on every device
         bar = tqdm(range(1, est.epochs + 1), disable=not est.progress, unit="epoch", leave=False, dynamic_ncols=True)
         for epoch in bar:
@@ -74,10 +75,11 @@ class _Posterior:
             record = {"epoch": epoch, "epoch_seconds": time.perf_counter() - t0}
             if x_val is not None and (epoch % est.eval_every == 0 or epoch == est.epochs):
                 with evaluated():
-                    score = est._validation_score(x_val, y_val)
-                    if score > best:
+                    metrics = est._validation_metrics(x_val, y_val)
+                    score = metrics["val_log_likelihood"]
+                    if keep_best and score > best:
                         best, best_state, best_epoch = score, snapshot(), epoch
-                record["val_log_likelihood"] = score
+                record.update(metrics)
                 bar.set_postfix(val_ll=f"{score:.3f}", best=best_epoch)
             if callback is not None:
                 callback(epoch, {**record, **{k: float(v) for k, v in diagnostics.items()}})
