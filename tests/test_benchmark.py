@@ -121,6 +121,16 @@ def test_equal_steps_table_curves_and_skip_when_finished(tmp_path, tiny_ppo, cap
     assert read_csv(tmp_path / "results.csv") == results
 
 
+def test_an_svpg_overshoot_is_said_before_training(tmp_path, capsys):
+    # 1,000 steps are not whole iterations of 2 particles × 400 steps: the run takes 1,600 and says so first
+    assert benchmark.main(["--tasks", "Pendulum-v1", "--agents", "s2vgd", "--seeds", "0", "--total-steps", "1000",
+                           "--eval-episodes", "1", "--svpg-options", SVPG_TINY, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    said = "Pendulum-v1 s2vgd seed 0: 1,600 steps, 600 past the budget of 1,000 (whole iterations of 800 steps)"
+    assert said in out and out.index(said) < out.index("final")
+    assert read_csv(tmp_path / "results.csv")[0]["env_steps"] == "1600"
+
+
 def test_same_seed_same_run(tmp_path, tiny_ppo):
     for out in ("a", "b"):
         assert benchmark.main(["--tasks", "Pendulum-v1", "--agents", "s2vgd,a2c", "--seeds", "3", "--total-steps",

@@ -348,6 +348,13 @@ def _train_svpg(job: dict, folder: Path) -> dict:
         model = svpg.SVPG(job["task"], method=job["agent"], seed=job["seed"], verbose=0, threads=1, **options)
         resumed = False
     target = math.ceil(job["total_steps"] / model.steps_per_update)
+    over = target * model.steps_per_update - job["total_steps"]
+    if over and not resumed:  # said before training, as train.py says it
+        print(
+            f"{job['task']} {job['agent']} seed {job['seed']}: {target * model.steps_per_update:,} steps, {over:,} "
+            f"past the budget of {job['total_steps']:,} (whole iterations of {model.steps_per_update:,} steps)",
+            flush=True,
+        )
     start = _keep_rows(folder / WALL, model.num_timesteps)
     if model.iteration < target:
         checkpoint = CheckpointCallback(max(1, target // CHECKPOINTS_PER_RUN), folder)
