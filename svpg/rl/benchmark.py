@@ -348,10 +348,10 @@ def _train_svpg(job: dict, folder: Path) -> dict:
         model = svpg.SVPG(job["task"], method=job["agent"], seed=job["seed"], verbose=0, threads=1, **options)
         resumed = False
     target = math.ceil(job["total_steps"] / model.steps_per_update)
-    over = target * model.steps_per_update - job["total_steps"]
-    if over and not resumed:  # said before training, as train.py says it
+    planned = target * model.steps_per_update
+    if planned > job["total_steps"] and not resumed:  # said before training, as train.py says it
         print(
-            f"{job['task']} {job['agent']} seed {job['seed']}: {target * model.steps_per_update:,} steps, {over:,} "
+            f"{job['task']} {job['agent']} seed {job['seed']}: {planned:,} steps, {planned - job['total_steps']:,} "
             f"past the budget of {job['total_steps']:,} (whole iterations of {model.steps_per_update:,} steps)",
             flush=True,
         )
