@@ -65,6 +65,15 @@ def paired_difference(a: dict, b: dict) -> tuple[int, float, float, float]:
     return len(keys), mean, float(low), float(high)
 
 
+def decimals(values: Iterable[float], least: int, significant: int = 3) -> int:
+    """Decimals for a column: at least ``least``, and enough that its smallest nonzero magnitude keeps
+    ``significant`` significant digits (Naval's RMSE of 0.000127 is not written 0.000)."""
+    sizes = [abs(v) for v in values if math.isfinite(v) and v != 0]
+    if not sizes:
+        return least
+    return max(least, significant - 1 - math.floor(math.log10(min(sizes))))
+
+
 def format_mean_se(mean: float, se: float, digits: int = 1) -> str:
     """A table cell: ``mean ± se``; the mean alone when the s.e. is undefined (one seed), ``–`` without a mean."""
     if not math.isfinite(mean):

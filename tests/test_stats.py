@@ -4,8 +4,8 @@ import statistics
 
 import pytest
 
-from svpg.stats import (cell, convention, format_difference, format_mean_se, markdown_table, mean_se, mean_se_rows,
-                        paired_difference, parse_range_list, t_quantile)
+from svpg.stats import (cell, convention, decimals, format_difference, format_mean_se, markdown_table, mean_se,
+                        mean_se_rows, paired_difference, parse_range_list, t_quantile)
 
 T_975 = {1: 12.7062047, 2: 4.3026527, 4: 2.7764451, 9: 2.2621572, 19: 2.0930241, 29: 2.0452296}  # printed tables
 
@@ -93,3 +93,22 @@ def test_supervised_table_by_hand():
     # rmse (1, 2, 6): mean 3, s.e. √(7/3) = 1.528; test_ll (−1, −2, −3): s.e. 1/√3 = 0.577
     assert cells["s2vgd (K=2)"] == ["s2vgd (K=2)", "3.000 ± 1.528", "-2.000 ± 0.577", "3", "3.00"]
     assert cells["map (M=1)"] == ["map (M=1)", "5.000", "-4.000", "1", "1.00"]
+
+
+def test_decimals_keep_three_significant_digits_of_the_smallest_value():
+    assert decimals([2.644, 4.464], least=3) == 3  # 2.64: 2 decimals would do, the column's least is 3
+    assert decimals([0.0707, 0.0779], least=3) == 4  # 0.0707
+    assert decimals([0.000127, 0.00097, -3.0], least=3) == 6  # 0.000127
+    assert decimals([0.0, math.nan], least=2) == 2  # nothing to size: the least
+
+
+def test_supervised_table_shows_tiny_rmse_digits():
+    from types import SimpleNamespace
+
+    from svpg.supervised.tables import format_table
+
+    rows = {"s2vgd": [{"rmse": 1.2e-4, "test_ll": 7.3, "seconds": 1.0}, {"rmse": 1.4e-4, "test_ll": 7.2, "seconds": 1.0}]}
+    text = format_table(rows, "regression", SimpleNamespace(householder=1))
+    # mean 1.3e-4, s.e. 1e-5: six decimals; the log-likelihood keeps its three
+    cells = [c.strip() for c in text.splitlines()[-1].strip("|").split("|")]
+    assert cells[1:3] == ["0.000130 ± 0.000010", "7.250 ± 0.050"]

@@ -95,3 +95,13 @@ def test_table_by_hand_with_a_split_subset():
     assert "| 1 / 1 of 2 |" in map_row
     with pytest.raises(compare.CompareError, match="--reference 'svgd'"):
         compare.compare_table(table, "svgd")
+
+
+def test_paired_cells_of_a_tiny_rmse_keep_their_digits():
+    table = {"s2vgd": {0: {"rmse": 1.0e-4, "test_ll": 7.0, "seconds": 1.0}, 1: {"rmse": 2.0e-4, "test_ll": 7.2, "seconds": 1.0}},
+             "svgd": {0: {"rmse": 3.0e-4, "test_ll": 6.9, "seconds": 1.0}, 1: {"rmse": 3.0e-4, "test_ll": 6.8, "seconds": 1.0}}}
+    row = next(line for line in compare.compare_table(table, "s2vgd").splitlines() if line.startswith("| svgd "))
+    # the smallest mean RMSE 1.5e-4: six decimals for the RMSE and its difference (+1.5e-4; d = +2e-4, +1e-4)
+    half = 12.7062047 * statistics.stdev([2.0e-4, 1.0e-4]) / math.sqrt(2)  # t(0.975, 1 degree of freedom)
+    assert row.startswith("| svgd | 2 | 0.000300 ± 0.000000 | 6.850 ± 0.050 |")
+    assert f"{1.5e-4:+.6f} [{1.5e-4 - half:+.6f}, {1.5e-4 + half:+.6f}]" in row

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from svpg.compare import CompareError  # noqa: F401  (raised here; importable from here as before)
-from svpg.stats import mean_se, paired_difference
+from svpg.stats import decimals, mean_se, paired_difference
 
 #: config.json entries that must agree for two runs to fit the same rows of every split
 SPLIT_KEYS = ("protocol", "seed", "test_fraction", "max_train")
@@ -119,27 +119,35 @@ def compare_table(
     ]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     ref = table[reference]
+    chosen = {
+        method: own
+        for method, by_split in table.items()
+        if (own := {k: row for k, row in by_split.items() if splits is None or k in splits})
+    }
+    digits = {
+        key: decimals((mean_se([row[key] * scale for row in own.values()])[0] for own in chosen.values()), least)
+        for key, _, _, scale, least, _ in metrics
+    }
     rows = []
-    for method, by_split in table.items():
-        own = {k: row for k, row in by_split.items() if splits is None or k in splits}
-        if not own:
-            continue
+    for method, own in chosen.items():
         cells = [labels.get(method, method), str(len(own))]
-        for key, _, _, scale, digits, _ in metrics:
+        for key, _, _, scale, _, _ in metrics:
             mean, se = mean_se([row[key] * scale for row in own.values()])
-            cells.append(f"{mean:.{digits}f} ± {se:.{digits}f}" if math.isfinite(se) else f"{mean:.{digits}f}")
+            d = digits[key]
+            cells.append(f"{mean:.{d}f} ± {se:.{d}f}" if math.isfinite(se) else f"{mean:.{d}f}")
         better, pairs = [], 0
-        for key, _, _, scale, digits, higher in paired:
+        for key, _, _, scale, _, higher in paired:
             if method == reference:
                 cells.append("")
                 continue
             a = {k: row[key] * scale for k, row in own.items()}
             b = {k: row[key] * scale for k, row in ref.items() if k in a}
             pairs, mean, lo, hi = paired_difference(a, b)
+            d = digits[key]
             cells.append(
-                f"{mean:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+                f"{mean:+.{d}f} [{lo:+.{d}f}, {hi:+.{d}f}]"
                 if math.isfinite(lo)
-                else (f"{mean:+.{digits}f}" if pairs else "")
+                else (f"{mean:+.{d}f}" if pairs else "")
             )
             better.append(str(sum((a[k] > b[k]) if higher else (a[k] < b[k]) for k in b)))
         cells.append(f"{' / '.join(better)} of {pairs}" if better else "")
