@@ -124,15 +124,16 @@ def compare_table(
         for method, by_split in table.items()
         if (own := {k: row for k, row in by_split.items() if splits is None or k in splits})
     }
-    digits = {
-        key: decimals((mean_se([row[key] * scale for row in own.values()])[0] for own in chosen.values()), least)
-        for key, _, _, scale, least, _ in metrics
+    summary = {
+        method: {key: mean_se([row[key] * scale for row in own.values()]) for key, _, _, scale, _, _ in metrics}
+        for method, own in chosen.items()
     }
+    digits = {key: decimals((s[key][0] for s in summary.values()), least) for key, _, _, _, least, _ in metrics}
     rows = []
     for method, own in chosen.items():
         cells = [labels.get(method, method), str(len(own))]
-        for key, _, _, scale, _, _ in metrics:
-            mean, se = mean_se([row[key] * scale for row in own.values()])
+        for key, *_ in metrics:
+            mean, se = summary[method][key]
             d = digits[key]
             cells.append(f"{mean:.{d}f} ± {se:.{d}f}" if math.isfinite(se) else f"{mean:.{d}f}")
         better, pairs = [], 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from svpg.stats import cell, convention, decimals, markdown_table, mean_se
+from svpg.stats import convention, decimals, format_mean_se, markdown_table, mean_se
 
 
 def method_label(method: str, cfg) -> str:
@@ -24,16 +24,17 @@ def format_table(results: dict[str, list[dict]], task: str, cfg, title: str = ""
         time_col = ("seconds", "s / split (median)")
         note = "log-likelihood in the target's original units"
     count = "runs" if task == "classification" else "splits"
-    digits = {
-        key: decimals((mean_se([r[key] * scale for r in found])[0] for found in results.values()), least)
-        for key, _, scale, least in cols
+    summary = {
+        method: {key: mean_se([r[key] * scale for r in found]) for key, _, scale, _ in cols}
+        for method, found in results.items()
     }
+    digits = {key: decimals((s[key][0] for s in summary.values()), least) for key, _, _, least in cols}
     rows = []
     for method, found in results.items():
         rows.append(
             [
                 method_label(method, cfg),
-                *[cell([r[key] * scale for r in found], digits[key]) for key, _, scale, _ in cols],
+                *[format_mean_se(*summary[method][key], digits=digits[key]) for key, *_ in cols],
                 len(found),
                 f"{np.median([r[time_col[0]] for r in found]):.2f}",
             ]
