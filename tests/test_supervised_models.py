@@ -260,3 +260,70 @@ def test_keep_epoch_keeps_the_best_or_the_last_epoch_of_the_same_training(digits
         assert metrics["error"] == pytest.approx(record["val_error"])
     with pytest.raises(ValueError, match="keep_epoch must be one of best, last, got 'final'"):
         BayesianClassifier(keep_epoch="final").fit(x_fit, y_fit)
+
+
+class _Stop(Exception):
+    pass
+
+
+def _interrupted_then_continued(make, x, y, checkpoint, stop_at: int):
+    """Fit until the callback of epoch ``stop_at`` raises (checkpoints after every epoch), then continue
+    from the file with a fresh estimator; returns that estimator."""
+
+    def stop(epoch, scalars):
+        if epoch == stop_at:
+            raise _Stop
+
+    with pytest.raises(_Stop):
+        make().fit(x, y, callback=stop, checkpoint=checkpoint, checkpoint_minutes=1e-9)
+    assert torch.load(checkpoint, weights_only=True)["epoch"] == stop_at - 1
+    return make().fit(x, y, checkpoint=checkpoint)
+
+
+@pytest.mark.parametrize("method", ["s2vgd", "vmg", "badam"])
+def test_a_fit_continued_from_its_checkpoint_ends_as_an_uninterrupted_one_bit_for_bit(tmp_path, method):
+    """The weights, the optimizer, the cosine schedule, the minibatch and posterior-draw streams, vmg's Polyak
+    average and pseudo-data, badam's curvature and the best epoch so far all come back from the file."""
+    x, y = _toy_1d(n=120)
+
+    def make():
+        return BayesianRegressor(method=method, num_particles=4, hidden=(8,), epochs=12, batch_size=20,
+                                 validation_fraction=0.2, eval_every=2, lr_schedule="cosine", seed=3)
+
+    straight = make().fit(x, y)
+    continued = _interrupted_then_continued(make, x, y, tmp_path / "fit.pt", stop_at=7)
+    assert continued.resumed_epoch_ == 6 and [h["epoch"] for h in continued.history_] == list(range(1, 13))
+    assert continued.best_epoch_ == straight.best_epoch_
+    assert [h.get("val_log_likelihood") for h in continued.history_] == [
+        h.get("val_log_likelihood") for h in straight.history_]
+    for a, b in zip(continued.predict_particles(x), straight.predict_particles(x)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_classifier_keeps_a_best_epoch_saved_before_the_interruption(tmp_path, digits):
+    """keep_epoch='best' restores the best epoch's weights even when that epoch was trained before the
+    checkpoint the fit continued from."""
+    x, y = digits[0][:300], digits[1][:300]
+
+    def make():  # a high rate: the validation likelihood peaks early (epoch 3 of 8)
+        return BayesianClassifier(method="svgd", num_particles=3, hidden=(32,), epochs=8, batch_size=25, lr=0.1,
+                                  validation_fraction=0.3, eval_every=1, seed=0)
+
+    straight = make().fit(x, y)
+    assert straight.best_epoch_ <= 4
+    continued = _interrupted_then_continued(make, x, y, tmp_path / "fit.pt", stop_at=6)
+    assert continued.best_epoch_ == straight.best_epoch_ and continued.resumed_epoch_ == 5
+    np.testing.assert_array_equal(continued.predict_proba(x[:50]), straight.predict_proba(x[:50]))
+
+
+def test_the_checkpoint_of_another_fit_is_refused(tmp_path):
+    x, y = _toy_1d(n=60)
+    path = tmp_path / "fit.pt"
+    BayesianRegressor(method="map", hidden=(4,), epochs=2, seed=0).fit(x, y, checkpoint=path, checkpoint_minutes=1e-9)
+    assert path.exists()  # the last epoch is not saved: a finished fit has nothing to continue
+    with pytest.raises(CheckpointError, match=r"fit\.pt is the checkpoint of a different fit .*delete it"):
+        BayesianRegressor(method="map", hidden=(4,), epochs=2, seed=1).fit(x, y, checkpoint=path)
+    with pytest.raises(CheckpointError, match="different fit"):
+        BayesianRegressor(method="map", hidden=(4,), epochs=2, seed=0).fit(x, np.where(x[:, 0] > 0, y, 0), checkpoint=path)
+    with pytest.raises(ValueError, match="checkpoint_minutes must be > 0"):
+        BayesianRegressor(method="map", hidden=(4,), epochs=2).fit(x, y, checkpoint=path, checkpoint_minutes=0)

@@ -97,6 +97,42 @@ def test_interrupted_split_is_run_again_on_resume(csv_file, tmp_path, reference,
     assert [e.step for e in curves.Scalars("train/log_posterior")] == list(range(1, EPOCHS + 1))
 
 
+def test_interrupted_split_continues_from_its_checkpoint(csv_file, tmp_path, reference, monkeypatch, capsys):
+    """Checkpoints after every epoch, a KeyboardInterrupt in split 0's epoch 7: --resume trains epochs 7-12 of
+    split 0 only, gives the uninterrupted run's results bit for bit, curves without repeated steps, and deletes
+    the checkpoint once the split's row is saved."""
+    fit = BayesianRegressor.fit
+    split0_epochs: list[int] = []
+
+    def watched_fit(self, x, y, callback=None, stop_at=None, **kwargs):
+        def watch(epoch, scalars):
+            callback(epoch, scalars)
+            if self.seed == split_seed(0, 0):
+                split0_epochs.append(epoch)
+                if epoch == stop_at:
+                    raise KeyboardInterrupt
+        return fit(self, x, y, callback=watch if callback else None, **kwargs)
+
+    monkeypatch.setattr(BayesianRegressor, "fit", lambda self, x, y, **kw: watched_fit(self, x, y, stop_at=7, **kw))
+    assert main([*options(csv_file, tmp_path, "run"), "--checkpoint-minutes", "1e-9"]) == 130
+    run = tmp_path / "run"
+    capsys.readouterr()
+    checkpoint = run / "checkpoints" / "s2vgd_split00.pt"
+    assert torch.load(checkpoint, weights_only=True)["epoch"] == 6
+
+    split0_epochs.clear()
+    monkeypatch.setattr(BayesianRegressor, "fit", lambda self, x, y, **kw: watched_fit(self, x, y, **kw))
+    assert main(["--resume", str(run)]) == 0
+    assert split0_epochs == list(range(7, EPOCHS + 1))  # split 0 went on from its checkpoint
+    assert_same_as(run, reference)
+    assert not list((run / "checkpoints").iterdir())
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    curves = EventAccumulator(str(run / "s2vgd" / "split_00"))
+    curves.Reload()
+    assert [e.step for e in curves.Scalars("train/log_posterior")] == list(range(1, EPOCHS + 1))
+
+
 def test_resume_extends_keeps_finished_splits_and_refuses_fewer(csv_file, tmp_path, reference, capsys):
     assert main(options(csv_file, tmp_path, "run", splits=2)) == 0
     run = tmp_path / "run"

@@ -25,9 +25,11 @@ its particles in models/<method>_split<k>.safetensors; load with BayesianRegress
 in results.json, TensorBoard training curves (<method>/split_<k>/: split 0 of a regression set, every
 run on classification), the test metrics of every split (summary/) and, once every split has finished,
 results.md.
-Ctrl-C or SIGTERM discards the split in progress and keeps the finished ones; --resume runs the rest.
-With --resume only --num-splits, --progress, --threads, --device, --compile and --data-dir may be given (and --backend,
---jobs).
+Ctrl-C or SIGTERM keeps the finished splits and the split in progress as of its last checkpoint
+(checkpoints/<method>_split<k>.pt, saved every --checkpoint-minutes of its training); --resume continues
+it from there, to the same result as an uninterrupted run, and runs the rest.
+With --resume only --num-splits, --progress, --threads, --device, --compile, --data-dir and
+--checkpoint-minutes may be given (and --backend, --jobs).
 
 --backend local|ray fits the (split, method) pairs at once, one job each (svpg.grid), on --jobs local
 processes or as Ray Tune trials; every job loads the data and builds its estimator from config.json and
@@ -91,7 +93,8 @@ def build_parser() -> Parser:
         metavar="RUN_DIR",
         default=None,
         help="continue the run in RUN_DIR: run its splits that have no result yet (with --num-splits: extend it); "
-        "only --num-splits, --progress, --threads, --device, --compile and --data-dir may be given",
+        "only --num-splits, --progress, --threads, --device, --compile, --data-dir and --checkpoint-minutes "
+        "may be given",
     )
     add_backend_arguments(parser, "(split, method) fits", shared="the run folder and the data")
     add_dataclass_arguments(parser, SupervisedConfig, renamed=OPTION_NAMES)

@@ -231,6 +231,11 @@ class SupervisedConfig:
     compile: bool = _f(
         False, "torch.compile the log posterior (regression: 2-3.5x faster steps after a 0.5-2 min compilation)"
     )
+    checkpoint_minutes: float = _f(
+        10.0,
+        "save the state of the fit in progress every this many minutes of its training, so that an "
+        "interrupted split continues from there on --resume (0: never; it then starts again from epoch 1)",
+    )
     log_dir: str = _f("runs", "parent folder of run folders")
     run_name: str = _f("", "run folder name (default: supervised__<dataset>__<methods>__<time>)")
     save_models: bool = _f(True, "save every split's particles to runs/<name>/models/")
@@ -276,6 +281,8 @@ class SupervisedConfig:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 0, got {getattr(self, name)}")
         if self.lr < 0:
             problems.append(f"--lr must be > 0 (or 0 for the default), got {self.lr}")
+        if not self.checkpoint_minutes >= 0:
+            problems.append(f"--checkpoint-minutes must be ≥ 0 (0: no checkpoints), got {self.checkpoint_minutes}")
         if str(self.validation_fraction) != "auto":
             try:
                 fraction_ok = 0 <= float(self.validation_fraction) < 1

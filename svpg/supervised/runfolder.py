@@ -4,10 +4,12 @@
     runs/<run-name>/splits/<method>_split<k>.json       the test metrics of one finished (method, split)
     runs/<run-name>/models/<method>_split<k>.safetensors   its particles (--save-models)
     runs/<run-name>/<method>/split_<k>/                 TensorBoard training curves
+    runs/<run-name>/checkpoints/<method>_split<k>.pt    the state of an unfinished fit (--checkpoint-minutes)
     runs/<run-name>/results.json, results.md, summary/  every finished split's results (:func:`write_report`)
 
 The unit of work is one method on one split; its split file is written atomically once it has
-finished, so a (method, split) either has a result or is fitted again from epoch 1.
+finished, so a (method, split) either has a result or is fitted again, from its checkpoint if it has
+one, else from epoch 1.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from svpg.supervised.tables import format_table
 
 # options that leave finished splits' results unchanged, so --resume accepts them (--num-splits adds splits;
 # --device and --compile change float rounding, so splits run after such a change are not bit-identical)
-RESUME_OPTIONS = ("splits", "progress", "threads", "device", "compile", "data_dir")
+RESUME_OPTIONS = ("splits", "progress", "threads", "device", "compile", "data_dir", "checkpoint_minutes")
 RESULTS_FILE, TABLE_FILE, MODELS_DIR, SUMMARY_DIR = "results.json", "results.md", "models", "summary"
+CHECKPOINTS_DIR = "checkpoints"
 # the unit of work: one method on one split, its row of results.json saved as <method>_split<k>.json
 SPLITS_DIR, _SPLIT_FILE = "splits", re.compile(r"(?P<method>[a-z0-9-]+)_split(?P<split>\d+)\.json")
 # written to config.json beside the options and checked on --resume: what the options resolve to on the data
@@ -79,6 +82,11 @@ def built(data: Dataset, settings: dict) -> dict:
 
 def split_file(run_dir: Path, method: str, k: int) -> Path:
     return Path(run_dir) / SPLITS_DIR / f"{method}_split{k:02d}.json"
+
+
+def checkpoint_file(run_dir: Path, method: str, k: int) -> Path:
+    """The training state of an unfinished (method, split)."""
+    return Path(run_dir) / CHECKPOINTS_DIR / f"{method}_split{k:02d}.pt"
 
 
 def read_finished(run_dir: Path, methods: list[str]) -> dict[str, dict[int, dict]]:

@@ -15,7 +15,16 @@ from svpg.allocator import keep_freed_memory
 from svpg.grid import gpus_per_job
 from svpg.runs import TensorBoardLogger, write_json
 from svpg.supervised.config import make_estimator, split_data, split_seed
-from svpg.supervised.runfolder import MODELS_DIR, RUN_FOLDERS, SupervisedRun, built, prepare, read_finished, split_file
+from svpg.supervised.runfolder import (
+    MODELS_DIR,
+    RUN_FOLDERS,
+    SupervisedRun,
+    built,
+    checkpoint_file,
+    prepare,
+    read_finished,
+    split_file,
+)
 
 
 def fit_split(run: SupervisedRun, method: str, k: int, progress: bool) -> dict:
@@ -32,26 +41,37 @@ def fit_split(run: SupervisedRun, method: str, k: int, progress: bool) -> dict:
     model = make_estimator(cfg, data, run.settings, method, seed, progress=progress)
     curves = run.run_dir / method / f"split_{k:02d}"
     model_file = run.run_dir / MODELS_DIR / f"{method}_split{k:02d}.safetensors"
-    # An interrupted attempt at this split left curves (and, if it was killed between saving its model
-    # and its row, a model file); the split runs again from epoch 1, so they go.
-    shutil.rmtree(curves, ignore_errors=True)
+    checkpoint = checkpoint_file(run.run_dir, method, k) if cfg.checkpoint_minutes > 0 else None
+    if checkpoint is None or not checkpoint.exists():
+        # An interrupted attempt without a checkpoint left curves; the split runs again from epoch 1, so they go.
+        shutil.rmtree(curves, ignore_errors=True)
+    # killed between saving its model and its row: the model is fitted again
     model_file.unlink(missing_ok=True)
-    logger = TensorBoardLogger(curves) if k == 0 or classification else None  # regression: split 0's curves only
-    callback = None
-    if logger is not None:
+    logging = k == 0 or classification  # regression: split 0's curves only
+    logger = None
 
-        def callback(epoch: int, scalars: dict) -> None:
-            logger.log({key: v for key, v in scalars.items() if key != "epoch"}, epoch)
+    def callback(epoch: int, scalars: dict) -> None:
+        nonlocal logger
+        if logger is None:  # at the first epoch this attempt trains: curves an interrupted one wrote from there on go
+            logger = TensorBoardLogger(curves, purge_step=epoch)
+        logger.log({key: v for key, v in scalars.items() if key != "epoch"}, epoch)
 
     t0 = time.perf_counter()
     try:
         # fixed validation rows (MNIST's last 10,000 training images), else carved by --validation-fraction
         validation = {"X_val": data.x_val, "y_val": data.y_val} if data.y_val is not None else {}
-        model.fit(x_tr, y_tr, callback=callback, **validation)
+        model.fit(
+            x_tr,
+            y_tr,
+            callback=callback if logging else None,
+            checkpoint=checkpoint,
+            checkpoint_minutes=cfg.checkpoint_minutes,
+            **validation,
+        )
     finally:
         if logger is not None:
             logger.close()
-    seconds = time.perf_counter() - t0
+    seconds = time.perf_counter() - t0 + model.resumed_seconds_  # an interrupted attempt's training counts
     row = {
         "split": k,
         "seed": seed,
@@ -65,6 +85,8 @@ def fit_split(run: SupervisedRun, method: str, k: int, progress: bool) -> dict:
     if cfg.save_models:
         model.save(model_file)  # before the row: a saved row implies its model file
     write_json(split_file(run.run_dir, method, k), row)
+    if checkpoint is not None:
+        checkpoint.unlink(missing_ok=True)  # after the row: a finished split never starts again
     return row
 
 

@@ -32,7 +32,7 @@ from svpg.supervised.models.methods import (
     PARTICLE_METHODS,
     POSTERIOR_OPTIONS,
 )
-from svpg.supervised.models.posteriors import _Particles, _Variational
+from svpg.supervised.models.posteriors import TrainingCheckpoint, _Particles, _Variational
 
 
 def _renamed_particles(n_particles: int, stacklevel: int) -> int:
@@ -170,9 +170,12 @@ class _BayesianNN:
         self.posterior_options = None if posterior_options is None else dict(posterior_options)
         self.noise_prior = None if noise_prior is None else tuple(noise_prior)
 
-    # set by fit (the posterior's training loop)
+    # set by fit (the posterior's training loop); resumed_*: the epochs and training seconds of the
+    # interrupted fit a checkpoint continued (0 for a fit from scratch)
     history_: list[dict]
     best_epoch_: int
+    resumed_epoch_: int
+    resumed_seconds_: float
 
     # ---------------------------------------------------------------------------- parameters
 
@@ -320,9 +323,21 @@ class _BayesianNN:
         """Network outputs of every member (particle or posterior draw) for inputs x (n, d) in model units: (S, n, out)."""
         return self.posterior_.outputs(x)
 
-    def _fit_tensors(self, x, y, x_val, y_val, callback=None) -> None:
-        """Train the posterior for ``epochs`` passes; end with the weights of the epoch ``keep_epoch`` names."""
-        self.posterior_.fit(x, y, x_val, y_val, callback)
+    # what does not change what is fitted (only its speed, or its rounding), so a checkpoint may be continued with other values
+    _NOT_IN_FINGERPRINT = ("device", "compile", "progress", "threads")
+
+    def _fit_tensors(self, x, y, x_val, y_val, callback=None, checkpoint=None, checkpoint_minutes=10.0) -> None:
+        """Train the posterior for ``epochs`` passes; end with the weights of the epoch ``keep_epoch`` names.
+        With ``checkpoint`` (a file path) continue from that file if it holds this fit's state, and save
+        the state there every ``checkpoint_minutes`` of training (:class:`TrainingCheckpoint`)."""
+        saver = None
+        if checkpoint is not None:
+            if not checkpoint_minutes > 0:
+                raise ValueError(f"checkpoint_minutes must be > 0, got {checkpoint_minutes}")
+            params = {k: v for k, v in self.get_params().items() if k not in self._NOT_IN_FINGERPRINT}
+            fingerprint = TrainingCheckpoint.fingerprint_of(params, x, y, x_val, y_val)
+            saver = TrainingCheckpoint(Path(checkpoint), float(checkpoint_minutes), fingerprint)
+        self.posterior_.fit(x, y, x_val, y_val, callback, saver)
 
     def _validation_metrics(self, x_val, y_val) -> dict[str, float]:
         """``val_log_likelihood``, the mean validation log predictive density (the epoch ``keep_epoch="best"``
@@ -445,11 +460,23 @@ class BayesianRegressor(_BayesianNN):
 
     @_in_threads
     def fit(
-        self, X, y, X_val=None, y_val=None, callback: Callable[[int, dict], None] | None = None
+        self,
+        X,
+        y,
+        X_val=None,
+        y_val=None,
+        callback: Callable[[int, dict], None] | None = None,
+        checkpoint: str | Path | None = None,
+        checkpoint_minutes: float = 10.0,
     ) -> BayesianRegressor:
         """Train on (X, y); validation rows are ``(X_val, y_val)`` or carved from X (``validation_fraction``).
 
         :param callback: called as ``callback(epoch, scalars)`` after every epoch (e.g. TensorBoard).
+        :param checkpoint: a file for the state of the unfinished fit, saved every ``checkpoint_minutes``
+            of training; a fit given a file that holds its state continues from there (and ends with the
+            weights an uninterrupted fit would have, bit for bit, on the same device). The file is left in
+            place: delete it once the fit is done. A file of another fit raises a
+            :class:`~svpg.io.CheckpointError`.
         """
         self._validate_params()
         x, y = check_xy(X, y, self._task)
@@ -467,7 +494,7 @@ class BayesianRegressor(_BayesianNN):
             xv, yv = t(self.x_scaler_.transform(x_val)), t(self.y_scaler_.transform(y_val_[:, None])[:, 0])
         else:
             xv = yv = None
-        self._fit_tensors(xs, ys, xv, yv, callback)
+        self._fit_tensors(xs, ys, xv, yv, callback, checkpoint, checkpoint_minutes)
         if self.refit_noise and xv is not None:
             self._refit_noise(xv, yv)
         return self
@@ -576,9 +603,17 @@ class BayesianClassifier(_BayesianNN):
 
     @_in_threads
     def fit(
-        self, X, y, X_val=None, y_val=None, callback: Callable[[int, dict], None] | None = None
+        self,
+        X,
+        y,
+        X_val=None,
+        y_val=None,
+        callback: Callable[[int, dict], None] | None = None,
+        checkpoint: str | Path | None = None,
+        checkpoint_minutes: float = 10.0,
     ) -> BayesianClassifier:
-        """Train on (X, y) with labels 0..C−1; validation as for :meth:`BayesianRegressor.fit`."""
+        """Train on (X, y) with labels 0..C−1; validation, callback and checkpoint as for
+        :meth:`BayesianRegressor.fit`."""
         self._validate_params()
         x, y = check_xy(X, y, self._task)
         x_fit, y_fit, x_val, y_val_ = self._split_validation(x, y, X_val, y_val)
@@ -592,7 +627,7 @@ class BayesianClassifier(_BayesianNN):
 
         xv = t(x_val) if x_val is not None else None
         yv = t(y_val_, torch.int64) if x_val is not None else None
-        self._fit_tensors(t(x_fit), t(y_fit, torch.int64), xv, yv, callback)
+        self._fit_tensors(t(x_fit), t(y_fit, torch.int64), xv, yv, callback, checkpoint, checkpoint_minutes)
         return self
 
     @_in_threads

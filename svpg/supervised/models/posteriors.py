@@ -4,8 +4,12 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import math
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -16,7 +20,7 @@ from svpg.core.networks import NetworkSpec
 from svpg.core.probability import LOG_2PI, gamma_log_prob_of_log
 from svpg.core.svgd import SVGD, make_optimizer
 from svpg.core.variational import gamma_kl, make_posterior
-from svpg.io import CheckpointError
+from svpg.io import CheckpointError, load_state, save_state
 from svpg.seeding import torch_generator
 from svpg.supervised.models.methods import FOREACH, NOISE_POSTERIORS, POLYAK
 from svpg.supervised.models.objective import row_log_likelihood, shared_objective
@@ -41,6 +45,45 @@ def _row_chunks(n: int, size: int) -> list[slice]:
     return [slice(a, b) for a, b in zip(starts, starts[1:] + [n])]
 
 
+@dataclass
+class TrainingCheckpoint:
+    """Where and how often the state of an unfinished fit is saved, so that an interrupted fit continues
+    from its last save and ends with the same weights, bit for bit, as one that was never interrupted.
+
+    The file holds everything the epoch loop carries: the weights, the optimizer's and the learning-rate
+    schedule's state, every random stream's position, the Polyak average, the validation history and the
+    best epoch's weights. ``fingerprint`` names the fit (the estimator's parameters and the training and
+    validation rows); a file of another fit is refused, never silently continued.
+    """
+
+    path: Path
+    minutes: float
+    fingerprint: str
+
+    @staticmethod
+    def fingerprint_of(params: dict, *tensors: torch.Tensor | None) -> str:
+        """SHA-256 of the parameters that shape the fit and of the bytes of its data tensors."""
+        digest = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode())
+        for t in tensors:
+            digest.update(b"none" if t is None else t.detach().cpu().contiguous().numpy().tobytes())
+        return digest.hexdigest()
+
+    def load(self) -> dict | None:
+        """The saved state, or None when there is no file yet."""
+        if not self.path.exists():
+            return None
+        state = load_state(self.path)
+        if state.get("fingerprint") != self.fingerprint:
+            raise CheckpointError(
+                f"{self.path} is the checkpoint of a different fit (other parameters or data); "
+                "delete it to train from epoch 1"
+            )
+        return state
+
+    def save(self, state: dict) -> None:
+        save_state(self.path, {**state, "fingerprint": self.fingerprint})
+
+
 class _Posterior:
     """How an estimator's posterior is held and trained; the estimator owns the data handling.
 
@@ -55,19 +98,52 @@ class _Posterior:
         self.est, self.task = est, est._task
 
     def _train_epochs(
-        self, n: int, device, run_epoch, snapshot, restore, x_val, y_val, callback, evaluated=contextlib.nullcontext
+        self,
+        n,
+        device,
+        run_epoch,
+        snapshot,
+        restore,
+        x_val,
+        y_val,
+        callback,
+        evaluated=contextlib.nullcontext,
+        loop_state=None,
+        checkpoint: TrainingCheckpoint | None = None,
     ) -> None:
         """``est.epochs`` passes, each over a fresh permutation of the n rows from the stream
         ``"minibatch"``; ``run_epoch(perm, diagnose)`` takes the steps and returns diagnostics (when
         ``diagnose``). With validation rows and ``est.keep_epoch == "best"`` the best epoch by validation
         log-likelihood is kept (``snapshot()`` / ``restore(state)``, both inside ``evaluated()``, the
-        weights the model would be fitted with at that epoch); otherwise the last."""
+        weights the model would be fitted with at that epoch); otherwise the last.
+
+        With a ``checkpoint`` the loop starts from its file when there is one, and saves to it every
+        ``checkpoint.minutes`` of training; ``loop_state`` is the subclass's ``(save, load)`` pair for
+        what its ``run_epoch`` carries from epoch to epoch (weights, optimizer, schedule, streams)."""
         est = self.est
         history: list[dict] = []
         best, best_state, best_epoch = -math.inf, None, est.epochs
         keep_best = est.keep_epoch == "best"
         order = torch_generator(est.seed, "minibatch")  # on the CPU: the same order on every device
-        bar = tqdm(range(1, est.epochs + 1), disable=not est.progress, unit="epoch", leave=False, dynamic_ncols=True)
+        done, earlier_seconds = 0, 0.0
+        saved = checkpoint.load() if checkpoint is not None else None
+        if saved is not None:
+            done, earlier_seconds, history = saved["epoch"], saved["seconds"], saved["history"]
+            best, best_state, best_epoch = saved["best"], saved["best_state"], saved["best_epoch"]
+            order.set_state(saved["order"])
+            loop_state[1](saved["loop"])
+        # where this fit took over from an interrupted one, and that one's training seconds
+        est.resumed_epoch_, est.resumed_seconds_ = done, earlier_seconds
+        start = last_save = time.perf_counter()
+        bar = tqdm(
+            range(done + 1, est.epochs + 1),
+            initial=done,
+            total=est.epochs,
+            disable=not est.progress,
+            unit="epoch",
+            leave=False,
+            dynamic_ncols=True,
+        )
         for epoch in bar:
             t0 = time.perf_counter()
             perm = torch.randperm(n, generator=order).to(device)
@@ -84,6 +160,24 @@ class _Posterior:
             if callback is not None:
                 callback(epoch, {**record, **{k: float(v) for k, v in diagnostics.items()}})
             history.append(record)
+            if (
+                checkpoint is not None
+                and epoch < est.epochs
+                and time.perf_counter() - last_save >= 60 * checkpoint.minutes
+            ):
+                checkpoint.save(
+                    {
+                        "epoch": epoch,
+                        "seconds": earlier_seconds + time.perf_counter() - start,
+                        "history": history,
+                        "best": best,
+                        "best_state": best_state,
+                        "best_epoch": best_epoch,
+                        "order": order.get_state(),
+                        "loop": loop_state[0](),
+                    }
+                )
+                last_save = time.perf_counter()
         bar.close()
         if best_state is not None:
             restore(best_state)
@@ -109,7 +203,7 @@ class _Particles(_Posterior):
         self.layout, self.net = self.objective.layout, self.objective.net
         self.theta = torch.zeros(1 if est.method == "map" else est.num_particles, self.layout.size, device=est.device)
 
-    def fit(self, x, y, x_val, y_val, callback) -> None:
+    def fit(self, x, y, x_val, y_val, callback, checkpoint=None) -> None:
         est = self.est
         self.net.init_(self.theta, torch_generator(est.seed, "init", device=self.theta.device))
         if self.task == "regression":
@@ -142,7 +236,31 @@ class _Particles(_Posterior):
             with torch.no_grad():
                 theta.copy_(best)
 
-        self._train_epochs(n, x.device, run_epoch, lambda: theta.detach().clone(), restore, x_val, y_val, callback)
+        def save_loop():
+            return {
+                "theta": theta.detach().clone(),
+                "optimizer": svgd.optimizer.state_dict(),
+                "schedule": schedule.state_dict() if schedule is not None else None,
+            }
+
+        def load_loop(state):
+            restore(state["theta"])
+            svgd.optimizer.load_state_dict(state["optimizer"])
+            if schedule is not None:
+                schedule.load_state_dict(state["schedule"])
+
+        self._train_epochs(
+            n,
+            x.device,
+            run_epoch,
+            lambda: theta.detach().clone(),
+            restore,
+            x_val,
+            y_val,
+            callback,
+            loop_state=(save_loop, load_loop),
+            checkpoint=checkpoint,
+        )
         self.theta = theta.detach()
 
     def outputs(self, x: torch.Tensor, chunk: int = 2048) -> torch.Tensor:
@@ -235,7 +353,7 @@ class _Variational(_Posterior):
         sq = (y - out[..., 0]).square()
         return (0.5 * (torch.digamma(a) - torch.log(b) - LOG_2PI) - 0.5 * (a / b) * sq).mean(0).sum()
 
-    def fit(self, x, y, x_val, y_val, callback) -> None:
+    def fit(self, x, y, x_val, y_val, callback, checkpoint=None) -> None:
         est, post = self.est, self.post
         params = self.parameters()
         optimizer = make_optimizer(est.optimizer, params, est.lr)
@@ -293,7 +411,41 @@ class _Variational(_Posterior):
         def snapshot():
             return {k: v.detach().clone() for k, v in self.state()[0].items()}
 
-        self._train_epochs(n, x.device, run_epoch, snapshot, self._load_tensors, x_val, y_val, callback, averaged)
+        def save_loop():
+            return {
+                "posterior": snapshot(),
+                "optimizer": optimizer.state_dict(),
+                "schedule": schedule.state_dict() if schedule is not None else None,
+                "average": [a.clone() for a in average],
+                "steps": steps,
+                "draws": draws.get_state(),
+            }
+
+        def load_loop(state):
+            nonlocal steps
+            self._load_tensors(state["posterior"])
+            optimizer.load_state_dict(state["optimizer"])
+            if schedule is not None:
+                schedule.load_state_dict(state["schedule"])
+            with torch.no_grad():
+                for a, saved in zip(average, state["average"]):
+                    a.copy_(saved)
+            steps = state["steps"]
+            draws.set_state(state["draws"])
+
+        self._train_epochs(
+            n,
+            x.device,
+            run_epoch,
+            snapshot,
+            self._load_tensors,
+            x_val,
+            y_val,
+            callback,
+            averaged,
+            loop_state=(save_loop, load_loop),
+            checkpoint=checkpoint,
+        )
         if beta and x_val is None:  # with validation rows, the best epoch's averaged weights are restored
             with torch.no_grad():
                 for avg, p in zip(average, params):
