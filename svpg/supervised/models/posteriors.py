@@ -99,7 +99,7 @@ class _Posterior:
 
     def _train_epochs(
         self,
-        n,
+        n: int,
         device,
         run_epoch,
         snapshot,
