@@ -316,7 +316,7 @@ def test_a_classifier_keeps_a_best_epoch_saved_before_the_interruption(tmp_path,
     np.testing.assert_array_equal(continued.predict_proba(x[:50]), straight.predict_proba(x[:50]))
 
 
-def test_the_checkpoint_of_another_fit_is_refused(tmp_path):
+def test_the_checkpoint_of_another_fit_or_device_is_refused(tmp_path):
     x, y = _toy_1d(n=60)
     path = tmp_path / "fit.pt"
     BayesianRegressor(method="map", hidden=(4,), epochs=2, seed=0).fit(x, y, checkpoint=path, checkpoint_minutes=1e-9)
@@ -325,5 +325,9 @@ def test_the_checkpoint_of_another_fit_is_refused(tmp_path):
         BayesianRegressor(method="map", hidden=(4,), epochs=2, seed=1).fit(x, y, checkpoint=path)
     with pytest.raises(CheckpointError, match="different fit"):
         BayesianRegressor(method="map", hidden=(4,), epochs=2, seed=0).fit(x, np.where(x[:, 0] > 0, y, 0), checkpoint=path)
+    state = torch.load(path, weights_only=True)
+    torch.save({**state, "device": "cuda"}, path)  # as a fit on a GPU would have saved it
+    with pytest.raises(CheckpointError, match=r"fit\.pt was saved by a fit on cuda, this one runs on cpu: continue"):
+        BayesianRegressor(method="map", hidden=(4,), epochs=2, seed=0).fit(x, y, checkpoint=path)
     with pytest.raises(ValueError, match="checkpoint_minutes must be > 0"):
         BayesianRegressor(method="map", hidden=(4,), epochs=2).fit(x, y, checkpoint=path, checkpoint_minutes=0)

@@ -336,7 +336,7 @@ class _BayesianNN:
                 raise ValueError(f"checkpoint_minutes must be > 0, got {checkpoint_minutes}")
             params = {k: v for k, v in self.get_params().items() if k not in self._NOT_IN_FINGERPRINT}
             fingerprint = TrainingCheckpoint.fingerprint_of(params, x, y, x_val, y_val)
-            saver = TrainingCheckpoint(Path(checkpoint), float(checkpoint_minutes), fingerprint)
+            saver = TrainingCheckpoint(Path(checkpoint), float(checkpoint_minutes), fingerprint, x.device.type)
         self.posterior_.fit(x, y, x_val, y_val, callback, saver)
 
     def _validation_metrics(self, x_val, y_val) -> dict[str, float]:

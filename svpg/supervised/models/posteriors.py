@@ -53,12 +53,15 @@ class TrainingCheckpoint:
     The file holds everything the epoch loop carries: the weights, the optimizer's and the learning-rate
     schedule's state, every random stream's position, the Polyak average, the validation history and the
     best epoch's weights. ``fingerprint`` names the fit (the estimator's parameters and the training and
-    validation rows); a file of another fit is refused, never silently continued.
+    validation rows); a file of another fit is refused, never silently continued, and so is one saved on
+    another kind of device (its random streams are of another kind: a CUDA generator's state is not a CPU
+    one's).
     """
 
     path: Path
     minutes: float
     fingerprint: str
+    device: str  # the device type, "cpu" or "cuda"
 
     @staticmethod
     def fingerprint_of(params: dict, *tensors: torch.Tensor | None) -> str:
@@ -78,10 +81,15 @@ class TrainingCheckpoint:
                 f"{self.path} is the checkpoint of a different fit (other parameters or data); "
                 "delete it to train from epoch 1"
             )
+        if state.get("device") != self.device:
+            raise CheckpointError(
+                f"{self.path} was saved by a fit on {state.get('device')}, this one runs on {self.device}: "
+                f"continue it on {state.get('device')}, or delete it to train from epoch 1"
+            )
         return state
 
     def save(self, state: dict) -> None:
-        save_state(self.path, {**state, "fingerprint": self.fingerprint})
+        save_state(self.path, {**state, "fingerprint": self.fingerprint, "device": self.device})
 
 
 class _Posterior:
