@@ -11,7 +11,9 @@ log-likelihood) and of the last epoch.
     python bench/mnist_vmg_pseudo_data.py --pseudo-data 10,50,150 --results vmg-pseudo.jsonl
 
 Each fit saves its state every 10 minutes beside ``--results`` (``<results>.P<count>.pt``), so an
-interrupted fit continues where it stopped; a count already in ``--results`` is not fitted again.
+interrupted fit continues where it stopped; a count already in ``--results`` is not fitted again. The
+fitted model is saved there too (``<results>.P<count>.safetensors``): only the count chosen here is then
+scored on the test images (``BayesianClassifier.load(path).evaluate(...)``), as the CLI would score it.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ def main() -> None:
             "last_val_error": last["val_error"],
             "seconds": time.perf_counter() - start + model.resumed_seconds_,
         }
+        model.save(results.with_name(f"{results.name}.P{count}.safetensors"))  # the chosen count's test score
         with results.open("a") as f:
             f.write(json.dumps(row) + "\n")
         checkpoint.unlink(missing_ok=True)
