@@ -41,7 +41,8 @@ def fit_split(run: SupervisedRun, method: str, k: int, progress: bool) -> dict:
     model = make_estimator(cfg, data, run.settings, method, seed, progress=progress)
     curves = run.run_dir / method / f"split_{k:02d}"
     model_file = run.run_dir / MODELS_DIR / f"{method}_split{k:02d}.safetensors"
-    checkpoint = checkpoint_file(run.run_dir, method, k) if cfg.checkpoint_minutes > 0 else None
+    checkpoint_path = checkpoint_file(run.run_dir, method, k)
+    checkpoint = checkpoint_path if cfg.checkpoint_minutes > 0 else None  # --checkpoint-minutes 0: none used
     if checkpoint is None or not checkpoint.exists():
         # An interrupted attempt without a checkpoint left curves; the split runs again from epoch 1, so they go.
         shutil.rmtree(curves, ignore_errors=True)
@@ -85,8 +86,7 @@ def fit_split(run: SupervisedRun, method: str, k: int, progress: bool) -> dict:
     if cfg.save_models:
         model.save(model_file)  # before the row: a saved row implies its model file
     write_json(split_file(run.run_dir, method, k), row)
-    if checkpoint is not None:
-        checkpoint.unlink(missing_ok=True)  # after the row: a finished split never starts again
+    checkpoint_path.unlink(missing_ok=True)  # after the row: a finished split never starts again
     return row
 
 
