@@ -331,3 +331,18 @@ def test_the_checkpoint_of_another_fit_or_device_is_refused(tmp_path):
         BayesianRegressor(method="map", hidden=(4,), epochs=2, seed=0).fit(x, y, checkpoint=path)
     with pytest.raises(ValueError, match="checkpoint_minutes must be > 0"):
         BayesianRegressor(method="map", hidden=(4,), epochs=2).fit(x, y, checkpoint=path, checkpoint_minutes=0)
+
+
+def test_vmg_kept_at_its_last_epoch_ends_with_its_polyak_average(tmp_path):
+    """With validation rows evaluated only at the last epoch, keep_epoch 'best' and 'last' keep the same
+    epoch, so they must end with the same (averaged) weights."""
+    x, y = _toy_1d(n=120)
+
+    def fitted(keep):
+        return BayesianRegressor(method="vmg", hidden=(8,), epochs=6, batch_size=20, validation_fraction=0.2,
+                                 eval_every=6, keep_epoch=keep, seed=0).fit(x, y)
+
+    best, last = fitted("best"), fitted("last")
+    assert best.best_epoch_ == 6
+    for a, b in zip(best.predict_particles(x), last.predict_particles(x)):
+        np.testing.assert_array_equal(a, b)

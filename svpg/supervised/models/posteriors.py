@@ -118,12 +118,13 @@ class _Posterior:
         evaluated=contextlib.nullcontext,
         loop_state=None,
         checkpoint: TrainingCheckpoint | None = None,
-    ) -> None:
+    ) -> bool:
         """``est.epochs`` passes, each over a fresh permutation of the n rows from the stream
         ``"minibatch"``; ``run_epoch(perm, diagnose)`` takes the steps and returns diagnostics (when
         ``diagnose``). With validation rows and ``est.keep_epoch == "best"`` the best epoch by validation
         log-likelihood is kept (``snapshot()`` / ``restore(state)``, both inside ``evaluated()``, the
-        weights the model would be fitted with at that epoch); otherwise the last.
+        weights the model would be fitted with at that epoch); otherwise the last. Returns whether a
+        best epoch's weights were restored.
 
         With a ``checkpoint`` the loop starts from its file when there is one, and saves to it every
         ``checkpoint.minutes`` of training; ``loop_state`` is the subclass's ``(save, load)`` pair for
@@ -190,6 +191,7 @@ class _Posterior:
         if best_state is not None:
             restore(best_state)
         est.history_, est.best_epoch_ = history, best_epoch
+        return best_state is not None
 
 
 class _Particles(_Posterior):
@@ -441,7 +443,7 @@ class _Variational(_Posterior):
             steps = state["steps"]
             draws.set_state(state["draws"])
 
-        self._train_epochs(
+        restored = self._train_epochs(
             n,
             x.device,
             run_epoch,
@@ -454,7 +456,7 @@ class _Variational(_Posterior):
             loop_state=(save_loop, load_loop),
             checkpoint=checkpoint,
         )
-        if beta and x_val is None:  # with validation rows, the best epoch's averaged weights are restored
+        if beta and not restored:  # a restored best epoch's weights are averaged already
             with torch.no_grad():
                 for avg, p in zip(average, params):
                     p.copy_(avg / (1.0 - beta**steps))
