@@ -48,7 +48,7 @@ def fit_split(run: SupervisedRun, method: str, k: int, progress: bool) -> dict:
         shutil.rmtree(curves, ignore_errors=True)
     # killed between saving its model and its row: the model is fitted again
     model_file.unlink(missing_ok=True)
-    logging = k == 0 or classification  # regression: split 0's curves only
+    log_curves = k == 0 or classification  # regression: split 0's curves only
     logger = None
 
     def callback(epoch: int, scalars: dict) -> None:
@@ -64,7 +64,7 @@ def fit_split(run: SupervisedRun, method: str, k: int, progress: bool) -> dict:
         model.fit(
             x_tr,
             y_tr,
-            callback=callback if logging else None,
+            callback=callback if log_curves else None,
             checkpoint=checkpoint,
             checkpoint_minutes=cfg.checkpoint_minutes,
             **validation,

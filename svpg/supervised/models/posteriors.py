@@ -115,9 +115,9 @@ class _Posterior:
         x_val,
         y_val,
         callback,
+        loop_state,
+        checkpoint: TrainingCheckpoint | None,
         evaluated=contextlib.nullcontext,
-        loop_state=None,
-        checkpoint: TrainingCheckpoint | None = None,
     ) -> bool:
         """``est.epochs`` passes, each over a fresh permutation of the n rows from the stream
         ``"minibatch"``; ``run_epoch(perm, diagnose)`` takes the steps and returns diagnostics (when
@@ -130,6 +130,7 @@ class _Posterior:
         ``checkpoint.minutes`` of training; ``loop_state`` is the subclass's ``(save, load)`` pair for
         what its ``run_epoch`` carries from epoch to epoch (weights, optimizer, schedule, streams)."""
         est = self.est
+        save_loop, load_loop = loop_state
         history: list[dict] = []
         best, best_state, best_epoch = -math.inf, None, est.epochs
         keep_best = est.keep_epoch == "best"
@@ -140,7 +141,7 @@ class _Posterior:
             done, earlier_seconds, history = saved["epoch"], saved["seconds"], saved["history"]
             best, best_state, best_epoch = saved["best"], saved["best_state"], saved["best_epoch"]
             order.set_state(saved["order"])
-            loop_state[1](saved["loop"])
+            load_loop(saved["loop"])
         # where this fit took over from an interrupted one, and that one's training seconds
         est.resumed_epoch_, est.resumed_seconds_ = done, earlier_seconds
         start = last_save = time.perf_counter()
@@ -183,7 +184,7 @@ class _Posterior:
                         "best_state": best_state,
                         "best_epoch": best_epoch,
                         "order": order.get_state(),
-                        "loop": loop_state[0](),
+                        "loop": save_loop(),
                     }
                 )
                 last_save = time.perf_counter()
@@ -248,7 +249,7 @@ class _Particles(_Posterior):
 
         def save_loop():
             return {
-                "theta": theta.detach().clone(),
+                "theta": theta.detach(),  # written out at once: no copy
                 "optimizer": svgd.optimizer.state_dict(),
                 "schedule": schedule.state_dict() if schedule is not None else None,
             }
@@ -268,8 +269,8 @@ class _Particles(_Posterior):
             x_val,
             y_val,
             callback,
-            loop_state=(save_loop, load_loop),
-            checkpoint=checkpoint,
+            (save_loop, load_loop),
+            checkpoint,
         )
         self.theta = theta.detach()
 
@@ -426,7 +427,7 @@ class _Variational(_Posterior):
                 "posterior": snapshot(),
                 "optimizer": optimizer.state_dict(),
                 "schedule": schedule.state_dict() if schedule is not None else None,
-                "average": [a.clone() for a in average],
+                "average": average,
                 "steps": steps,
                 "draws": draws.get_state(),
             }
@@ -452,9 +453,9 @@ class _Variational(_Posterior):
             x_val,
             y_val,
             callback,
+            (save_loop, load_loop),
+            checkpoint,
             averaged,
-            loop_state=(save_loop, load_loop),
-            checkpoint=checkpoint,
         )
         if beta and not restored:  # a restored best epoch's weights are averaged already
             with torch.no_grad():
