@@ -5,6 +5,8 @@ v = e^s times the Jacobian |dv/ds| = e^s:  log p(s) = InverseGamma(a, b).log_pro
 """
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from torch.distributions import InverseGamma, Normal
@@ -12,7 +14,7 @@ from torch.distributions import InverseGamma, Normal
 from svpg.core.layers import StructuralLinear
 from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
-from svpg.core.priors import FlatPrior, HierarchicalGaussianPrior, make_prior
+from svpg.core.priors import FlatPrior, GaussianPrior, HierarchicalGaussianPrior, make_prior
 
 F64 = torch.float64
 
@@ -100,9 +102,47 @@ def test_flat_prior_is_zero_and_declares_no_variances():
     assert FlatPrior().group_log_prob([torch.ones(3, 2)], None).tolist() == [0.0, 0.0, 0.0]
 
 
+# ----------------------------------------------------------------------------- fixed Gaussian prior
+@pytest.mark.parametrize("learn_scales,k", [(False, 0), (True, 2)])
+def test_gaussian_prior_is_every_group_under_one_fixed_normal(learn_scales, k):
+    """C, the bias, Λ and v each ~ N(0, std²), with no variance coordinates and no hyperprior."""
+    layout = ParticleLayout()
+    spec = NetworkSpec(sizes=(4, 3, 2), householder=k, learn_scales=learn_scales, prior="gaussian", prior_std=0.7)
+    mlp = ParticleMLP(layout, spec)
+    assert not any("log_var" in name for name in layout)
+    assert all(isinstance(layer.prior, GaussianPrior) and layer.prior.std == 0.7 for layer in mlp.layers)
+    theta = _randn(3, layout.size, seed=4).requires_grad_(True)
+    expected = Normal(torch.zeros((), dtype=F64), torch.tensor(0.7, dtype=F64)).log_prob(theta).sum(1)  # every coordinate is a weight
+    torch.testing.assert_close(mlp.log_prior(theta), expected, rtol=1e-12, atol=1e-10)
+    (grad,) = torch.autograd.grad(mlp.log_prior(theta).sum(), theta)
+    torch.testing.assert_close(grad, -theta / 0.49, rtol=1e-12, atol=1e-12)
+
+
+def test_gaussian_prior_has_no_degenerate_mode_where_eq14_has_one():
+    """Shrinking a wide layer's weights by 10 raises eq. 14's joint density (its variance follows) by about
+    (D/2)·log 100, while under a fixed N(0, 1) it only ever lowers the penalty ½‖w‖²: by at most
+    ½‖w‖² here, a bounded gain that a likelihood can outweigh."""
+    d = 20_000
+    w = _randn(1, d, seed=5) * 0.05
+    hier, fixed = HierarchicalGaussianPrior(1.0, 0.1), GaussianPrior(1.0)
+
+    def joint_mode(x):  # eq. 14 at its best variance for these weights: s* = log((b + ‖x‖²/2)/(a + d/2))
+        s = torch.log((0.1 + 0.5 * x.square().sum(1)) / (1.0 + d / 2))
+        return hier.group_log_prob([x], s)
+
+    gain_hier = (joint_mode(w / 10) - joint_mode(w)).item()
+    gain_fixed = (fixed.group_log_prob([w / 10], None) - fixed.group_log_prob([w], None)).item()
+    assert gain_hier > 0.9 * (d / 2) * math.log(100)
+    assert 0 < gain_fixed < 0.5 * w.square().sum().item() + 1e-9
+
+
 # ----------------------------------------------------------------------------- make_prior
 def test_make_prior_names_and_hyperparameters():
-    for name in ("mvg", "gaussian", "hierarchical"):
+    assert isinstance(make_prior("gaussian", std=0.5), GaussianPrior) and make_prior("gaussian", std=0.5).std == 0.5
+    assert not make_prior("gaussian").learns_variances and make_prior("gaussian").std == 1.0
+    with pytest.raises(ValueError, match="std must be positive, got 0"):
+        make_prior("gaussian", std=0)
+    for name in ("mvg", "hierarchical"):
         p = make_prior(name, a=2.0, b=0.3)
         assert isinstance(p, HierarchicalGaussianPrior) and (p.a, p.b) == (2.0, 0.3)
         assert p.learns_variances
@@ -112,7 +152,7 @@ def test_make_prior_names_and_hyperparameters():
 
 
 def test_make_prior_rejects_unknown_name():
-    with pytest.raises(ValueError, match=r"unknown prior 'laplace'.*'mvg'.*'flat'"):
+    with pytest.raises(ValueError, match=r"unknown prior 'laplace'.*'mvg'.*'gaussian'.*'flat'"):
         make_prior("laplace")
 
 

@@ -69,6 +69,7 @@ def test_keep_epoch_last_keeps_the_last_epoch_of_every_split(tmp_path, csv_file,
         (["--target", "price", "--householder", "0"], "--householder must be ≥ 1 for s2vgd"),
         (["--target", "price", "--hidden", "50,x"], "--hidden must be 'auto'"),
         (["--target", "price", "--protocol", "std"], "--protocol 'std': choose from random, standard\n"),
+        (["--target", "price", "--weight-prior", "gaussian", "--prior-std", "0"], "--prior-std must be > 0, got 0.0"),
         (["--target", "price", "--protocol", "standard"], "the standard splits exist for boston, concrete, energy, kin8nm, naval, power, protein, wine, yacht, not 'toy.csv'"),
     ],
 )
@@ -76,6 +77,23 @@ def test_cli_errors_are_clear(tmp_path, csv_file, capsys, extra, message):
     argv = ["--dataset", "csv", "--data-path", str(csv_file), "--log-dir", str(tmp_path), "--progress", "false", *extra]
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_weight_prior_reaches_the_particle_methods_only(tmp_path, csv_file):
+    """--weight-prior gaussian gives s2vgd and map the fixed N(0, std²) prior; bbb, in the same run, keeps
+    its own (posterior options), and the run folder records the choice."""
+    argv = ["supervised", "--dataset", "csv", "--data-path", str(csv_file), "--target", "price", "--method",
+            "s2vgd,map,bbb", "--num-splits", "1", "--epochs", "2", "--num-particles", "2", "--weight-prior",
+            "gaussian", "--prior-std", "0.5", "--log-dir", str(tmp_path), "--run-name", "t", "--progress", "false"]
+    assert train.main(argv) == 0
+    run = tmp_path / "t"
+    for method in ("s2vgd", "map"):
+        model = BayesianRegressor.load(run / "models" / f"{method}_split00.safetensors")
+        assert (model.weight_prior, model.prior_std) == ("gaussian", 0.5)
+        assert not any("log_var_C" in name for name in model._particles().layout)
+    assert BayesianRegressor.load(run / "models" / "bbb_split00.safetensors").weight_prior == "mvg"
+    config = json.loads((run / "config.json").read_text())
+    assert (config["weight_prior"], config["prior_std"]) == ("gaussian", 0.5)
 
 
 def test_csv_path_as_dataset_and_fashion_missing(tmp_path, csv_file, capsys):

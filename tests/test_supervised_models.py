@@ -346,3 +346,56 @@ def test_vmg_kept_at_its_last_epoch_ends_with_its_polyak_average(tmp_path):
     assert best.best_epoch_ == 6
     for a, b in zip(best.predict_particles(x), last.predict_particles(x)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_fixed_gaussian_weight_prior_is_the_particles_whole_prior_and_survives_save_load(tmp_path, digits):
+    """weight_prior='gaussian': the log prior of a classifier's particles is Σ log N(θ; 0, prior_std²) over
+    every coordinate (no variance coordinates, no hyperprior), and a saved model loads with it."""
+    x, y = digits[0][:200], digits[1][:200]
+    model = BayesianClassifier(method="s2vgd", num_particles=2, hidden=(8,), epochs=1, weight_prior="gaussian",
+                               prior_std=0.5, validation_fraction=0.0, seed=0).fit(x, y)
+    posterior = model._particles()
+    assert not any("log_var" in name for name in posterior.layout)
+    theta = posterior.theta.detach()
+    expected = torch.distributions.Normal(0.0, 0.5).log_prob(theta).sum(1)
+    torch.testing.assert_close(posterior.objective.log_prior(theta), expected, rtol=1e-5, atol=1e-2)
+    loaded = BayesianClassifier.load(model.save(tmp_path / "m.safetensors"))
+    assert (loaded.weight_prior, loaded.prior_std) == ("gaussian", 0.5)
+    np.testing.assert_array_equal(loaded.predict_proba(x[:20]), model.predict_proba(x[:20]))
+
+
+def test_bad_weight_priors_are_refused_with_the_fix():
+    x, y = _toy_1d(n=30)
+    with pytest.raises(ValueError, match="weight_prior must be one of mvg, gaussian, got 'laplace'"):
+        BayesianRegressor(weight_prior="laplace").fit(x, y)
+    with pytest.raises(ValueError, match="prior_std must be > 0, got 0"):
+        BayesianRegressor(weight_prior="gaussian", prior_std=0).fit(x, y)
+    with pytest.raises(ValueError, match="bbb takes its prior from posterior_options"):
+        BayesianRegressor(method="bbb", weight_prior="gaussian").fit(x, y)
+
+
+def test_a_checkpoint_saved_before_the_weight_prior_option_still_continues(tmp_path, monkeypatch):
+    """Fits from before weight_prior existed used eq. 14: their checkpoints, whose fingerprints know no
+    weight_prior or prior_std, continue under the default; a fit with the Gaussian prior refuses them."""
+    x, y = _toy_1d(n=60)
+    path = tmp_path / "fit.pt"
+
+    def make(**kw):
+        return BayesianRegressor(method="map", hidden=(4,), epochs=5, seed=0, **kw)
+
+    def stop(epoch, scalars):
+        if epoch == 3:
+            raise _Stop
+
+    with monkeypatch.context() as old_version:  # the parameters and fingerprint of an earlier svpg
+        params = BayesianRegressor.get_params
+        old_version.setattr(BayesianRegressor, "get_params", lambda self, deep=True: {
+            k: v for k, v in params(self).items() if k not in ("weight_prior", "prior_std")})
+        old_version.setattr(BayesianRegressor, "_FINGERPRINT_SINCE", {})
+        with pytest.raises(_Stop):
+            make().fit(x, y, callback=stop, checkpoint=path, checkpoint_minutes=1e-9)
+    with pytest.raises(CheckpointError, match="different fit"):
+        make(weight_prior="gaussian").fit(x, y, checkpoint=path)
+    continued = make().fit(x, y, checkpoint=path)
+    assert continued.resumed_epoch_ == 2
+    np.testing.assert_array_equal(continued.predict(x)[0], make().fit(x, y).predict(x)[0])

@@ -25,7 +25,7 @@ import math
 import torch
 
 from svpg.core.particles import ParticleLayout
-from svpg.core.priors import FlatPrior, HierarchicalGaussianPrior
+from svpg.core.priors import FlatPrior, Prior
 
 # ‖v‖² + ε² keeps H's value and gradient finite as v → 0: the likelihood sees only v's direction,
 # so without normalise_householder_ a prior shrinks v towards 0 (seen after ~750 SVPG iterations),
@@ -108,7 +108,7 @@ class StructuralLinear:
         out_features: int,
         householder: int = 0,
         learn_scales: bool = False,
-        prior: HierarchicalGaussianPrior | FlatPrior | None = None,
+        prior: Prior | None = None,
     ):
         if in_features < 1 or out_features < 1:
             raise ValueError(f"layer {name}: sizes must be positive, got {in_features}×{out_features}")
@@ -160,19 +160,22 @@ class StructuralLinear:
 
     def log_prior(self, theta: torch.Tensor) -> torch.Tensor:
         """Eq. 14: C ~ N(0, λ); v ~ N(0, φ I); Λ ~ N(0, ψ I); λ, φ, ψ ~ Inv-Gamma(a, b): (M,). The bias b
-        shares C's variance λ (our choice: eq. 14 covers only C)."""
+        shares C's variance λ (our choice: eq. 14 covers only C). A prior without learned variances
+        gives every group its own fixed density (:class:`~svpg.core.priors.GaussianPrior`) or none."""
         prior = self.prior
-        if not prior.learns_variances:
+        if isinstance(prior, FlatPrior):
             return theta.new_zeros(theta.shape[0])
-        lp = prior.group_log_prob(
-            [self._get(theta, "C"), self._get(theta, "bias")], self._get(theta, "log_var_C")[:, 0]
-        )
+
+        def log_var(block: str) -> torch.Tensor | None:
+            return self._get(theta, block)[:, 0] if prior.learns_variances else None
+
+        lp = prior.group_log_prob([self._get(theta, "C"), self._get(theta, "bias")], log_var("log_var_C"))
         if self.learn_scales:
             lams = [self._get(theta, "lam_in"), self._get(theta, "lam_out")]
-            lp = lp + prior.group_log_prob(lams, self._get(theta, "log_var_lam")[:, 0])
+            lp = lp + prior.group_log_prob(lams, log_var("log_var_lam"))
         if self.k:
             vs = [self._get(theta, "v_in"), self._get(theta, "v_out")]
-            lp = lp + prior.group_log_prob(vs, self._get(theta, "log_var_v")[:, 0])
+            lp = lp + prior.group_log_prob(vs, log_var("log_var_v"))
         return lp
 
     @torch.no_grad()

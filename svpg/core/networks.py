@@ -30,8 +30,9 @@ class NetworkSpec:
     :param activation: ``"tanh"`` or ``"relu"`` between layers (none after the last).
     :param householder: K reflections per side in every layer, capped at min(ℓ1, ℓ2) per layer.
     :param learn_scales: learn the diagonal scales Λ1, Λ2 (S²VGD) or fix Λ = I (plain SVGD).
-    :param prior: ``"mvg"`` (eq. 14) or ``"flat"``.
+    :param prior: ``"mvg"`` (eq. 14), ``"gaussian"`` (every group N(0, prior_std²)) or ``"flat"``.
     :param prior_a: Inv-Gamma shape a; :param prior_b: Inv-Gamma scale b (§5: a = 1, b = 0.1).
+    :param prior_std: the fixed standard deviation of ``prior="gaussian"``.
     :param structural_output: the last layer is structural too (§3.3: W_L "can follow the same
         techniques"); False keeps it plain (K = 0, Λ = I) while the hidden layers stay structural.
     """
@@ -44,6 +45,7 @@ class NetworkSpec:
     prior_a: float = 1.0
     prior_b: float = 0.1
     structural_output: bool = True
+    prior_std: float = 1.0
 
     def __post_init__(self):
         object.__setattr__(self, "sizes", tuple(int(s) for s in self.sizes))
@@ -73,7 +75,7 @@ class ParticleMLP:
     def __init__(self, layout: ParticleLayout, spec: NetworkSpec, name: str = "net"):
         self.spec, self.layout = spec, layout
         self.activation = ACTIVATIONS[spec.activation]
-        prior = make_prior(spec.prior, spec.prior_a, spec.prior_b)
+        prior = make_prior(spec.prior, spec.prior_a, spec.prior_b, spec.prior_std)
         pairs = list(zip(spec.sizes[:-1], spec.sizes[1:]))
         self.layers = []
         for i, (l1, l2) in enumerate(pairs):

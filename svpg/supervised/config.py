@@ -25,7 +25,9 @@ from svpg.supervised.models import (
     KEEP_EPOCHS,
     LR_SCHEDULES,
     METHODS,
+    PARTICLE_METHODS,
     POSTERIOR_OPTIONS,
+    WEIGHT_PRIORS,
     BayesianClassifier,
     BayesianRegressor,
 )
@@ -192,6 +194,13 @@ class SupervisedConfig:
     bandwidth: str = _f("median", "RBF kernel bandwidth: 'median' (h = med²/log M) or a fixed positive number")
     prior_a: float = _f(1.0, "shape a of the Gamma(a, b) hyperpriors on all precisions (§5: 1)")
     prior_b: float = _f(0.1, "rate b of the Gamma(a, b) hyperpriors on all precisions (§5: 0.1)")
+    weight_prior: str = _f(
+        "mvg",
+        "prior on the weights of s2vgd, svgd and map: mvg (eq. 14: every group's variance learned, with an "
+        "Inv-Gamma(a, b) hyperprior) | gaussian (every weight N(0, prior-std²), as the S²VGD authors' MNIST code)",
+        choices=WEIGHT_PRIORS,
+    )
+    prior_std: float = _f(1.0, "standard deviation of --weight-prior gaussian")
     validation_fraction: str = _f(
         "auto",
         "share of each training split held out to select the checkpoint and, for regression, "
@@ -282,6 +291,8 @@ class SupervisedConfig:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 0, got {getattr(self, name)}")
         if self.lr < 0:
             problems.append(f"--lr must be > 0 (or 0 for the default), got {self.lr}")
+        if not self.prior_std > 0:
+            problems.append(f"--prior-std must be > 0, got {self.prior_std}")
         if not self.checkpoint_minutes >= 0:
             problems.append(f"--checkpoint-minutes must be ≥ 0 (0: no checkpoints), got {self.checkpoint_minutes}")
         if str(self.validation_fraction) != "auto":
@@ -421,6 +432,7 @@ def make_estimator(cfg: SupervisedConfig, data: Dataset, settings: dict, method:
         activation="relu",
         prior_a=cfg.prior_a,
         prior_b=cfg.prior_b,
+        **({"weight_prior": cfg.weight_prior, "prior_std": cfg.prior_std} if method in PARTICLE_METHODS else {}),
         kernel="median" if cfg.bandwidth == "median" else float(cfg.bandwidth),
         optimizer="adam" if cfg.optimizer == "auto" else cfg.optimizer,
         lr=settings["lr"],

@@ -69,6 +69,7 @@ from svpg.supervised.models.methods import (
     PARTICLE_METHODS,
     POLYAK,
     POSTERIOR_OPTIONS,
+    WEIGHT_PRIORS,
 )
 from svpg.supervised.models.objective import Objective, row_log_likelihood, shared_objective
 
@@ -79,6 +80,7 @@ __all__ = [
     "METHODS",
     "PARTICLE_METHODS",
     "KEEP_EPOCHS",
+    "WEIGHT_PRIORS",
     "LR_SCHEDULES",
     "POSTERIOR_OPTIONS",
     "NOISE_PRIORS",

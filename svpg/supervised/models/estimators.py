@@ -31,6 +31,7 @@ from svpg.supervised.models.methods import (
     NOISE_PRIORS,
     PARTICLE_METHODS,
     POSTERIOR_OPTIONS,
+    WEIGHT_PRIORS,
 )
 from svpg.supervised.models.posteriors import TrainingCheckpoint, _Particles, _Variational
 
@@ -74,6 +75,11 @@ class _BayesianNN:
     :param activation: ``"relu"`` or ``"tanh"``.
     :param prior_a: Inv-Gamma / Gamma shape a of every hyperprior of eq. 14 and of the noise precision (§5: 1).
     :param prior_b: Inv-Gamma scale / Gamma rate b of the same (§5: 0.1).
+    :param weight_prior: the particle methods' prior on the weights: ``"mvg"``, eq. 14 (every group's
+        variance a particle coordinate with an Inv-Gamma(prior_a, prior_b) hyperprior), or ``"gaussian"``,
+        every weight N(0, prior_std²), as the S²VGD authors' MNIST code (:class:`svpg.core.priors.GaussianPrior`).
+        The parametric methods take theirs from ``posterior_options``.
+    :param prior_std: the standard deviation of ``weight_prior="gaussian"``.
     :param kernel: ``"median"`` (h = med²/log M) or a fixed bandwidth (particle methods).
     :param optimizer: ``"adam"``, ``"rmsprop"``, ``"adagrad"`` or ``"sgd"``: for the particle methods it
         steps along −φ, for the parametric ones it minimises their loss (``"badam"`` needs ``"adam"``).
@@ -122,6 +128,8 @@ class _BayesianNN:
         activation: str = "relu",
         prior_a: float = 1.0,
         prior_b: float = 0.1,
+        weight_prior: str = "mvg",
+        prior_std: float = 1.0,
         kernel: str | float = "median",
         optimizer: str = "adam",
         lr: float = 1e-3,
@@ -151,6 +159,8 @@ class _BayesianNN:
         self.activation = activation
         self.prior_a = prior_a
         self.prior_b = prior_b
+        self.weight_prior = weight_prior
+        self.prior_std = prior_std
         self.kernel = kernel
         self.optimizer = optimizer
         self.lr = lr
@@ -187,6 +197,8 @@ class _BayesianNN:
         "activation",
         "prior_a",
         "prior_b",
+        "weight_prior",
+        "prior_std",
         "kernel",
         "optimizer",
         "lr",
@@ -282,6 +294,15 @@ class _BayesianNN:
                     f"posterior_options {unknown} are not options of {self.method}; it takes "
                     f"{', '.join(posterior_options(self.method))}"
                 )
+        if self.weight_prior not in WEIGHT_PRIORS:
+            problems.append(f"weight_prior must be one of {', '.join(WEIGHT_PRIORS)}, got {self.weight_prior!r}")
+        elif self.weight_prior != "mvg" and self.method in FAMILIES:
+            problems.append(
+                f"weight_prior={self.weight_prior!r} is a prior of the particle methods; {self.method} takes its "
+                "prior from posterior_options"
+            )
+        if not self.prior_std > 0:
+            problems.append(f"prior_std must be > 0, got {self.prior_std}")
         if self.noise_prior is not None and not (len(self.noise_prior) == 2 and min(self.noise_prior) > 0):
             problems.append(f"noise_prior must be two positive numbers (a, b) of a Gamma prior, got {self.noise_prior}")
         if problems:
@@ -325,6 +346,9 @@ class _BayesianNN:
 
     # what does not change what is fitted (only its speed, or its rounding), so a checkpoint may be continued with other values
     _NOT_IN_FINGERPRINT = ("device", "compile", "progress", "threads")
+    # parameters added after checkpoints existed, at the value every earlier fit had: left out of the
+    # fingerprint then, so that a checkpoint saved before them still continues
+    _FINGERPRINT_SINCE = {"weight_prior": "mvg", "prior_std": 1.0}
 
     def _fit_tensors(self, x, y, x_val, y_val, callback=None, checkpoint=None, checkpoint_minutes=10.0) -> None:
         """Train the posterior for ``epochs`` passes; end with the weights of the epoch ``keep_epoch`` names.
@@ -334,7 +358,11 @@ class _BayesianNN:
         if checkpoint is not None:
             if not checkpoint_minutes > 0:
                 raise ValueError(f"checkpoint_minutes must be > 0, got {checkpoint_minutes}")
-            params = {k: v for k, v in self.get_params().items() if k not in self._NOT_IN_FINGERPRINT}
+            params = {
+                k: v
+                for k, v in self.get_params().items()
+                if k not in self._NOT_IN_FINGERPRINT and self._FINGERPRINT_SINCE.get(k, ...) != v
+            }
             fingerprint = TrainingCheckpoint.fingerprint_of(params, x, y, x_val, y_val)
             saver = TrainingCheckpoint(Path(checkpoint), float(checkpoint_minutes), fingerprint, x.device.type)
         self.posterior_.fit(x, y, x_val, y_val, callback, saver)

@@ -206,9 +206,10 @@ class _Particles(_Posterior):
             activation=est.activation,
             householder=est.householder if structural else 0,
             learn_scales=structural,
-            prior="mvg",
+            prior=est.weight_prior,
             prior_a=est.prior_a,
             prior_b=est.prior_b,
+            prior_std=est.prior_std,
         )
         self.objective, self.log_posterior = shared_objective(self.task, self.spec, est.compile)
         self.layout, self.net = self.objective.layout, self.objective.net
