@@ -154,13 +154,16 @@ def refuse_options(
         )
 
 
-def read_run_record(run_dir: Path, cls, built: tuple[str, ...], command: str, config_file: str = CONFIG_FILE):
+def read_run_record(
+    run_dir: Path, cls, built: tuple[str, ...], command: str, config_file: str = CONFIG_FILE, legacy: dict | None = None
+):
     """A run folder's config.json as (the options as ``cls``, what they built: the ``built`` entries),
-    with one-line errors naming the file for anything unreadable, missing or wrongly typed."""
+    with one-line errors naming the file for anything unreadable, missing or wrongly typed. ``legacy``:
+    the values of options that a config.json written before they existed ran with (else their defaults)."""
     from svpg.cli import dataclass_from_dict
 
     path = Path(run_dir) / config_file
-    record = read_json_object(path, f"{command} run config")
+    record = {**(legacy or {}), **read_json_object(path, f"{command} run config")}
     missing = [k for k in built if k not in record]
     if missing:
         raise ValueError(f"{path} has no {missing[0]!r} entry: it was not written by {command}")
@@ -178,6 +181,7 @@ def resumed_config(
     command: str,
     config_file: str = CONFIG_FILE,
     option_names: dict[str, str] | None = None,
+    legacy: dict | None = None,
 ):
     """``--resume``'s run: refuse options it cannot change, read its config.json, apply the typed ones.
     Returns (the config with the typed ``values`` applied, what the recorded options built)."""
@@ -186,7 +190,7 @@ def resumed_config(
     refuse_options(run_dir, typed, allowed, config_file, option_names)
     if not Path(run_dir).is_dir():
         raise ValueError(f"--resume {run_dir}: no such run folder")
-    config, recorded = read_run_record(run_dir, cls, built, command, config_file)
+    config, recorded = read_run_record(run_dir, cls, built, command, config_file, legacy)
     return dataclasses.replace(config, **{k: values[k] for k in typed}), recorded
 
 
@@ -203,6 +207,8 @@ class RunFolders:
     :param resumable: the options ``--resume`` accepts (they leave finished units' results unchanged).
     :param option_names: field → its command-line name where that is not ``--field-name`` (the ``renamed``
         of :func:`svpg.cli.add_dataclass_arguments`).
+    :param legacy: options added later whose default differs from what earlier runs did: the value a
+        config.json without them ran with.
     """
 
     command: str
@@ -210,6 +216,7 @@ class RunFolders:
     resumable: tuple[str, ...]
     built: tuple[str, ...] = ()
     option_names: dict[str, str] = field(default_factory=dict)
+    legacy: dict = field(default_factory=dict)
 
     @property
     def resume_hint(self) -> str:
@@ -221,7 +228,7 @@ class RunFolders:
 
     def load(self, run_dir: str | Path):
         """(the options in the folder's config.json, what they built when it was written)."""
-        return read_run_record(Path(run_dir), self.config_cls, self.built, self.command, CONFIG_FILE)
+        return read_run_record(Path(run_dir), self.config_cls, self.built, self.command, CONFIG_FILE, self.legacy)
 
     def resume(self, run_dir: str | Path, typed: set[str], values: dict):
         """The folder's own config with the options typed on the command line applied (``typed``: their
@@ -238,6 +245,7 @@ class RunFolders:
             self.command,
             CONFIG_FILE,
             self.option_names,
+            self.legacy,
         )
 
     def check_built(self, run_dir: str | Path, recorded: dict, built: dict, what) -> None:

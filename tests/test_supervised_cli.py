@@ -91,9 +91,24 @@ def test_weight_prior_reaches_the_particle_methods_only(tmp_path, csv_file):
         model = BayesianRegressor.load(run / "models" / f"{method}_split00.safetensors")
         assert (model.weight_prior, model.prior_std) == ("gaussian", 0.5)
         assert not any("log_var_C" in name for name in model._particles().layout)
-    assert BayesianRegressor.load(run / "models" / "bbb_split00.safetensors").weight_prior == "mvg"
+    assert BayesianRegressor.load(run / "models" / "bbb_split00.safetensors").weight_prior == "auto"
     config = json.loads((run / "config.json").read_text())
     assert (config["weight_prior"], config["prior_std"]) == ("gaussian", 0.5)
+
+
+def test_a_run_folder_from_before_weight_prior_continues_under_eq14(tmp_path, csv_file):
+    """Such a folder's particles were trained under eq. 14, which is not what 'auto' gives a classifier."""
+    from svpg.supervised.runfolder import load_config
+
+    argv = ["supervised", "--dataset", "csv", "--data-path", str(csv_file), "--target", "price", "--method", "map",
+            "--num-splits", "1", "--epochs", "1", "--log-dir", str(tmp_path), "--run-name", "t", "--progress", "false"]
+    assert train.main(argv) == 0
+    config_file = tmp_path / "t" / "config.json"
+    assert load_config(tmp_path / "t")[0].weight_prior == "auto"
+    config = json.loads(config_file.read_text())
+    del config["weight_prior"], config["prior_std"]
+    config_file.write_text(json.dumps(config))
+    assert load_config(tmp_path / "t")[0].weight_prior == "mvg"
 
 
 def test_csv_path_as_dataset_and_fashion_missing(tmp_path, csv_file, capsys):

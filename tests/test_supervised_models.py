@@ -10,6 +10,7 @@ import torch
 from svpg.io import CheckpointError
 from svpg.runtime import DEFAULT_THREADS
 from svpg.supervised import BayesianClassifier, BayesianRegressor, load_dataset
+from svpg.supervised.models.posteriors import TrainingCheckpoint
 
 
 @pytest.fixture(autouse=True)
@@ -305,9 +306,9 @@ def test_a_classifier_keeps_a_best_epoch_saved_before_the_interruption(tmp_path,
     checkpoint the fit continued from."""
     x, y = digits[0][:300], digits[1][:300]
 
-    def make():  # a high rate: the validation likelihood peaks early (epoch 3 of 8)
+    def make():  # a high rate under eq. 14: the validation likelihood peaks early (epoch 3 of 8)
         return BayesianClassifier(method="svgd", num_particles=3, hidden=(32,), epochs=8, batch_size=25, lr=0.1,
-                                  validation_fraction=0.3, eval_every=1, seed=0)
+                                  weight_prior="mvg", validation_fraction=0.3, eval_every=1, seed=0)
 
     straight = make().fit(x, y)
     assert straight.best_epoch_ <= 4
@@ -364,9 +365,26 @@ def test_a_fixed_gaussian_weight_prior_is_the_particles_whole_prior_and_survives
     np.testing.assert_array_equal(loaded.predict_proba(x[:20]), model.predict_proba(x[:20]))
 
 
+def test_auto_weight_prior_is_gaussian_for_classification_and_eq14_for_regression(tmp_path, digits):
+    """A classifier saved before weight_prior existed was fitted under eq. 14 and loads so."""
+    from svpg.io import load_tensors, save_tensors
+
+    assert BayesianClassifier().weight_prior_ == "gaussian" and BayesianRegressor().weight_prior_ == "mvg"
+    assert BayesianClassifier(weight_prior="mvg").weight_prior_ == "mvg"
+    x, y = digits[0][:100], digits[1][:100]
+    old = BayesianClassifier(method="map", hidden=(8,), epochs=1, weight_prior="mvg", seed=0).fit(x, y)
+    path = old.save(tmp_path / "old.safetensors")
+    tensors, meta, kind = load_tensors(path)
+    del meta["params"]["weight_prior"], meta["params"]["prior_std"]
+    save_tensors(path, tensors, kind, meta)
+    loaded = BayesianClassifier.load(path)
+    assert loaded.weight_prior_ == "mvg"
+    np.testing.assert_array_equal(loaded.predict_proba(x[:10]), old.predict_proba(x[:10]))
+
+
 def test_bad_weight_priors_are_refused_with_the_fix():
     x, y = _toy_1d(n=30)
-    with pytest.raises(ValueError, match="weight_prior must be one of mvg, gaussian, got 'laplace'"):
+    with pytest.raises(ValueError, match="weight_prior must be one of auto, mvg, gaussian, got 'laplace'"):
         BayesianRegressor(weight_prior="laplace").fit(x, y)
     with pytest.raises(ValueError, match="prior_std must be > 0, got 0"):
         BayesianRegressor(weight_prior="gaussian", prior_std=0).fit(x, y)
@@ -387,10 +405,10 @@ def test_a_checkpoint_saved_before_the_weight_prior_option_still_continues(tmp_p
         if epoch == 3:
             raise _Stop
 
-    with monkeypatch.context() as old_version:  # the parameters and fingerprint of an earlier svpg
-        params = BayesianRegressor.get_params
-        old_version.setattr(BayesianRegressor, "get_params", lambda self, deep=True: {
-            k: v for k, v in params(self).items() if k not in ("weight_prior", "prior_std")})
+    with monkeypatch.context() as old_version:  # the fingerprint of an earlier svpg: parameters without these two
+        digest = TrainingCheckpoint.fingerprint_of
+        old_version.setattr(TrainingCheckpoint, "fingerprint_of", staticmethod(lambda params, *data: digest(
+            {k: v for k, v in params.items() if k not in ("weight_prior", "prior_std")}, *data)))
         old_version.setattr(BayesianRegressor, "_FINGERPRINT_SINCE", {})
         with pytest.raises(_Stop):
             make().fit(x, y, callback=stop, checkpoint=path, checkpoint_minutes=1e-9)

@@ -39,7 +39,9 @@ SPLITS_DIR, _SPLIT_FILE = "splits", re.compile(r"(?P<method>[a-z0-9-]+)_split(?P
 # written to config.json beside the options and checked on --resume: what the options resolve to on the data
 BUILT = ("resolved", "data")
 OPTION_NAMES = {"splits": "--num-splits"}  # the split count: --splits still works, with a note
-RUN_FOLDERS = RunFolders("train.py supervised", SupervisedConfig, RESUME_OPTIONS, BUILT, OPTION_NAMES)
+# a run folder from before --weight-prior trained every particle method under eq. 14
+LEGACY_OPTIONS = {"weight_prior": "mvg"}
+RUN_FOLDERS = RunFolders("train.py supervised", SupervisedConfig, RESUME_OPTIONS, BUILT, OPTION_NAMES, LEGACY_OPTIONS)
 
 
 def prepare(cfg: SupervisedConfig) -> tuple[Dataset, dict]:

@@ -76,9 +76,10 @@ class _BayesianNN:
     :param prior_a: Inv-Gamma / Gamma shape a of every hyperprior of eq. 14 and of the noise precision (§5: 1).
     :param prior_b: Inv-Gamma scale / Gamma rate b of the same (§5: 0.1).
     :param weight_prior: the particle methods' prior on the weights: ``"mvg"``, eq. 14 (every group's
-        variance a particle coordinate with an Inv-Gamma(prior_a, prior_b) hyperprior), or ``"gaussian"``,
-        every weight N(0, prior_std²), as the S²VGD authors' MNIST code (:class:`svpg.core.priors.GaussianPrior`).
-        The parametric methods take theirs from ``posterior_options``.
+        variance a particle coordinate with an Inv-Gamma(prior_a, prior_b) hyperprior), ``"gaussian"``,
+        every weight N(0, prior_std²), as the S²VGD authors' MNIST code (:class:`svpg.core.priors.GaussianPrior`),
+        or ``"auto"``: ``"gaussian"`` for classification, where eq. 14 collapses wide layers (docs/supervised.md,
+        MNIST), ``"mvg"`` for regression. The parametric methods take theirs from ``posterior_options``.
     :param prior_std: the standard deviation of ``weight_prior="gaussian"``.
     :param kernel: ``"median"`` (h = med²/log M) or a fixed bandwidth (particle methods).
     :param optimizer: ``"adam"``, ``"rmsprop"``, ``"adagrad"`` or ``"sgd"``: for the particle methods it
@@ -128,7 +129,7 @@ class _BayesianNN:
         activation: str = "relu",
         prior_a: float = 1.0,
         prior_b: float = 0.1,
-        weight_prior: str = "mvg",
+        weight_prior: str = "auto",
         prior_std: float = 1.0,
         kernel: str | float = "median",
         optimizer: str = "adam",
@@ -294,9 +295,9 @@ class _BayesianNN:
                     f"posterior_options {unknown} are not options of {self.method}; it takes "
                     f"{', '.join(posterior_options(self.method))}"
                 )
-        if self.weight_prior not in WEIGHT_PRIORS:
-            problems.append(f"weight_prior must be one of {', '.join(WEIGHT_PRIORS)}, got {self.weight_prior!r}")
-        elif self.weight_prior != "mvg" and self.method in FAMILIES:
+        if self.weight_prior not in ("auto", *WEIGHT_PRIORS):
+            problems.append(f"weight_prior must be one of auto, {', '.join(WEIGHT_PRIORS)}, got {self.weight_prior!r}")
+        elif self.weight_prior == "gaussian" and self.method in FAMILIES:
             problems.append(
                 f"weight_prior={self.weight_prior!r} is a prior of the particle methods; {self.method} takes its "
                 "prior from posterior_options"
@@ -346,9 +347,17 @@ class _BayesianNN:
 
     # what does not change what is fitted (only its speed, or its rounding), so a checkpoint may be continued with other values
     _NOT_IN_FINGERPRINT = ("device", "compile", "progress", "threads")
-    # parameters added after checkpoints existed, at the value every earlier fit had: left out of the
-    # fingerprint then, so that a checkpoint saved before them still continues
+    # parameters added after checkpoints and saved models existed, at the value every earlier fit had: left
+    # out of the fingerprint then, so that a checkpoint saved before them still continues; a file without them
+    # loads with these values
     _FINGERPRINT_SINCE = {"weight_prior": "mvg", "prior_std": 1.0}
+
+    @property
+    def weight_prior_(self) -> str:
+        """The particle methods' weight prior, ``"auto"`` resolved for this task."""
+        if self.weight_prior != "auto":
+            return self.weight_prior
+        return "gaussian" if self._task == "classification" else "mvg"
 
     def _fit_tensors(self, x, y, x_val, y_val, callback=None, checkpoint=None, checkpoint_minutes=10.0) -> None:
         """Train the posterior for ``epochs`` passes; end with the weights of the epoch ``keep_epoch`` names.
@@ -360,7 +369,7 @@ class _BayesianNN:
                 raise ValueError(f"checkpoint_minutes must be > 0, got {checkpoint_minutes}")
             params = {
                 k: v
-                for k, v in self.get_params().items()
+                for k, v in {**self.get_params(), "weight_prior": self.weight_prior_}.items()
                 if k not in self._NOT_IN_FINGERPRINT and self._FINGERPRINT_SINCE.get(k, ...) != v
             }
             fingerprint = TrainingCheckpoint.fingerprint_of(params, x, y, x_val, y_val)
@@ -420,6 +429,7 @@ class _BayesianNN:
         params = dict(meta["params"], device=device)
         if "n_particles" in params:  # a file written before the parameter was renamed
             params["num_particles"] = params.pop("n_particles")
+        params = {**cls._FINGERPRINT_SINCE, **params}  # a file written before these parameters existed
         params["hidden"] = tuple(params["hidden"])
         model = cls(**params)
         model._restore(tensors, meta)

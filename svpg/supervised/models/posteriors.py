@@ -206,7 +206,7 @@ class _Particles(_Posterior):
             activation=est.activation,
             householder=est.householder if structural else 0,
             learn_scales=structural,
-            prior=est.weight_prior,
+            prior=est.weight_prior_,
             prior_a=est.prior_a,
             prior_b=est.prior_b,
             prior_std=est.prior_std,
