@@ -409,7 +409,7 @@ def test_a_checkpoint_saved_before_the_weight_prior_option_still_continues(tmp_p
         digest = TrainingCheckpoint.fingerprint_of
         old_version.setattr(TrainingCheckpoint, "fingerprint_of", staticmethod(lambda params, *data: digest(
             {k: v for k, v in params.items() if k not in ("weight_prior", "prior_std")}, *data)))
-        old_version.setattr(BayesianRegressor, "_FINGERPRINT_SINCE", {})
+        old_version.setattr(BayesianRegressor, "_ADDED_LATER", {})
         with pytest.raises(_Stop):
             make().fit(x, y, callback=stop, checkpoint=path, checkpoint_minutes=1e-9)
     with pytest.raises(CheckpointError, match="different fit"):

@@ -199,7 +199,7 @@ class SupervisedConfig:
         "prior on the weights of s2vgd, svgd and map: mvg (eq. 14: every group's variance learned, with an "
         "Inv-Gamma(a, b) hyperprior) | gaussian (every weight N(0, prior-std²), as the S²VGD authors' MNIST code) | "
         "auto (gaussian for classification, where eq. 14 collapses wide layers on MNIST; mvg for regression)",
-        choices=("auto", *WEIGHT_PRIORS),
+        choices=WEIGHT_PRIORS,
     )
     prior_std: float = _f(1.0, "standard deviation of --weight-prior gaussian")
     validation_fraction: str = _f(

@@ -27,6 +27,7 @@ from svpg.io import atomic_write
 from svpg.runs import RunFolders, TensorBoardLogger, read_json_object, run_name, unit_files, write_json
 from svpg.supervised.config import SupervisedConfig, make_estimator, resolve
 from svpg.supervised.data import STANDARD_SPLIT_ROWS, UCI_SETS, Dataset, load_dataset, standard_splits, train_test_split
+from svpg.supervised.models.methods import EARLIER_WEIGHT_PRIOR
 from svpg.supervised.tables import format_table
 
 # options that leave finished splits' results unchanged, so --resume accepts them (--num-splits adds splits;
@@ -40,7 +41,7 @@ SPLITS_DIR, _SPLIT_FILE = "splits", re.compile(r"(?P<method>[a-z0-9-]+)_split(?P
 BUILT = ("resolved", "data")
 OPTION_NAMES = {"splits": "--num-splits"}  # the split count: --splits still works, with a note
 # a run folder from before --weight-prior trained every particle method under eq. 14
-LEGACY_OPTIONS = {"weight_prior": "mvg"}
+LEGACY_OPTIONS = {"weight_prior": EARLIER_WEIGHT_PRIOR}
 RUN_FOLDERS = RunFolders("train.py supervised", SupervisedConfig, RESUME_OPTIONS, BUILT, OPTION_NAMES, LEGACY_OPTIONS)
 
 

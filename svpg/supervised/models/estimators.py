@@ -26,6 +26,7 @@ from svpg.supervised.data import (
 from svpg.supervised.metrics import classification_metrics, regression_metrics
 from svpg.supervised.models.methods import (
     BNN_METHODS,
+    EARLIER_WEIGHT_PRIOR,
     KEEP_EPOCHS,
     LR_SCHEDULES,
     NOISE_PRIORS,
@@ -295,8 +296,8 @@ class _BayesianNN:
                     f"posterior_options {unknown} are not options of {self.method}; it takes "
                     f"{', '.join(posterior_options(self.method))}"
                 )
-        if self.weight_prior not in ("auto", *WEIGHT_PRIORS):
-            problems.append(f"weight_prior must be one of auto, {', '.join(WEIGHT_PRIORS)}, got {self.weight_prior!r}")
+        if self.weight_prior not in WEIGHT_PRIORS:
+            problems.append(f"weight_prior must be one of {', '.join(WEIGHT_PRIORS)}, got {self.weight_prior!r}")
         elif self.weight_prior == "gaussian" and self.method in FAMILIES:
             problems.append(
                 f"weight_prior={self.weight_prior!r} is a prior of the particle methods; {self.method} takes its "
@@ -350,7 +351,7 @@ class _BayesianNN:
     # parameters added after checkpoints and saved models existed, at the value every earlier fit had: left
     # out of the fingerprint then, so that a checkpoint saved before them still continues; a file without them
     # loads with these values
-    _FINGERPRINT_SINCE = {"weight_prior": "mvg", "prior_std": 1.0}
+    _ADDED_LATER = {"weight_prior": EARLIER_WEIGHT_PRIOR, "prior_std": 1.0}
 
     @property
     def weight_prior_(self) -> str:
@@ -370,7 +371,7 @@ class _BayesianNN:
             params = {
                 k: v
                 for k, v in {**self.get_params(), "weight_prior": self.weight_prior_}.items()
-                if k not in self._NOT_IN_FINGERPRINT and self._FINGERPRINT_SINCE.get(k, ...) != v
+                if k not in self._NOT_IN_FINGERPRINT and self._ADDED_LATER.get(k, ...) != v
             }
             fingerprint = TrainingCheckpoint.fingerprint_of(params, x, y, x_val, y_val)
             saver = TrainingCheckpoint(Path(checkpoint), float(checkpoint_minutes), fingerprint, x.device.type)
@@ -429,7 +430,7 @@ class _BayesianNN:
         params = dict(meta["params"], device=device)
         if "n_particles" in params:  # a file written before the parameter was renamed
             params["num_particles"] = params.pop("n_particles")
-        params = {**cls._FINGERPRINT_SINCE, **params}  # a file written before these parameters existed
+        params = {**cls._ADDED_LATER, **params}  # a file written before these parameters existed
         params["hidden"] = tuple(params["hidden"])
         model = cls(**params)
         model._restore(tensors, meta)

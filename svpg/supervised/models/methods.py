@@ -7,8 +7,11 @@ from svpg.core.variational import FAMILIES
 LR_SCHEDULES = ("constant", "cosine")
 #: which epoch's weights a fit ends with: the best by validation log-likelihood, or the last
 KEEP_EPOCHS = ("best", "last")
-#: the particle methods' weight priors: eq. 14 with Inv-Gamma hyperpriors, or a fixed N(0, prior_std²)
-WEIGHT_PRIORS = ("mvg", "gaussian")
+#: the particle methods' weight priors: eq. 14 with Inv-Gamma hyperpriors, a fixed N(0, prior_std²), or
+#: auto (the fixed one for classification, eq. 14 for regression)
+WEIGHT_PRIORS = ("auto", "mvg", "gaussian")
+#: the weight prior of every fit, run folder and saved model from before weight_prior existed
+EARLIER_WEIGHT_PRIOR = "mvg"
 #: the particle methods, moved by SVGD
 PARTICLE_METHODS = {
     "s2vgd": "structural MVG layers W = P Λ1 C Λ2 Qᵀ with K Householder reflections per side (§3), RBF kernel",
