@@ -14,7 +14,8 @@ runs that differ only in the seed form one arm: final returns, mean and max over
 different kinds, or that did not play the same problem, data and splits, or environment and length,
 are refused with a one-line error. Every table shows mean ± standard error over seeds or splits and
 each row's paired difference to ``--reference`` with its 95 % Student-t interval over the seeds or
-splits both have.
+splits both have. The reference's row comes first, the others follow best first by the table's first
+metric.
 """
 
 from __future__ import annotations
@@ -31,6 +32,13 @@ SPREADS = ("se", "std")
 
 class CompareError(ValueError):
     """Runs that cannot be compared (one line naming the problem and the fix)."""
+
+
+def reference_first(rows: list[tuple[str, float, str]], reference: str, higher_is_better: bool) -> list[str]:
+    """The table lines of ``rows`` (name, first metric's mean, line): the reference's first, then the
+    others best first (ties keep their order), so that every difference reads against the row above."""
+    ranked = sorted((r for r in rows if r[0] != reference), key=lambda r: -r[1] if higher_is_better else r[1])
+    return [line for name, _, line in rows if name == reference] + [line for _, _, line in ranked]
 
 
 def run_kind(path: str | Path) -> str | None:

@@ -183,3 +183,25 @@ def test_the_former_commands_say_they_are_deprecated_and_run_this_one(module, tm
         assert e.value.code == 0
     else:  # a supervised run given to the bandit command: refused in one line after the note
         assert e.value.code == 2 and "is a run of train.py supervised, not of train.py bandit" in err.splitlines()[1]
+
+
+def names_in_order(text: str) -> list[str]:
+    return [line.split(" | ")[0].strip("| ") for line in text.splitlines()[2:]]
+
+
+def test_the_reference_row_comes_first_and_the_others_best_first():
+    from svpg.bandits.compare import compare_table as bandit_table
+    from svpg.rl.compare import compare_table as rl_table
+    from svpg.supervised.compare import compare_table as supervised_table
+
+    # RL: higher return is better; the reference is neither the best nor the worst
+    rl = {arm: {0: {"final": r, "rollout/ep_rew_max": r}} for arm, r in [("a", 5.0), ("ref", 7.0), ("c", 9.0)]}
+    assert names_in_order(rl_table(rl, "ref", metrics=[("final", "return")])) == ["ref", "c", "a"]
+    # bandits: lower regret is better
+    regret = {"a": 9.0, "ref": 5.0, "c": 1.0}
+    bandit = {(a, 0): {"normalised_regret": r, "reward_ratio": 0.5, "seconds": 1.0} for a, r in regret.items()}
+    assert names_in_order(bandit_table(bandit, "ref")) == ["ref", "c", "a"]
+    # supervised regression: lower RMSE is better
+    rmse = {"a": 3.0, "ref": 2.0, "c": 1.0}
+    sup = {m: {0: {"rmse": r, "test_ll": -r, "seconds": 1.0}} for m, r in rmse.items()}
+    assert names_in_order(supervised_table(sup, "ref")) == ["ref", "c", "a"]

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from svpg.compare import CompareError  # noqa: F401  (raised here; importable from here as before)
+from svpg.compare import CompareError, reference_first
 from svpg.stats import mean_se, paired_difference
 
 #: config entries that must agree for two runs to play the same tables
@@ -135,8 +135,8 @@ def compare_table(
             f"| {agent} | {len(own)} | {reg.mean():.2f} ± {_spread(reg, spread):.2f} | "
             f"{ratio.mean():.3f} ± {_spread(ratio, spread):.3f} | {diff} | {lower} | {secs:.0f} |"
         )
-        rows.append((float(reg.mean()), row))
-    lines += [row for _, row in sorted(rows, key=lambda r: r[0])]
+        rows.append((agent, float(reg.mean()), row))
+    lines += reference_first(rows, reference, higher_is_better=False)
     return "\n".join(lines) + "\n"
 
 

@@ -15,7 +15,7 @@ import json
 import math
 from pathlib import Path
 
-from svpg.compare import CompareError
+from svpg.compare import CompareError, reference_first
 from svpg.runs import CONFIG_FILE, read_json_object
 from svpg.stats import mean_se, paired_difference
 
@@ -193,6 +193,7 @@ def compare_table(
     ]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     ref = table[reference]
+    rows = []
     for arm, by_seed in table.items():
         own = {s: v for s, v in by_seed.items() if seeds is None or s in seeds}
         if not own:
@@ -217,5 +218,7 @@ def compare_table(
             if i == 0 and pairs:
                 higher = f"{sum(a[s] > b[s] for s in b)}/{pairs}"
         cells.append(higher)
-        lines.append("| " + " | ".join(cells) + " |")
+        first = mean_se([v[metrics[0][0]] for v in own.values()])[0]
+        rows.append((arm, first, "| " + " | ".join(cells) + " |"))
+    lines += reference_first(rows, reference, higher_is_better=True)
     return "\n".join(lines) + "\n"

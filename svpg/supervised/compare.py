@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from svpg.compare import CompareError  # noqa: F401  (raised here; importable from here as before)
+from svpg.compare import CompareError, reference_first
 from svpg.stats import decimals, mean_se, paired_difference
 
 #: config.json entries that must agree for two runs to fit the same rows of every split
@@ -153,8 +153,9 @@ def compare_table(
             better.append(str(sum((a[k] > b[k]) if higher else (a[k] < b[k]) for k in b)))
         cells.append(f"{' / '.join(better)} of {pairs}" if better else "")
         cells.append(f"{np.median([row[time_key] for row in own.values()]):.1f}")
-        rows.append((float(np.mean([row[metrics[0][0]] for row in own.values()])), "| " + " | ".join(cells) + " |"))
-    lines += [row for _, row in sorted(rows, key=lambda r: r[0])]
+        first = metrics[0]
+        rows.append((method, float(np.mean([row[first[0]] for row in own.values()])), "| " + " | ".join(cells) + " |"))
+    lines += reference_first(rows, reference, higher_is_better=metrics[0][5])
     return "\n".join(lines) + "\n"
 
 
