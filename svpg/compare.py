@@ -36,7 +36,7 @@ class CompareError(ValueError):
 
 def reference_first(rows: list[tuple[str, float, str]], reference: str, higher_is_better: bool) -> list[str]:
     """The table lines of ``rows`` (name, first metric's mean, line): the reference's first, then the
-    others best first (ties keep their order), so that every difference reads against the row above."""
+    others best first (ties keep their order), as every difference is taken to the reference."""
     ranked = sorted((r for r in rows if r[0] != reference), key=lambda r: -r[1] if higher_is_better else r[1])
     return [line for name, _, line in rows if name == reference] + [line for _, _, line in ranked]
 
