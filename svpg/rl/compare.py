@@ -198,10 +198,11 @@ def compare_table(
         own = {s: v for s, v in by_seed.items() if seeds is None or s in seeds}
         if not own:
             continue
-        cells = [arm, str(len(own))]
+        cells, means = [arm, str(len(own))], []
         for key, _ in metrics:
             values = [v[key] for v in own.values()]
             mean, se = mean_se(values)
+            means.append(mean)
             spread_value = se if spread == "se" else se * math.sqrt(len(values))
             cells.append(f"{mean:.1f} ± {spread_value:.1f}" if math.isfinite(spread_value) else f"{mean:.1f}")
         higher = ""
@@ -218,7 +219,6 @@ def compare_table(
             if i == 0 and pairs:
                 higher = f"{sum(a[s] > b[s] for s in b)}/{pairs}"
         cells.append(higher)
-        first = mean_se([v[metrics[0][0]] for v in own.values()])[0]
-        rows.append((arm, first, "| " + " | ".join(cells) + " |"))
+        rows.append((arm, means[0], "| " + " | ".join(cells) + " |"))
     lines += reference_first(rows, reference, higher_is_better=True)
     return "\n".join(lines) + "\n"

@@ -153,8 +153,7 @@ def compare_table(
             better.append(str(sum((a[k] > b[k]) if higher else (a[k] < b[k]) for k in b)))
         cells.append(f"{' / '.join(better)} of {pairs}" if better else "")
         cells.append(f"{np.median([row[time_key] for row in own.values()]):.1f}")
-        first_key = metrics[0][0]
-        rows.append((method, float(np.mean([row[first_key] for row in own.values()])), "| " + " | ".join(cells) + " |"))
+        rows.append((method, summary[method][metrics[0][0]][0], "| " + " | ".join(cells) + " |"))
     lines += reference_first(rows, reference, higher_is_better=metrics[0][-1])
     return "\n".join(lines) + "\n"
 
