@@ -90,7 +90,7 @@ def test_ppo_first_minibatch_step_is_the_policy_gradient_of_that_minibatch():
     step = model.svgd.step
     model.svgd.step = lambda grad: seen.append(grad.clone()) or step(grad)
     theta = model.policy.theta.detach().clone()
-    model.policy_update(batch, advantages)
+    model.estimator.policy_update(model, batch, advantages)
     from svpg.rl.rollout import per_particle
     from svpg.seeding import torch_generator
 

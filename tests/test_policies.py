@@ -89,8 +89,8 @@ def test_obs_scale_of_the_wrong_length_or_sign_is_a_clear_error():
 
 def test_a_critic_reads_the_scaled_observation():
     scale = (1.0, 1.0, 0.1, 3.0)
-    plain = A2C(4, 2, 0.99, hidden=(8,), seed=3)
-    scaled = A2C(4, 2, 0.99, hidden=(8,), seed=3, obs_scale=scale)
+    plain = A2C(4, 2, 0.99, hidden=(8,), seed=3, gae_lambda=0.95, lr=3e-4, value_steps=1, value_epochs=1)
+    scaled = A2C(4, 2, 0.99, hidden=(8,), seed=3, gae_lambda=0.95, lr=3e-4, value_steps=1, value_epochs=1, obs_scale=scale)
     obs = torch.randn(2, 5, 4) * 10
     torch.testing.assert_close(scaled.values(obs), plain.values(obs * torch.tensor(scale)), rtol=1e-5, atol=1e-5)
 

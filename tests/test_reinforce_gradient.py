@@ -12,16 +12,13 @@ the trainer's ``policy_gradient_surrogate``) standardises the returns per partic
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import gymnasium as gym
 import torch
 from torch.distributions import Categorical
 
-from svpg.rl.estimators import Reinforce
+from svpg.rl.estimators import Reinforce, policy_gradient_surrogate
 from svpg.rl.policies import ParticlePolicy, PolicySpec
 from svpg.rl.rollout import Rollout
-from svpg.rl.algorithm import SVPG
 
 X = torch.tensor([0.5, -1.0, 2.0])
 R = torch.tensor([1.0, -0.5, 2.0])
@@ -51,7 +48,7 @@ def _rollout(policy: ParticlePolicy) -> Rollout:
 def _svpg_gradient(policy: ParticlePolicy, batch: Rollout) -> torch.Tensor:
     """∇θ of the trainer's surrogate Σ_i log π(a_i) Â_i with REINFORCE's advantages: (M, D)."""
     advantages, _, _ = Reinforce(gamma=0.99, baseline="none").advantages(batch)
-    surrogate, _ = SVPG.policy_gradient_surrogate(SimpleNamespace(policy=policy), batch, advantages)
+    surrogate, _ = policy_gradient_surrogate(policy, batch, advantages)
     (grad,) = torch.autograd.grad(surrogate.sum(), policy.theta)
     return grad
 

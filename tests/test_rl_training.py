@@ -46,7 +46,7 @@ def test_update_drives_particles_by_J_over_alpha_plus_weighted_log_prior(tmp_run
     assert (grad_p.abs().sum() > 0) == (prior == "mvg")
     seen, step = {}, trainer.svgd.step
     trainer.svgd.step = lambda grad: step(seen.setdefault("grad", grad.clone()))
-    trainer.svgd_step(batch, advantages)
+    trainer.estimator.policy_update(trainer.model, batch, advantages)
     torch.testing.assert_close(seen["grad"], grad_j / 4.0 + 0.25 * grad_p, rtol=1e-4, atol=1e-5)
 
 

@@ -39,12 +39,12 @@ from svpg.core.svgd import SVGD
 from svpg.io import CheckpointError, flatten_state, load_tensors, save_tensors, unflatten_state
 from svpg.rl.config import DEFAULT_HORIZON, SVPGConfig, default_horizon, load_preset
 from svpg.rl.environments import EnvSource, is_custom, resolve_env
-from svpg.rl.estimators import A2C, PPO, Estimator, Reinforce
+from svpg.rl.estimators import ESTIMATORS, Estimator, policy_gradient_surrogate
 from svpg.rl.normalize import Normalizer
 from svpg.rl.policies import POLICY_KIND, ParticlePolicy, PolicySpec
 from svpg.rl.returns import episode_statistics
-from svpg.rl.rollout import Rollout, collect_rollout, per_particle
-from svpg.runtime import resolve_device, torch_threads
+from svpg.rl.rollout import Rollout, collect_rollout
+from svpg.runtime import resolve_device
 from svpg.seeding import int_seed, torch_generator
 
 #: config fields that describe a run folder or its length, not the algorithm: not ``SVPG`` options
@@ -227,23 +227,7 @@ class SVPG:
         )
         self.policy = ParticlePolicy(dataclasses.replace(self.spec, num_particles=s * m), theta)
         self.svgd = SVGD(self.policy.theta, cfg.kernel_spec(), cfg.optimizer, cfg.lr, groups=s, network=self.policy.net)
-        self.estimator: Estimator
-        if cfg.estimator in ("a2c", "ppo"):
-            self.estimator = (A2C if cfg.estimator == "a2c" else PPO)(
-                self.spec.obs_dim,
-                s * m,
-                cfg.gamma,
-                gae_lambda=cfg.gae_lambda,
-                hidden=cfg.critic_hidden,
-                lr=cfg.critic_lr,
-                value_steps=cfg.value_steps,
-                value_epochs=cfg.value_epochs,
-                device=self.device,
-                seed=self.seeds,
-                obs_scale=cfg.obs_scale,
-            )
-        else:
-            self.estimator = Reinforce(cfg.gamma, cfg.baseline, cfg.obs_scale, groups=s)
+        self.estimator: Estimator = ESTIMATORS[cfg.estimator].from_model(self)
         self.normalizer = None
         if cfg.normalize_obs or cfg.normalize_reward:
             self.normalizer = Normalizer(
@@ -272,7 +256,7 @@ class SVPG:
         iteration n's reset and action-noise streams."""
         resets = [int_seed(seed, "env_reset", self.iteration) for seed in self.seeds]
         obs = self.env.reset(seed=resets[0] if len(resets) == 1 else resets)
-        noise = self._streams("action_noise")
+        noise = self.streams("action_noise")
         return collect_rollout(
             self.env,
             self.policy,
@@ -284,25 +268,16 @@ class SVPG:
         )
 
     def train_iteration(self, batch: Rollout | None = None) -> dict[str, torch.Tensor]:
-        """One SVPG iteration (eqs. 17–19): every particle collects its own batch, advantages and the
-        critics' fit, one SVGD step on all particles. Returns the iteration's scalars, one value per
-        seed (shape (S,)), still on the device.
+        """One SVPG iteration (eqs. 17–19), the estimator's: samples, ∇J estimates and the SVGD
+        step(s) of all particles. Returns the iteration's scalars, one value per seed (shape (S,)),
+        still on the device.
 
-        :param batch: this iteration's rollout if already collected (benchmarks time the parts).
+        :param batch: this iteration's rollout if already collected (on-policy; benchmarks time the parts).
         """
         lr = self.learning_rate()
         for group in self.svgd.optimizer.param_groups:
             group["lr"] = lr
-        if batch is None:
-            # The rollout is thousands of tiny ops that gain nothing from threads (and lose a lot on
-            # shared cores); only the update's batched matmuls use --threads.
-            with torch_threads(1):
-                batch = self.collect()
-        self._check_environment_output(batch)
-        with torch_threads(self.update_threads):
-            advantages, value_targets, estimator_info = self.estimator.advantages(batch)
-            critic_info = self.estimator.fit(batch, value_targets, self._streams("critic_minibatch"))
-            svgd_info = self.policy_update(batch, advantages)
+        batch, info = self.estimator.train_iteration(self, batch)
         returns, length = episode_statistics(batch.episode_rewards, batch.dones)
         if self.iteration:  # a particle none of whose episodes ended keeps its last finished episodes' return
             returns = torch.where(batch.dones.any(0).any(-1), returns, self.last_returns)
@@ -319,88 +294,28 @@ class SVPG:
             "rollout/ep_rew_upper": mean + std,
             "rollout/ep_len_mean": length.mean(-1),
             "train/learning_rate": mean.new_full(mean.shape, lr),
-            **svgd_info,
-            **estimator_info,
-            **critic_info,
+            **info,
         }
         return {k: v.reshape(len(self.seeds)) for k, v in scalars.items()}
 
     def policy_gradient_surrogate(
         self, batch: Rollout, advantages: torch.Tensor, theta: torch.Tensor | None = None, rows: slice = slice(None)
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Σ_t log π(a_t|s_t) Â_t over each particle's batch: (M,), and the policy entropy (M,).
+        """The on-policy surrogate Σ_t log π(a_t|s_t) Â_t of this model's policy
+        (:func:`svpg.rl.estimators.policy_gradient_surrogate`)."""
+        return policy_gradient_surrogate(self.policy, batch, advantages, theta, rows)
 
-        Its gradient estimates ∇J up to a positive scale. Summing (not averaging) over the batch
-        scales the "likelihood" exp(J/α) with the number of samples, as a Bayesian likelihood scales
-        with the data-set size; α then sets how strongly these samples outweigh the prior p(θ).
-
-        :param theta: the particles ``rows`` of the batch (default: all, ``policy.theta``).
-        """
-        theta = self.policy.theta if theta is None else theta
-        m = theta.shape[0]
-        obs, actions = per_particle(batch.obs[:, rows], m), per_particle(batch.actions[:, rows], m)
-        logp, entropy = self.policy.log_prob_entropy(theta, obs, actions)
-        return (logp * per_particle(advantages[:, rows], m)).sum(1), entropy
-
-    def policy_update(self, batch: Rollout, advantages: torch.Tensor) -> dict[str, torch.Tensor]:
-        """The iteration's SVGD steps: one on the whole batch (REINFORCE, A2C), or PPO's epochs of
-        minibatch steps on the clipped surrogate (each minibatch one step of all particles)."""
-        if self.config.estimator != "ppo":
-            return self.svgd_step(batch, advantages)
-        cfg, m_all = self.config, self.policy.num_particles
-        obs, actions, adv = (per_particle(x, m_all) for x in (batch.obs, batch.actions, advantages))
-        samples = obs.shape[1]
-        size = max(1, samples // cfg.ppo_minibatches)
-        with torch.no_grad():  # the behaviour policy's log-probabilities, seed by seed
-            old_logp = torch.cat(
-                [
-                    self.policy.log_prob_entropy(self.policy.theta.detach()[rows], obs[rows], actions[rows])[0]
-                    for rows in self._seed_rows()
-                ]
-            )
-        clipped = obs.new_zeros(len(self.seeds))
-        kl = obs.new_zeros(len(self.seeds))
-        steps = 0
-        for epoch in range(cfg.ppo_epochs):
-            orders = [
-                torch.randperm(samples, generator=g, device=obs.device) for g in self._streams("ppo_minibatch", epoch)
-            ]
-            for start in range(0, size * cfg.ppo_minibatches, size):
-                columns = [order[start : start + size] for order in orders]
-
-                def surrogate(block, rows, k, columns=columns):
-                    o, a = obs[rows][:, columns[k]], actions[rows][:, columns[k]]
-                    logp, entropy = self.policy.log_prob_entropy(block, o, a)
-                    log_ratio = logp - old_logp[rows][:, columns[k]]
-                    ratio, a_hat = log_ratio.exp(), adv[rows][:, columns[k]]
-                    clipped[k] += ((ratio - 1).abs() > cfg.clip_range).float().mean().detach()
-                    kl[k] += ((ratio - 1) - log_ratio).mean().detach()  # the low-variance estimator SB3 logs
-                    objective = torch.minimum(
-                        ratio * a_hat, ratio.clamp(1 - cfg.clip_range, 1 + cfg.clip_range) * a_hat
-                    )
-                    # the minibatch's estimate of the whole batch's sum, as the one-step estimators use
-                    return objective.sum(1) * (samples / len(columns[k])), entropy
-
-                info = self._svgd_step_on(surrogate, size)
-                steps += 1
-        return {**info, "train/clip_fraction": clipped / steps, "train/approx_kl": kl / steps}
-
-    def svgd_step(self, batch: Rollout, advantages: torch.Tensor) -> dict[str, torch.Tensor]:
-        """One SVGD step on ∇log q = ∇J/α + λ ∇log p (eq. 19; λ = ``prior_weight``, 1 in the paper)."""
-        return self._svgd_step_on(
-            lambda block, rows, k: self.policy_gradient_surrogate(batch, advantages, block, rows),
-            self.envs_per_particle * self.steps_per_iteration,
-        )
-
-    def _svgd_step_on(self, surrogate, samples: int) -> dict[str, torch.Tensor]:
-        """One SVGD step of every particle on ∇(surrogate/α + λ log p); ``surrogate(block, rows, k)``
-        gives seed k's (M,) objective and entropy for its particles ``block`` (rows ``rows`` of θ)."""
+    def svgd_update(self, surrogate, samples: int) -> dict[str, torch.Tensor]:
+        """One SVGD step of every particle on ∇(surrogate/α + λ log p) (eq. 19; λ = ``prior_weight``, 1
+        in the paper): ``surrogate(block, rows, k)`` gives seed k's (M,) objective and entropy for its
+        particles ``block`` (rows ``rows`` of θ); ``samples``: how many samples the objective sums over
+        (the logged policy loss is per sample). The estimators' one way to move θ."""
         theta = self.policy.theta
         grad, entropy, loss = torch.empty_like(theta), [], []
         # One seed at a time: the gradient is per-row work (a forward and backward pass over every
         # sample), which runs faster on one seed's activations, small enough to stay in cache, than on
         # all S·M particles' at once; each seed's gradient is then computed as its single-seed run does.
-        for k, rows in enumerate(self._seed_rows()):
+        for k, rows in enumerate(self.seed_rows()):
             block = theta.detach()[rows].requires_grad_()
             with self.policy.layout.split(block):  # one backward concatenation instead of one per block
                 objective, block_entropy = surrogate(block, rows, k)
@@ -544,11 +459,11 @@ class SVPG:
         return self._writers[0].writer if self._writers else None
 
     # -- helpers -----------------------------------------------------------------------------
-    def _streams(self, name: str, *keys: int) -> list[torch.Generator]:
+    def streams(self, name: str, *keys: int) -> list[torch.Generator]:
         """Iteration n's generator of stream ``name`` (and sub-keys) for every seed."""
         return [torch_generator(seed, name, self.iteration, *keys, device=self.device) for seed in self.seeds]
 
-    def _seed_rows(self) -> list[slice]:
+    def seed_rows(self) -> list[slice]:
         """Each seed's rows of the (S·M, …) particle tensors."""
         m = self.config.num_particles
         return [slice(k * m, (k + 1) * m) for k in range(len(self.seeds))]
@@ -565,7 +480,7 @@ class SVPG:
                 f"iteration {self.iteration + 1}: {what} is not finite (seed {', '.join(map(str, bad))})"
             )
 
-    def _check_environment_output(self, batch: Rollout) -> None:
+    def check_environment_output(self, batch: Rollout) -> None:
         """The environment's rewards and observations must be finite: name the first bad one."""
         if bool(torch.isfinite(batch.rewards).all() & torch.isfinite(batch.obs).all()):
             return

@@ -13,6 +13,8 @@ from svpg.cli import dataclass_from_dict, option_factory
 from svpg.cli import option as _f
 from svpg.core.priors import PRIORS
 from svpg.core.svgd import OPTIMIZERS
+from svpg.rl.estimators import BASELINES
+from svpg.rl.estimators import ESTIMATORS as ESTIMATOR_CLASSES
 from svpg.runtime import DEFAULT_THREADS
 
 #: the policy-training methods (``--method``): method → what it trains (shown by --help)
@@ -23,8 +25,10 @@ POLICY_METHODS = {
     "independent": "plain dense layers, identity kernel: M independent policy-gradient learners",
 }
 METHODS = POLICY_METHODS  # the former name, kept for existing imports
-ESTIMATORS = ("reinforce", "a2c", "ppo")
-BASELINES = ("linear", "none")  # REINFORCE's
+#: the ``--estimator`` names, in registry order (svpg.rl.estimators.ESTIMATORS holds the classes)
+ESTIMATORS = tuple(ESTIMATOR_CLASSES)
+#: the estimators that learn from their own rollouts only: the paper grids' choices
+ON_POLICY_ESTIMATORS = tuple(name for name, cls in ESTIMATOR_CLASSES.items() if cls.on_policy)
 #: Options that ``--resume`` may change: how long to train and how, not what is trained.
 RESUMABLE_OPTIONS = (
     "iterations",
@@ -71,9 +75,7 @@ class SVPGConfig:
     method: str = _f("s2vgd", " | ".join(POLICY_METHODS) + " (see the list below)", choices=tuple(POLICY_METHODS))
     estimator: str = _f(
         "ppo",
-        "reinforce (standardised reward-to-go) | a2c (GAE with a critic per particle) | "
-        "ppo (a2c's advantages, PPO's clipped surrogate over several epochs of minibatches, each minibatch "
-        "one SVGD step)",
+        " | ".join(f"{name} ({cls.help})" for name, cls in ESTIMATOR_CLASSES.items()),
         choices=ESTIMATORS,
     )
     num_particles: int = _f(4, "M, the number of policy particles")
