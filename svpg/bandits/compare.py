@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from svpg.compare import CompareError, reference_first
+from svpg.comparing import CompareError, SameSettings, reference_first, run_command
 from svpg.stats import mean_se, paired_difference
 
 #: config entries that must agree for two runs to play the same tables
@@ -48,7 +48,7 @@ def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[tuple[str, int], d
     from svpg.bandits.results import per_seed_frame
     from svpg.bandits.runfolder import finished_seeds, load_results
 
-    reference_config, reference_dir = None, None
+    same = SameSettings("play different problems", "compare runs of one problem")
     table: dict[tuple[str, int], dict] = {}
     for run_dir in map(Path, run_dirs):
         config_path = run_dir / "config.json"
@@ -62,14 +62,7 @@ def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[tuple[str, int], d
                 f"{run_dir} has no finished seed yet: play it with python train.py bandit --resume {run_dir}"
             )
         config = json.loads(config_path.read_text())
-        problem = {k: config.get(k) for k in PROBLEM_KEYS}
-        if reference_config is None:
-            reference_config, reference_dir = problem, run_dir
-        elif problem != reference_config:
-            differs = ", ".join(k for k in PROBLEM_KEYS if problem[k] != reference_config[k])
-            raise CompareError(
-                f"{run_dir} and {reference_dir} play different problems ({differs} differ): compare runs of one problem"
-            )
+        same.check(run_dir, {k: config.get(k) for k in PROBLEM_KEYS})
         results = load_results(run_dir, config["problem_description"], config["rounds"], seeds, config["agent_names"])
         for row in per_seed_frame(results).to_dict("records"):
             key = (row["agent"], int(row["seed"]))
@@ -80,9 +73,9 @@ def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[tuple[str, int], d
                     "they did not play the same table (different code or options)"
                 )
             table.setdefault(key, values)
-    if reference_config is None:
+    if same.settings is None:
         raise CompareError("no run folder given: pass the runs to compare")
-    return reference_config, table
+    return same.settings, table
 
 
 SPREADS = ("std", "se")
@@ -140,11 +133,21 @@ def compare_table(
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m svpg.compare`` for bandit runs only."""
-    from svpg.compare import main as compare
+def report(args, keys: list[int] | None, spread: str) -> str:
+    """The header and table of ``python -m svpg.compare`` for bandit runs (``spread``: the spread in words)."""
+    config, table = load_runs(args.runs)
+    reference = args.reference or "s2vgd"
+    text = compare_table(table, reference, keys, args.spread)
+    return (
+        f"**{config['problem']}**, {config['rounds']} rounds; mean ± {spread} over seeds; paired differences of "
+        f"the normalised regret to {reference} over the seeds both have, with 95 % t-intervals (negative: lower "
+        f"regret).\n\n" + text
+    )
 
-    return compare(argv, kind="bandit", prog="python -m svpg.bandits.compare")
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m svpg.compare`` for bandit runs only (the former command)."""
+    return run_command(argv, {"bandit": report}, kind="bandit", prog="python -m svpg.bandits.compare")
 
 
 if __name__ == "__main__":

@@ -11,11 +11,10 @@ both have; runs of another environment, or of another length, are refused.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
-from svpg.compare import CompareError, reference_first
+from svpg.comparing import CompareError, SameSettings, is_benchmark_run, reference_first, rl_runs_in
 from svpg.runs import CONFIG_FILE, read_json_object
 from svpg.stats import mean_se, paired_difference
 
@@ -43,38 +42,11 @@ METRICS = (
 BENCHMARK_METRICS = (("final", "final evaluation return"),)
 
 
-def is_run(path: Path) -> bool:
-    """A ``train.py`` run folder: its config.json names an environment and a method."""
-    try:
-        config = json.loads((Path(path) / CONFIG_FILE).read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(config, dict) and "env_id" in config and "method" in config
-
-
-def is_benchmark_run(path: Path) -> bool:
-    """A finished run of ``python -m svpg.rl.benchmark``."""
-    return (Path(path) / "result.json").is_file() and (Path(path) / "job.json").is_file()
-
-
-def _runs_in(path: Path, depth: int = 2) -> list[Path]:
-    """The runs in ``path`` and, to ``depth`` levels, in its sub-folders (a benchmark's ``<out>/<task>/``)."""
-    if is_run(path) or is_benchmark_run(path):
-        return [path]
-    if depth == 0 or not path.is_dir():
-        return []
-    return [run for p in sorted(path.iterdir()) if p.is_dir() for run in _runs_in(p, depth - 1)]
-
-
-def holds_runs(path: str | Path) -> bool:
-    return bool(_runs_in(Path(path)))
-
-
 def expand(paths: list[str | Path]) -> list[Path]:
     """Run folders; a folder of run folders (an experiments, ablation or benchmark ``--out``) stands for its runs."""
     runs = []
     for path in map(Path, paths):
-        inner = _runs_in(path)
+        inner = rl_runs_in(path)
         if not inner:
             raise CompareError(
                 f"{path} is not an RL run folder (no config.json of train.py) and holds none: pass "
@@ -150,24 +122,16 @@ def load_runs(paths: list[str | Path]) -> tuple[dict, dict[str, dict[int, dict]]
 
 def _load_benchmark_runs(runs: list[Path]) -> tuple[dict, dict[str, dict[int, dict]]]:
     table: dict[str, dict[int, dict]] = {}
-    first_run: Path | None = None
-    first: dict = {}
+    same = SameSettings("are runs of different benchmarks", "compare runs of one task and budget")
     for run in runs:
         result = read_json_object(run / "result.json", "benchmark result")
         job = read_json_object(run / "job.json", "benchmark job")
-        setting = {k: job.get(k) for k in ("task", "total_steps", "eval_episodes")}
-        if first_run is None:
-            first_run, first = run, setting
-        elif setting != first:
-            differs = ", ".join(k for k in setting if setting[k] != first[k])
-            raise CompareError(
-                f"{run} and {first_run} are runs of different benchmarks ({differs} differ): compare "
-                "runs of one task and budget"
-            )
+        same.check(run, {k: job.get(k) for k in ("task", "total_steps", "eval_episodes")})
         arm, seed = str(job.get("agent")), int(job.get("seed", -1))
         if seed in table.get(arm, {}):
             raise CompareError(f"{run} is seed {seed} of {arm} a second time: pass each run once")
         table.setdefault(arm, {})[seed] = {m: float(result[m]) for m, _ in BENCHMARK_METRICS}
+    first = same.settings or {}
     length = f"{first['total_steps']} environment steps, {first['eval_episodes']} evaluation episodes"
     return {"env_id": first["task"], "length": length, "metrics": BENCHMARK_METRICS}, table
 
@@ -222,3 +186,15 @@ def compare_table(
         rows.append((arm, means[0], "| " + " | ".join(cells) + " |"))
     lines += reference_first(rows, reference, higher_is_better=True)
     return "\n".join(lines) + "\n"
+
+
+def report(args, keys: list[int] | None, spread: str) -> str:
+    """The header and table of ``python -m svpg.compare`` for RL runs (``spread``: the spread in words)."""
+    shared, table = load_runs(args.runs)
+    reference = args.reference or ("s2vgd" if "s2vgd" in table else next(iter(table)))
+    text = compare_table(table, reference, keys, args.spread, shared["metrics"])
+    return (
+        f"**{shared['env_id']}**, {shared['length']}; mean ± {spread} over seeds; paired differences to {reference} "
+        f"over the seeds both have, with 95 % t-intervals (positive: higher return); *higher on*: seeds where the "
+        f"{shared['metrics'][0][1]} is higher.\n\n" + text
+    )

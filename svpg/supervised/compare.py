@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from svpg.compare import CompareError, reference_first
+from svpg.comparing import CompareError, SameSettings, reference_first, run_command
 from svpg.stats import decimals, mean_se, paired_difference
 
 #: config.json entries that must agree for two runs to fit the same rows of every split
@@ -52,7 +52,7 @@ def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[str, dict[int, dic
     from svpg.supervised.runfolder import load_config, read_finished
     from svpg.supervised.tables import method_label
 
-    shared, shared_dir = None, None
+    same = SameSettings("do not fit the same rows", "compare runs of one data set, protocol and seed")
     table: dict[str, dict[int, dict]] = {}
     labels: dict[str, str] = {}
     for run_dir in map(Path, run_dirs):
@@ -62,15 +62,10 @@ def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[str, dict[int, dic
                 "pass folders written by train.py supervised"
             )
         cfg, built = load_config(run_dir)
-        setting = {"dataset": cfg.dataset, "data": built["data"]["sha256"], **{k: getattr(cfg, k) for k in SPLIT_KEYS}}
-        if shared is None:
-            shared, shared_dir = setting, run_dir
-        elif setting != shared:
-            differs = ", ".join(k for k in setting if setting[k] != shared[k])
-            raise CompareError(
-                f"{run_dir} and {shared_dir} do not fit the same rows ({differs} differ): "
-                "compare runs of one data set, protocol and seed"
-            )
+        same.check(
+            run_dir,
+            {"dataset": cfg.dataset, "data": built["data"]["sha256"], **{k: getattr(cfg, k) for k in SPLIT_KEYS}},
+        )
         finished = read_finished(run_dir, cfg.methods())
         if not any(finished.values()):
             raise CompareError(
@@ -86,9 +81,9 @@ def load_runs(run_dirs: list[str | Path]) -> tuple[dict, dict[str, dict[int, dic
                     )
                 table[method].setdefault(k, row)
             labels.setdefault(method, method_label(method, cfg))
-    if shared is None:
+    if same.settings is None:
         raise CompareError("no run folder given: pass the runs to compare")
-    return shared, table, labels
+    return same.settings, table, labels
 
 
 def table_task(table: dict[str, dict[int, dict]]) -> str:
@@ -158,11 +153,24 @@ def compare_table(
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m svpg.compare`` for supervised runs only."""
-    from svpg.compare import main as compare
+def report(args, keys: list[int] | None, spread: str) -> str:
+    """The header and table of ``python -m svpg.compare`` for supervised runs (standard errors only)."""
+    if args.spread != "se":
+        raise ValueError("--spread std: supervised tables show the standard error over splits only")
+    shared, table, labels = load_runs(args.runs)
+    reference = args.reference or "s2vgd"
+    text = compare_table(table, reference, keys, labels)
+    metrics = "RMSE and log-likelihood" if table_task(table) == "regression" else "error and NLL"
+    return (
+        f"**{shared['dataset']}**, --protocol {shared['protocol']}, --seed {shared['seed']}; mean ± standard error "
+        f"over splits; paired differences of the {metrics} to {reference} over the splits both have, with 95 % "
+        f"t-intervals; *better on*: splits where the method is better on each.\n\n" + text
+    )
 
-    return compare(argv, kind="supervised", prog="python -m svpg.supervised.compare")
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m svpg.compare`` for supervised runs only (the former command)."""
+    return run_command(argv, {"supervised": report}, kind="supervised", prog="python -m svpg.supervised.compare")
 
 
 if __name__ == "__main__":
