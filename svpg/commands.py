@@ -6,6 +6,7 @@ svpg bandit --problem wheel            # contextual bandits
 svpg supervised --dataset boston       # Bayesian neural networks
 svpg compare runs/a runs/b             # paired comparison of finished runs
 svpg export runs/<run-name> actor.pt2  # one particle as a torch-only file
+svpg report --check                    # the documents' tables against bench/results/
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ COMMANDS = {
     "supervised": ("svpg.supervised.cli", "Bayesian neural networks on regression/classification data"),
     "compare": ("svpg.compare", "compare finished runs of one front end (means, paired differences)"),
     "export": ("svpg.rl.export", "write one particle of a saved ensemble as a file that runs with torch alone"),
+    "report": ("svpg.report", "rebuild (or --check) the documents' results tables from bench/results/"),
 }
 # the front ends whose messages can name the command the user typed
-NAMED = {"train", "evaluate"}
+NAMED = {"train", "evaluate", "report"}
 
 
 def overview() -> str:

@@ -244,6 +244,35 @@ def sb3_settings(agent: str, task: str) -> tuple[int, dict | None, dict]:
     return int(n_envs), normalize, entry
 
 
+#: SB3's defaults where rl-zoo3's entry leaves them (PPO and A2C); their default network is 64 × 64 tanh
+_SB3_DEFAULTS = {"ppo": {"n_steps": 2048, "batch_size": 64, "n_epochs": 10}, "a2c": {"n_steps": 5}}
+
+
+def training_shape(agent: str, task: str, env_steps: int) -> tuple[str, int]:
+    """(policy network, gradient steps) of a run of ``agent`` on ``task`` that trained ``env_steps``
+    environment steps: svpg's SVGD steps of all particles (iterations × PPO epochs × minibatches), SB3
+    PPO's minibatch steps (rollouts × epochs × minibatches per rollout) and A2C's one step per rollout."""
+    from svpg.rl.config import SVPGConfig
+
+    if agent in SVPG_AGENTS:
+        config = SVPGConfig(**{k: v for k, v in load_preset(task).items() if not k.startswith("_")})
+        iterations = env_steps // (config.num_particles * config.samples_per_particle)
+        widths = " × ".join(map(str, config.hidden))
+        return (
+            f"{widths} tanh, {config.num_particles} particles",
+            iterations * config.ppo_epochs * config.ppo_minibatches,
+        )
+    entry = {**_SB3_DEFAULTS[agent], **ZOO[agent][task]}
+    net = entry.get("policy_kwargs", {}).get("net_arch", {"pi": [64, 64]})
+    activation = {"relu": "ReLU"}.get(name := entry.get("policy_kwargs", {}).get("activation_fn", "tanh"), name)
+    network = f"{' × '.join(map(str, net['pi'] if isinstance(net, dict) else net))} {activation}"
+    rollout = entry["n_steps"] * entry.get("n_envs", 1)
+    rollouts = -(-env_steps // rollout)
+    if agent == "a2c":
+        return network, rollouts
+    return network, rollouts * entry["n_epochs"] * -(-rollout // entry["batch_size"])
+
+
 def rollout_steps(agent: str, task: str) -> int:
     """Environment steps of one SB3 rollout (n_envs × n_steps; SB3's defaults where rl-zoo3 sets none)."""
     n_envs, _, kwargs = sb3_settings(agent, task)
@@ -681,9 +710,54 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def task_table(results: list[dict], task: str) -> tuple[list[str], list[list]]:
+    """(header, rows) of ``task``'s table: one row per agent with finished runs, the columns of
+    docs/benchmarks.md; ``results.md`` and ``python -m svpg.report`` print it."""
+    from svpg.stats import cell, format_difference, paired_difference
+
+    rows = [r for r in results if r["task"] == task]
+    threshold = SOLVED.get(task)
+    reference = {r["seed"]: r["final"] for r in rows if r["agent"] == REFERENCE}
+    table: list[list] = []
+    for agent in AGENTS:
+        own = [r for r in rows if r["agent"] == agent]
+        if not own:
+            continue
+        final = {r["seed"]: r["final"] for r in own}
+        steps = sorted({r["env_steps"] for r in own})
+        diff = format_difference(*paired_difference(final, reference)) if agent != REFERENCE and reference else "–"
+        particles = cell([r["final_particle_mean"] for r in own]) if agent in SVPG_AGENTS else "–"
+        solved = [f"{sum(v >= threshold for v in final.values())}/{len(final)}"] if threshold is not None else []
+        table.append(
+            [
+                agent,
+                len(own),
+                "/".join(f"{s:,}" for s in steps),
+                cell(final.values()),
+                particles,
+                diff,
+                *solved,
+                cell([r["wall_s"] / 60 for r in own], digits=2),
+                "{}, {:,}".format(*training_shape(agent, task, max(steps))),
+            ]
+        )
+    header = [
+        "agent",
+        "seeds",
+        "env steps",
+        "final return",
+        "mean over particles",
+        f"− {REFERENCE.upper()} (95 % CI)",
+        *(["solved"] if threshold is not None else []),
+        "wall-clock per run (min)",
+        "policy network, gradient steps",
+    ]
+    return header, table
+
+
 def write_table(results: list[dict], path: Path) -> str:
     """``results.md``: one table per task (see the module docstring and docs/benchmarks.md)."""
-    from svpg.stats import cell, convention, format_difference, markdown_table, paired_difference
+    from svpg.stats import convention, markdown_table
 
     lines = [
         "# svpg against SB3 PPO and A2C at equal environment steps",
@@ -693,44 +767,9 @@ def write_table(results: list[dict], path: Path) -> str:
         "",
     ]
     for task in TASK_BUDGETS:
-        rows = [r for r in results if r["task"] == task]
-        if not rows:
-            continue
-        threshold = SOLVED.get(task)
-        reference = {r["seed"]: r["final"] for r in rows if r["agent"] == REFERENCE}
-        table = []
-        for agent in AGENTS:
-            own = [r for r in rows if r["agent"] == agent]
-            if not own:
-                continue
-            final = {r["seed"]: r["final"] for r in own}
-            steps = sorted({r["env_steps"] for r in own})
-            diff = format_difference(*paired_difference(final, reference)) if agent != REFERENCE and reference else "–"
-            particles = cell([r["final_particle_mean"] for r in own]) if agent in SVPG_AGENTS else "–"
-            solved = [f"{sum(v >= threshold for v in final.values())}/{len(final)}"] if threshold is not None else []
-            table.append(
-                [
-                    agent,
-                    len(own),
-                    "/".join(f"{s:,}" for s in steps),
-                    cell(final.values()),
-                    particles,
-                    diff,
-                    *solved,
-                    cell([r["wall_s"] / 60 for r in own], digits=2),
-                ]
-            )
-        header = [
-            "agent",
-            "seeds",
-            "env steps",
-            "final return",
-            "mean over particles",
-            f"− {REFERENCE.upper()} (95 % CI)",
-            *(["solved"] if threshold is not None else []),
-            "wall-clock per run (min)",
-        ]
-        lines += [f"## {task}", "", markdown_table(header, table)]
+        header, table = task_table(results, task)
+        if table:
+            lines += [f"## {task}", "", markdown_table(header, table)]
     text = "\n".join(lines)
     atomic_write(path, lambda tmp: Path(tmp).write_text(text))
     return text

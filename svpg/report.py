@@ -1,0 +1,497 @@
+"""Every results table of the documents, rebuilt from the result files under ``bench/results/``.
+
+    python -m svpg.report                      # rewrite every table of README.md and docs/*.md from the files
+    python -m svpg.report --check              # exit 1 at the first cell the files do not give
+    python -m svpg.report gather runs/benchmark --into bench/results/benchmark_results.csv
+
+A results table stands between two markers in its document, ``<!-- report:NAME -->`` and
+``<!-- /report:NAME -->``; NAME is an entry of :data:`TABLES` (``svpg/report_tables.py``): the document,
+the result file (CSV or JSON lines, one row per run unit: a seed, a split or a run) and the function that
+formats the table from the file's rows. Under the table the report writes one line: the command that
+reproduces it, its compute and the file it writes. A row whose units are not in the file says
+*not re-measured* instead of a number. ``--check`` rebuilds every table in memory and names the first
+cell that differs (document, table, row, column, the files' value and the document's), so a number in
+a table that no file supports fails ``make test``.
+
+``gather`` exports the finished units of run folders into a result file: runs of
+``python -m svpg.rl.benchmark`` (its ``--out`` or single run folders), of ``train.py bandit`` (one row per
+agent and seed), of ``train.py supervised`` (one per method and split) and of ``train.py`` (one per run,
+at its last finished iteration). Each row carries the unit's setting (options that differ from the
+defaults), its metrics, budget and wall-clock, the machine (``--machine``) and the commit (``--commit``;
+default: the checkout's ``HEAD``). Rows already in the file with the same setting and seed or split are
+replaced, others kept, so a user's own grid produces the same files as the committed ones.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from svpg.io import atomic_write
+
+#: the repository's root (the documents and bench/results/ are read from here)
+ROOT = Path(__file__).resolve().parents[1]
+#: what a row without units in the result file says instead of a number
+NOT_MEASURED = "not re-measured"
+MARKER = re.compile(r"<!-- report:(?P<name>[\w.-]+) -->\n(?P<body>.*?)<!-- /report:(?P=name) -->", re.S)
+
+
+class ReportError(ValueError):
+    """A document or result file the report cannot use (one line naming the problem and the fix)."""
+
+
+# -- result files -------------------------------------------------------------------------------------
+def read_rows(path: Path) -> list[dict]:
+    """The rows of a result file: CSV (a header line, values as strings) or JSON lines (``.jsonl``)."""
+    path = Path(path)
+    if not path.exists():
+        raise ReportError(
+            f"{path}: no such result file: gather it with python -m svpg.report gather RUN… --into {path}"
+        )
+    text = path.read_text()
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def write_rows(path: Path, rows: list[dict], columns: Sequence[str] = ()) -> None:
+    """``rows`` as a result file (CSV: ``columns`` first, then any other key in order of appearance)."""
+    path = Path(path)
+    if path.suffix == ".jsonl":
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    else:
+        names = list(dict.fromkeys([*columns, *(k for r in rows for k in r)]))
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({k: _text(r.get(k, "")) for k in names} for r in rows)
+        text = buf.getvalue()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda tmp: Path(tmp).write_text(text))
+
+
+def _text(value) -> str:
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True) if value else ""
+    return "" if value is None else str(value)
+
+
+# -- tables -------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Table:
+    """One results table: where it stands, which file it comes from and how it is formatted.
+
+    ``build`` turns the file's rows (those matching ``select``) into the table's Markdown lines;
+    ``command``, ``compute`` and the file make the *Reproduce* line under it (``compute`` may be a
+    function of the rows, e.g. the core-hours their wall-clock adds up to)."""
+
+    name: str
+    doc: str
+    source: str
+    build: Callable[[list[dict]], str]
+    command: str
+    compute: str | Callable[[list[dict]], str]
+    select: dict = field(default_factory=dict)
+
+    def rows(self, root: Path) -> list[dict]:
+        """The rows of the result file (a pattern with ``*``: of every file it matches) that match ``select``."""
+        paths = sorted(root.glob(self.source)) if "*" in self.source else [root / self.source]
+        if not paths:
+            raise ReportError(f"{root / self.source}: no result file matches")
+        rows = [row for path in paths for row in read_rows(path)]
+        return [r for r in rows if all(str(r.get(k, "")) == str(v) for k, v in self.select.items())]
+
+    def render(self, root: Path = ROOT) -> str:
+        rows = self.rows(root)
+        compute = self.compute(rows) if callable(self.compute) else self.compute
+        return f"{self.build(rows)}\nReproduce: `{self.command}` ({compute}), writes `{self.source}`.\n"
+
+
+TABLES: dict[str, Table] = {}
+
+
+def register(table: Table) -> Table:
+    if table.name in TABLES:
+        raise ValueError(f"report table {table.name!r} is registered twice")
+    TABLES[table.name] = table
+    return table
+
+
+def render_table(header: Sequence[str], rows: Sequence[Sequence], align: str | None = None) -> str:
+    """A Markdown table as the documents write it: ``| a | b |`` without padding, ``|---|---:|``."""
+    align = align or "l" + "r" * (len(header) - 1)
+    if len(align) != len(header):
+        raise ValueError(f"align {align!r}: one letter per column ({len(header)})")
+    lines = ["| " + " | ".join(header) + " |", "|" + "".join("---|" if a == "l" else "---:|" for a in align)]
+    for row in rows:
+        if len(row) != len(header):
+            raise ValueError(f"row {list(row)} has {len(row)} cells, the header {len(header)}")
+        lines.append("| " + " | ".join(str(c) for c in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def doc_number(text: str) -> str:
+    """A cell of :mod:`svpg.stats` as the documents print it: Unicode minus signs, no ``(n=…)`` count."""
+    text = re.sub(r" \(n=\d+\)$", "", str(text))
+    return re.sub(r"(?<![\w.])-(?=\d)", "−", text)
+
+
+def _tables() -> dict[str, Table]:
+    import svpg.report  # run as ``python -m svpg.report`` this module is __main__: the registry is svpg.report's
+    import svpg.report_tables  # noqa: F401  (registers the tables)
+
+    return svpg.report.TABLES
+
+
+# -- rebuild and check --------------------------------------------------------------------------------
+DOCS = ("README.md", "docs/*.md")
+
+
+def documents(root: Path) -> list[Path]:
+    return [p for pattern in DOCS for p in sorted(root.glob(pattern))]
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def first_difference(doc: str, name: str, expected: str, found: str) -> str | None:
+    """None if equal, else one line naming the first differing cell (or line) of table ``name``."""
+    if expected == found:
+        return None
+    want, have = expected.splitlines(), found.splitlines()
+    header: list[str] = []
+    for i in range(max(len(want), len(have))):
+        w = want[i] if i < len(want) else "(nothing)"
+        h = have[i] if i < len(have) else "(nothing)"
+        if w.startswith("|") and (i == 0 or not want[i - 1].startswith("|")):
+            header = _cells(w)
+        if w == h:
+            continue
+        if w.startswith("|") and h.startswith("|"):
+            a, b = _cells(w), _cells(h)
+            for j in range(max(len(a), len(b))):
+                x, y = (a[j] if j < len(a) else "(none)"), (b[j] if j < len(b) else "(none)")
+                if x != y:
+                    column = header[j] if j < len(header) else f"column {j + 1}"
+                    return (
+                        f"{doc}: table {name}, row {a[0]!r}, column {column!r}: "
+                        f"the result file gives {x!r}, the document has {y!r}"
+                    )
+        return f"{doc}: table {name}, line {i + 1}: the result file gives {w!r}, the document has {h!r}"
+    return f"{doc}: table {name} differs"  # pragma: no cover (line endings only)
+
+
+def rebuild(root: Path = ROOT, check: bool = False, names: Sequence[str] | None = None) -> list[str]:
+    """Rebuild every registered table in its document (``check``: only compare). Returns the problems:
+    with ``check``, every table that differs (its first differing cell); always, markers that name no
+    table and tables that no document marks."""
+    tables = _tables()
+    problems: list[str] = []
+    seen: set[str] = set()
+    for path in documents(root):
+        text = path.read_text()
+        doc = str(path.relative_to(root))
+
+        def replace(m: re.Match, doc=doc) -> str:
+            name = m["name"]
+            if name not in tables:
+                problems.append(f"{doc}: marker report:{name} names no table: register it in svpg/report_tables.py")
+                return m.group(0)
+            table = tables[name]
+            if table.doc != doc:
+                problems.append(f"{doc}: table {name} belongs in {table.doc}")
+            if name in seen:
+                problems.append(f"{doc}: table {name} is marked twice")
+            seen.add(name)
+            if names is not None and name not in names:
+                return m.group(0)
+            body = table.render(root)
+            if check:
+                diff = first_difference(doc, name, body, m["body"])
+                if diff:
+                    problems.append(diff)
+            return f"<!-- report:{name} -->\n{body}<!-- /report:{name} -->"
+
+        new = MARKER.sub(replace, text)
+        if not check and new != text:
+            atomic_write(path, lambda tmp, new=new: Path(tmp).write_text(new))
+    for name, table in tables.items():
+        if name not in seen and (names is None or name in names):
+            problems.append(
+                f"{table.doc}: no markers <!-- report:{name} --> … <!-- /report:{name} --> for table {name}"
+            )
+    return problems
+
+
+# -- gather -------------------------------------------------------------------------------------------
+def default_machine() -> str:
+    return f"{platform.machine() or 'unknown'}, {os.cpu_count()} CPUs, {platform.system()}"
+
+
+def default_commit(root: Path = ROOT) -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
+    except OSError:
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def _changed_options(config: dict, defaults: dict, skip: Sequence[str]) -> dict:
+    """The options of a run that differ from the defaults (those in ``skip`` say how it ran, not what)."""
+    return {k: v for k, v in sorted(config.items()) if k in defaults and k not in skip and v != defaults[k]}
+
+
+def _dataclass_defaults(cls) -> dict:
+    import dataclasses
+
+    out = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return json.loads(json.dumps(out, default=list))
+
+
+#: columns that identify a unit, per kind of run: rows with the same values are one unit
+UNIT_KEYS = {
+    "benchmark": ("task", "agent", "seed"),
+    "bandit": ("problem", "rounds", "options", "agent", "seed"),
+    "supervised": ("dataset", "protocol", "options", "method", "split"),
+    "rl": ("env_id", "method", "options", "seed"),
+}
+
+
+def _benchmark_rows(run: Path) -> list[dict]:
+    from svpg.rl.benchmark import JOB, RESULT
+
+    result = json.loads((run / RESULT).read_text())
+    job = json.loads((run / JOB).read_text())
+    return [{**result, "options": job.get("svpg_options") or {}}]
+
+
+def _bandit_rows(run: Path) -> list[dict]:
+    from svpg.bandits.cli import BanditConfig
+    from svpg.bandits.compare import load_runs
+
+    config, table = load_runs([run])
+    full = json.loads((run / "config.json").read_text())
+    skip = ("problem", "rounds", "seed", "num_seeds", "agents", "threads", "progress", "run_name", "log_dir", "device")
+    options = _changed_options(full, _dataclass_defaults(BanditConfig), skip)
+    return [
+        {
+            "problem": config["problem"],
+            "rounds": config["rounds"],
+            "options": options,
+            "agent": agent,
+            "seed": seed,
+            **values,
+        }
+        for (agent, seed), values in sorted(table.items(), key=lambda kv: (kv[0][1], kv[0][0]))
+    ]
+
+
+def _supervised_rows(run: Path) -> list[dict]:
+    from svpg.supervised.compare import RESULT_KEYS, TIME_KEY, load_runs
+    from svpg.supervised.config import SupervisedConfig
+    from svpg.supervised.runfolder import load_config
+
+    shared, table, labels = load_runs([run])
+    cfg, _ = load_config(run)
+    import dataclasses
+
+    full = json.loads(json.dumps(dataclasses.asdict(cfg), default=list))
+    skip: tuple[str, ...] = (
+        "dataset",
+        "protocol",
+        "method",
+        "splits",
+        "threads",
+        "progress",
+        "run_name",
+        "log_dir",
+        "device",
+    )
+    skip = (*skip, "data_dir", "checkpoint_minutes", "save_models", "compile")
+    options = _changed_options(full, _dataclass_defaults(SupervisedConfig), skip)
+    rows = []
+    for method, by_split in table.items():
+        for split, row in sorted(by_split.items()):
+            metrics = {k: row[k] for k in RESULT_KEYS if k in row}
+            times = {k: row[k] for k in set(TIME_KEY.values()) if k in row}
+            budget = {k: row[k] for k in ("epochs", "epoch") if k in row}
+            rows.append(
+                {
+                    "dataset": shared["dataset"],
+                    "protocol": shared["protocol"],
+                    "options": options,
+                    "method": method,
+                    "label": labels.get(method, method),
+                    "split": split,
+                    **metrics,
+                    **budget,
+                    **times,
+                }
+            )
+    return rows
+
+
+def _rl_rows(run: Path) -> list[dict]:
+    from svpg.rl.callbacks import PROGRESS_FILE, ProgressCSV
+    from svpg.rl.compare import RUN_ONLY
+    from svpg.rl.config import SVPGConfig
+    from svpg.runs import CONFIG_FILE
+
+    config = json.loads((run / CONFIG_FILE).read_text())
+    progress = ProgressCSV.read(run / PROGRESS_FILE)
+    if not progress:
+        return []
+    last = progress[-1]
+    options = _changed_options(config, _dataclass_defaults(SVPGConfig), (*RUN_ONLY, "env_id", "method"))
+    row = {
+        "env_id": config["env_id"],
+        "method": config["method"],
+        "options": options,
+        "seed": config.get("seed"),
+        "iteration": int(float(last["iteration"])),
+        "total_steps": int(float(last["total_steps"])),
+        "final_mean": float(last["rollout/ep_rew_mean"]),
+        "final_max": float(last["rollout/ep_rew_max"]),
+    }
+    for key in ("time/wall", "time/total"):
+        if key in last:
+            row["wall_s"] = float(last[key])
+            break
+    return [row]
+
+
+def run_units(path: Path) -> tuple[str, list[Path]]:
+    """(kind, run folders) of ``path``: one run folder, or a folder of them (a benchmark's or experiments'
+    ``--out``)."""
+    from svpg.compare import run_kind
+    from svpg.rl.compare import expand, is_benchmark_run
+
+    path = Path(path)
+    kind = run_kind(path)
+    if kind in ("bandit", "supervised"):
+        return kind, [path]
+    if kind == "rl":
+        runs = expand([path])
+        benchmark = [is_benchmark_run(r) for r in runs]
+        if all(benchmark):
+            return "benchmark", runs
+        if not any(benchmark):
+            return "rl", runs
+        raise ReportError(f"{path} holds runs of python -m svpg.rl.benchmark and of train.py: gather them apart")
+    raise ReportError(
+        f"{path} is not a run folder of train.py, train.py bandit, train.py supervised or "
+        "python -m svpg.rl.benchmark, and holds none: pass runs/<run-name> or a grid's --out"
+    )
+
+
+READERS = {"benchmark": _benchmark_rows, "bandit": _bandit_rows, "supervised": _supervised_rows, "rl": _rl_rows}
+
+
+def gather(paths: Sequence[str | Path], into: str | Path, machine: str | None = None, commit: str | None = None) -> int:
+    """Export the finished units of the run folders ``paths`` into the result file ``into`` (see the
+    module docstring). Returns the number of rows written or replaced."""
+    into = Path(into)
+    machine = default_machine() if machine is None else machine
+    commit = default_commit() if commit is None else commit
+    kinds, new = set(), []
+    for path in paths:
+        kind, runs = run_units(Path(path))
+        kinds.add(kind)
+        for run in runs:
+            new += [{**row, "machine": machine, "commit": commit} for row in READERS[kind](run)]
+    if len(kinds) > 1:
+        raise ReportError(
+            f"{', '.join(map(str, paths))}: runs of {' and '.join(sorted(kinds))}: gather one kind per file"
+        )
+    if not new:
+        raise ReportError(f"{', '.join(map(str, paths))}: no finished unit (seed, split or run) to gather")
+    keys = UNIT_KEYS[kinds.pop()]
+    old = read_rows(into) if into.exists() else []
+    columns = list(old[0]) if old else []
+
+    def key(row: dict) -> tuple:
+        return tuple(_text(row.get(k, "")) for k in keys)
+
+    replaced = {key(r) for r in new}
+    kept = [r for r in old if key(r) not in replaced]
+    write_rows(into, kept + new, columns)
+    return len(new)
+
+
+# -- the command line ---------------------------------------------------------------------------------
+def build_parser(prog: str = "python -m svpg.report"):
+    from svpg.cli import Parser
+
+    p = Parser(prog=prog, description=__doc__)
+    p.add_argument("--check", action="store_true", help="compare only: exit 1 at the first cell the files do not give")
+    p.add_argument("--tables", default=None, help="only these tables (comma-separated names; default: every one)")
+    p.add_argument("--root", default=str(ROOT), help="the checkout whose documents and bench/results/ are read")
+    p.add_argument("--list", action="store_true", help="print every table: name, document, result file")
+    return p
+
+
+def build_gather_parser(prog: str):
+    from svpg.cli import Parser
+
+    p = Parser(prog=prog, description="Export the finished units of run folders into a result file.")
+    p.add_argument("runs", nargs="+", help="run folders (runs/<run-name>) or a grid's --out")
+    p.add_argument(
+        "--into", required=True, help="the result file (.csv or .jsonl); rows of the same units are replaced"
+    )
+    p.add_argument("--machine", default=None, help="the machine the runs ran on (default: this one's CPU and OS)")
+    p.add_argument("--commit", default=None, help="the commit the runs ran at (default: the checkout's HEAD)")
+    return p
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m svpg.report") -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["gather"]:
+        p = build_gather_parser(f"{prog} gather")
+        args = p.parse_args(argv[1:])
+        try:
+            n = gather(args.runs, args.into, args.machine, args.commit)
+        except ValueError as e:
+            p.error(str(e))
+        print(f"{n} rows into {args.into}")
+        return 0
+    p = build_parser(prog)
+    args = p.parse_args(argv)
+    root = Path(args.root)
+    try:
+        if args.list:
+            for name, table in _tables().items():
+                print(f"{name}\t{table.doc}\t{table.source}")
+            return 0
+        names = [n for n in args.tables.split(",") if n] if args.tables else None
+        unknown = [n for n in names or [] if n not in _tables()]
+        if unknown:
+            raise ReportError(f"--tables {','.join(unknown)}: no such table (python -m svpg.report --list names them)")
+        problems = rebuild(root, check=args.check, names=names)
+    except ValueError as e:
+        p.error(str(e))
+    for problem in problems[:1] if args.check else problems:
+        print(problem, file=sys.stderr)
+    if args.check and len(problems) > 1:
+        print(f"… and {len(problems) - 1} more table(s) differ", file=sys.stderr)
+    if not problems and not args.check:
+        print(f"rebuilt {len(names or _tables())} tables")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
