@@ -18,9 +18,9 @@ from svpg.bandits.problems import (
     ClassificationBandit,
     MushroomBandit,
     WheelBandit,
-    make_problem,
     read_mushroom_file,
 )
+from svpg.bandits.problem_registry import make_problem
 
 
 # ----------------------------------------------------------------------------- wheel

@@ -41,13 +41,13 @@ from svpg.bandits.agents import (
     VariationalThompson,
     make_agent,
 )
+from svpg.bandits.problem_registry import PROBLEMS, ProblemEntry, make_problem, register_problem
 from svpg.bandits.problems import (
     BanditProblem,
     BanditTable,
     ClassificationBandit,
     MushroomBandit,
     WheelBandit,
-    make_problem,
 )
 from svpg.bandits.protocol import play, run
 from svpg.bandits.report import save_results
@@ -75,6 +75,9 @@ __all__ = [
     "WheelBandit",
     "ClassificationBandit",
     "make_problem",
+    "PROBLEMS",
+    "ProblemEntry",
+    "register_problem",
     "play",
     "run",
     "AgentRun",

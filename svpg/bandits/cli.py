@@ -35,7 +35,8 @@ from tqdm.auto import tqdm
 
 from svpg.allocator import keep_freed_memory
 from svpg.bandits.agents import AGENTS, DEFAULT_AGENTS, S2VGD_STRUCTURE, STEIN_LR, VARIATIONAL_METHODS
-from svpg.bandits.problems import PROBLEMS, BanditProblem, make_problem
+from svpg.bandits.problem_registry import descriptions, make_problem
+from svpg.bandits.problems import BanditProblem
 from svpg.bandits.protocol import agent_factories, run_seed
 from svpg.bandits.report import log_rounds, save_results
 from svpg.bandits.results import markdown_table
@@ -60,7 +61,7 @@ BUILT = ("problem_description", "agent_names", "agent_hyperparameters")
 class BanditConfig:
     """A bandit comparison: problem, agents, protocol and the neural agents' settings."""
 
-    problem: str = _f("mushroom", f"{' | '.join(PROBLEMS)} (see the list below)")
+    problem: str = _f("mushroom", f"{' | '.join(descriptions())} (see the list below)")
     agents: str = _f(
         ",".join(DEFAULT_AGENTS),
         f"comma-separated agents out of {', '.join(AGENTS)} (greedy and eps-greedy-0 are neural-greedy; "
@@ -237,7 +238,7 @@ RESUME_HINT = RUN_FOLDERS.resume_hint
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="train.py bandit", description=__doc__, listed={"problems": PROBLEMS, "agents": AGENTS})
+    parser = Parser(prog="train.py bandit", description=__doc__, listed={"problems": descriptions(), "agents": AGENTS})
     parser.add_argument(
         "--resume",
         metavar="RUN_DIR",

@@ -20,8 +20,6 @@ download from the canonical home), checked by SHA-256.
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import numpy as np
 
 from svpg.bandits.problems import BanditProblem, BanditTable
@@ -68,8 +66,6 @@ ADULT_TEST = DataFile(
     "UCI Adult adult.test",
 )
 
-#: the data files of each problem
-FILES = {"statlog": (SHUTTLE_TRN,), "covertype": (COVTYPE,), "financial": (STOCKS,), "adult": (ADULT_DATA, ADULT_TEST)}
 #: the Showdown's cap on the number of contexts (rounds) of each problem
 MAX_ROUNDS = {"statlog": 43500, "covertype": 150000, "financial": 3713, "adult": 45222}
 #: Adult's categorical columns (one-hot), as in the Showdown; column 6, the occupation, is the arm
@@ -226,22 +222,3 @@ class FinancialBandit(ShowdownProblem):
         mean = x @ self.portfolios(rng)
         rewards = mean + rng.standard_normal(mean.shape) * self.noise_std
         return BanditTable(x.astype(np.float32), rewards, mean)
-
-
-class _Loadable(Protocol):
-    """A showdown problem class: its ``load`` classmethod builds one from its data files."""
-
-    def load(self, data_dir=None, download: bool = True) -> ShowdownProblem: ...
-
-
-SHOWDOWN: dict[str, _Loadable] = {
-    "statlog": StatlogBandit,
-    "covertype": CovertypeBandit,
-    "financial": FinancialBandit,
-    "adult": AdultBandit,
-}
-
-
-def make_showdown_problem(name: str, data_dir=None, download: bool = True) -> ShowdownProblem:
-    """One of :data:`SHOWDOWN` by name, its data from :func:`svpg.datafiles.fetch`."""
-    return SHOWDOWN[name].load(data_dir=data_dir, download=download)
