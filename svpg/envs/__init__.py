@@ -29,8 +29,9 @@ import torch
 from .base import BatchedEnv, BatchedKernelEnv, StepResult, check_num_envs
 from .cartpole import CartPole
 from .double_pendulum import DoublePendulum
-from .generic import GymVectorEnv
+from .generic import VEC_ENVS, GymVectorEnv, factory_name
 from .gym_api import register_all
+from .parallel import GroupedAsyncVectorEnv
 from .rllab_cartpole import CartPoleBalance, CartPoleSwingUp
 
 __all__ = [
@@ -38,6 +39,8 @@ __all__ = [
     "StepResult",
     "BatchedKernelEnv",
     "GymVectorEnv",
+    "GroupedAsyncVectorEnv",
+    "VEC_ENVS",
     "CartPole",
     "CartPoleBalance",
     "CartPoleSwingUp",
@@ -78,6 +81,8 @@ def make_batched(
     max_episode_steps: int | None = None,
     dtype: torch.dtype = torch.float32,
     env_kwargs: dict | None = None,
+    vec_env: str = "sync",
+    n_workers: int | None = None,
 ) -> BatchedEnv:
     """Create ``num_envs`` environments of ``env_id`` as one :class:`BatchedEnv`.
 
@@ -90,18 +95,32 @@ def make_batched(
     :param max_episode_steps: time limit override (default: the task's / the id's own).
     :param dtype: floating dtype of observations and rewards.
     :param env_kwargs: keyword arguments of ``gym.make`` (Gymnasium ids only).
+    :param vec_env: how the generic path steps its environments: ``"sync"``, one after the other in
+        this process, or ``"async"``, in ``n_workers`` worker processes that each step a consecutive
+        group of them (Gymnasium's ``AsyncVectorEnv``); the same seeds give the same results bit for
+        bit. The fast-path tasks are one batch in this process and ignore it; a vector env needs ``"sync"``.
+    :param n_workers: worker processes of ``"async"`` (at most ``num_envs``; None or 0: one per core).
     :raises ValueError: for an unknown id (with suggestions), an env whose dependency is missing (naming
-        what to install) or a bad ``num_envs``.
+        what to install) or a bad ``num_envs``, ``vec_env`` or ``n_workers``.
     """
     num_envs = check_num_envs(num_envs)
+    if vec_env not in VEC_ENVS:
+        raise ValueError(f"vec_env must be one of {VEC_ENVS}, got {vec_env!r}")
     env_kwargs = dict(env_kwargs or {})
     if not isinstance(env_id, str):
         if env_kwargs:
             raise ValueError("env_kwargs apply to environment ids only: pass them to your factory instead")
         return _guarded(
-            env_id,
+            factory_name(env_id),
             lambda: GymVectorEnv(
-                env_id, num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed
+                env_id,
+                num_envs,
+                device=device,
+                dtype=dtype,
+                max_episode_steps=max_episode_steps,
+                seed=seed,
+                vec_env=vec_env,
+                n_workers=n_workers,
             ),
         )
     env_id = _ALIASES.get(env_id, env_id)
@@ -113,7 +132,15 @@ def make_batched(
     return _guarded(
         env_id,
         lambda: GymVectorEnv(
-            env_id, num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed, **env_kwargs
+            env_id,
+            num_envs,
+            device=device,
+            dtype=dtype,
+            max_episode_steps=max_episode_steps,
+            seed=seed,
+            vec_env=vec_env,
+            n_workers=n_workers,
+            **env_kwargs,
         ),
     )
 

@@ -2,13 +2,15 @@
 
 Wraps ``gym.make_vec(env_id, num_envs, vectorization_mode="sync")`` (or a ``SyncVectorEnv`` of a
 factory's environments, or a user's vector env) with same-step autoreset and converts numpy <-> torch
-at every step (a host round trip, so this path is for coverage, not speed).
+at every step (a host round trip, so this path is for coverage, not speed). With ``vec_env="async"``
+the same environments run in worker processes (:mod:`svpg.envs.parallel`), a group per process.
 Observations are flattened (``Discrete`` observations are one-hot encoded); ``Box`` actions are clipped
 to the action space before they are applied, as Stable-Baselines3 does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import cast
 
 import gymnasium as gym
@@ -16,10 +18,69 @@ import numpy as np
 import torch
 
 from .base import BatchedEnv, StepResult
+from .parallel import GroupedAsyncVectorEnv, VectorFactory
+
+VEC_ENVS = ("sync", "async")
+
+
+def env_name(env: gym.Env) -> str:
+    """How errors name an environment: its registered id, else its class."""
+    spec = getattr(env, "spec", None)
+    return spec.id if spec is not None else type(env.unwrapped).__name__
+
+
+def factory_name(factory) -> str:
+    """How errors name an env factory or vector env before it has built an environment: its
+    ``env_name`` attribute if it has one, else its class (a vector env) or its qualified name."""
+    if isinstance(factory, gym.vector.VectorEnv):
+        return type(factory.unwrapped).__name__
+    return getattr(factory, "env_name", None) or getattr(factory, "__qualname__", None) or type(factory).__name__
+
+
+class CheckObservations(gym.Wrapper):
+    """A one-line ``ValueError`` naming the environment when ``reset`` or ``step`` returns an
+    observation that does not fit its ``Box`` or ``Discrete`` observation space: another shape, a
+    non-numeric dtype (a ``Discrete`` space needs an integer in its range). Numeric dtypes that differ
+    from the space's are converted, as ``SyncVectorEnv`` converts them."""
+
+    def __init__(self, env: gym.Env, name: str):
+        super().__init__(env)
+        self.name = name
+        space = env.observation_space
+        self._discrete = isinstance(space, gym.spaces.Discrete)
+        self._shape = () if self._discrete else space.shape
+        self._kinds = "biu" if self._discrete else "biuf"
+
+    def _check(self, obs, call: str):
+        arr = np.asarray(obs) if not isinstance(obs, (dict, tuple)) else np.empty((), object)
+        if arr.dtype.kind not in self._kinds:
+            what = f"dtype {arr.dtype}" if arr.dtype != object else f"a {type(obs).__name__}"
+            need = "an integer" if self._discrete else "numbers"
+            raise ValueError(
+                f"{self.name}: {call} returned an observation of {what}, its observation_space "
+                f"{self.observation_space} needs {need}"
+            )
+        if arr.shape != self._shape:
+            raise ValueError(
+                f"{self.name}: {call} returned an observation of shape {arr.shape}, its observation_space "
+                f"{self.observation_space} has shape {self._shape}"
+            )
+        if self._discrete and not self.observation_space.contains(obs):
+            raise ValueError(f"{self.name}: {call} returned the observation {obs}, outside {self.observation_space}")
+        return obs
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return self._check(obs, "reset()"), info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return self._check(obs, "step()"), reward, terminated, truncated, info
 
 
 class GymVectorEnv(BatchedEnv):
-    """``num_envs`` copies of a Gymnasium environment in a ``SyncVectorEnv``, torch in and out.
+    """``num_envs`` copies of a Gymnasium environment in a ``SyncVectorEnv`` (or in worker processes,
+    ``vec_env="async"``), torch in and out.
 
     :param env_id: a registered Gymnasium id (also ``module:Id``), or a zero-argument callable that
         returns a new ``gym.Env`` (each of the ``num_envs`` environments is one call), or a
@@ -27,6 +88,11 @@ class GymVectorEnv(BatchedEnv):
     :param num_envs: number of environments (>= 1).
     :param max_episode_steps: time limit override (default: the id's registered limit; ``None`` if it
         has none).
+    :param vec_env: ``"sync"`` steps the environments one after the other in this process;
+        ``"async"`` in ``n_workers`` processes, each stepping a consecutive group of them in turn
+        (:class:`~svpg.envs.parallel.GroupedAsyncVectorEnv`): same seeds, same results bit for bit.
+        Ids and factories only (a vector env steps as it was built).
+    :param n_workers: worker processes of ``"async"`` (at most ``num_envs``; default: one per core).
     :param env_kwargs: extra keyword arguments for ``gym.make`` (ids only).
     """
 
@@ -39,12 +105,27 @@ class GymVectorEnv(BatchedEnv):
         dtype: torch.dtype = torch.float32,
         max_episode_steps: int | None = None,
         seed: int | None = None,
+        vec_env: str = "sync",
+        n_workers: int | None = None,
         **env_kwargs,
     ):
         super().__init__(num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed)
+        if vec_env not in VEC_ENVS:
+            raise ValueError(f"vec_env must be one of {VEC_ENVS}, got {vec_env!r}")
+        if n_workers is not None and (not isinstance(n_workers, int) or n_workers < 0):
+            raise ValueError(
+                f"n_workers must be a positive number of processes (0 or None: one per core), got {n_workers!r}"
+            )
         same_step = gym.vector.AutoresetMode.SAME_STEP
+        make_vector: VectorFactory
+        self._factory: Callable | None = None  # a user's env factory
+        self._names: list[str] = []  # the names of the factory's environments built in this process
         if isinstance(env_id, gym.vector.VectorEnv):
             self.env_id = type(env_id.unwrapped).__name__
+            if vec_env != "sync":
+                raise ValueError(
+                    f"vec_env={vec_env!r} needs an env id or a factory: {self.env_id} is a vector env already"
+                )
             if env_id.num_envs != self.num_envs:
                 raise ValueError(f"the vector env has {env_id.num_envs} environments, {self.num_envs} are needed")
             if env_id.metadata.get("autoreset_mode") != same_step:
@@ -54,31 +135,57 @@ class GymVectorEnv(BatchedEnv):
                 )
             self.vec_env: gym.vector.VectorEnv = env_id
         elif callable(env_id):
-            self.env_id = getattr(env_id, "__name__", type(env_id).__name__)
-            steps = max_episode_steps
+            self._factory = factory = env_id
+            self.env_id = factory_name(factory)
+            steps, names = max_episode_steps, self._names
 
             def make() -> gym.Env:
-                env = env_id()
+                env = factory()
                 if not isinstance(env, gym.Env):
-                    raise ValueError(f"the env factory returned a {type(env).__name__}, not a gymnasium.Env")
+                    raise ValueError(
+                        f"the env factory {factory_name(factory)} returned a {type(env).__name__}, not a gymnasium.Env"
+                    )
+                names.append(env_name(env))
+                env = CheckObservations(env, names[0])
                 return gym.wrappers.TimeLimit(env, int(steps)) if steps else env
 
-            self.vec_env = gym.vector.SyncVectorEnv([make] * self.num_envs, autoreset_mode=same_step)
+            def make_vector(k: int) -> gym.vector.VectorEnv:
+                return gym.vector.SyncVectorEnv([make] * k, autoreset_mode=same_step)
         else:
-            self.env_id = env_id
+            name = self.env_id = env_id
             if max_episode_steps is not None:
                 env_kwargs["max_episode_steps"] = int(max_episode_steps)
-            self.vec_env = gym.make_vec(
-                env_id,
-                num_envs=self.num_envs,
-                vectorization_mode="sync",
-                vector_kwargs={"autoreset_mode": same_step},
-                **env_kwargs,
-            )
+
+            def make_vector(k: int) -> gym.vector.VectorEnv:
+                return gym.make_vec(
+                    name,
+                    num_envs=k,
+                    vectorization_mode="sync",
+                    vector_kwargs={"autoreset_mode": same_step},
+                    wrappers=[lambda env: CheckObservations(env, name)],
+                    **env_kwargs,
+                )
+
             if self.max_episode_steps is None:
                 self.max_episode_steps = gym.spec(env_id.split(":")[-1]).max_episode_steps
+        if isinstance(env_id, gym.vector.VectorEnv):
+            self._set_spaces(env_id.single_observation_space, env_id.single_action_space)
+        elif vec_env == "async":  # the spaces are checked before any worker starts
+            self.vec_env = GroupedAsyncVectorEnv(make_vector, self.num_envs, n_workers, check_spaces=self._set_spaces)
+        else:
+            self.vec_env = make_vector(self.num_envs)
+            try:
+                self._set_spaces(self.vec_env.single_observation_space, self.vec_env.single_action_space)
+            except ValueError:
+                self.vec_env.close()
+                raise
         self._seed = seed
-        obs_space = self.vec_env.single_observation_space
+        self._started = False
+
+    def _set_spaces(self, obs_space: gym.Space, act_space: gym.Space) -> None:
+        """This batch's spaces from one environment's, or a one-line ValueError naming the environment."""
+        if self._factory is not None:
+            self.env_id = self._names[0]  # the environment's id or class, known once one is built
         if isinstance(obs_space, gym.spaces.Discrete):
             self._obs_n: int | None = int(obs_space.n)
             self.single_observation_space = gym.spaces.Box(0.0, 1.0, (self._obs_n,), np.float32)
@@ -90,12 +197,10 @@ class GymVectorEnv(BatchedEnv):
                 dtype=np.float32,
             )
         else:
-            raise ValueError(f"{env_id}: only Box and Discrete observation spaces are supported, got {obs_space}")
-        act_space = self.vec_env.single_action_space
+            raise ValueError(f"{self.env_id}: only Box and Discrete observation spaces are supported, got {obs_space}")
         if not isinstance(act_space, (gym.spaces.Discrete, gym.spaces.Box)):
-            raise ValueError(f"{env_id}: only Discrete and Box action spaces are supported, got {act_space}")
+            raise ValueError(f"{self.env_id}: only Discrete and Box action spaces are supported, got {act_space}")
         self.single_action_space = act_space
-        self._started = False
 
     def _to_torch(self, obs: np.ndarray) -> torch.Tensor:
         if self._obs_n is not None:

@@ -46,6 +46,22 @@ class EnvSource:
         return self.factory.num_envs if isinstance(self.factory, gym.vector.VectorEnv) else None
 
 
+class CopiesOf:
+    """A zero-argument factory of deep copies of a user's env instance; errors name the instance's
+    registered id or class (``env_name``), not this factory."""
+
+    def __init__(self, template: gym.Env):
+        self.template = template
+        spec = template.spec
+        self.env_name = spec.id if spec is not None else type(template.unwrapped).__name__
+
+    def __call__(self) -> gym.Env:
+        return copy.deepcopy(self.template)
+
+    def __repr__(self) -> str:
+        return f"CopiesOf({self.env_name})"
+
+
 def is_custom(env_id: str) -> bool:
     return env_id.startswith(CUSTOM_PREFIX)
 
@@ -95,12 +111,7 @@ def resolve_env(env, env_kwargs: dict | None = None) -> EnvSource:
             kwargs = _json_kwargs(dict(spec.kwargs or {}))
             if kwargs is not None and not spec.additional_wrappers:
                 return EnvSource(spec.id, kwargs)  # rebuilt from its id: recorded, reloadable
-        template = env
-
-        def copy_of_env() -> gym.Env:
-            return copy.deepcopy(template)
-
-        return EnvSource(_label(env), factory=copy_of_env, time_limit=_time_limit(env))
+        return EnvSource(_label(env), factory=CopiesOf(env), time_limit=_time_limit(env))
     if callable(env):
         return EnvSource(_label(env), factory=env)
     raise ValueError(

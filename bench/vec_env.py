@@ -1,0 +1,82 @@
+#!/usr/bin/env python
+"""Environment steps per second of the generic path: environments stepped in this process
+(``vec_env="sync"``) against worker processes (``vec_env="async"``), and the ratio.
+
+    python bench/vec_env.py                                # Hopper-v5, 8 and 16 envs, 2 workers
+    python bench/vec_env.py --num-envs 32 --workers 2 4 --steps 300 --repeats 7
+    python bench/vec_env.py --env-id Pendulum-v1 --num-envs 16
+
+Each figure is ``svpg.envs.make_batched(...).step`` on a ``(num_envs, ...)`` action tensor drawn
+beforehand (no policy), autoresets included, over rollouts of ``--steps`` steps, as a training
+iteration runs them. The variants take turns, one rollout each per round, so that load from other
+processes hits them alike; each figure is the best of ``--repeats`` rounds (on a shared machine the
+best is the capacity, the rest is other people's load). The ratio is async / sync of those best figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from svpg import envs  # noqa: E402
+
+
+def steps_per_second(env_id: str, num_envs: int, variants: dict[str, dict], steps: int, repeats: int) -> dict:
+    """Best env-steps per second of each variant (keyword arguments of ``make_batched``), in turns."""
+    batches = {name: envs.make_batched(env_id, num_envs, seed=0, **kw) for name, kw in variants.items()}
+    try:
+        first = next(iter(batches.values()))
+        g = torch.Generator().manual_seed(0)
+        if first.is_discrete:
+            acts = torch.randint(0, first.action_dim, (steps, num_envs), generator=g)
+        else:
+            acts = torch.rand(steps, num_envs, first.action_dim, generator=g) * 2 - 1
+        for env in batches.values():
+            env.reset()
+        best = dict.fromkeys(batches, float("inf"))
+        for r in range(repeats + 1):  # the first round warms up
+            for name, env in batches.items():
+                t0 = time.perf_counter()
+                for t in range(steps):
+                    env.step(acts[t])
+                if r:
+                    best[name] = min(best[name], time.perf_counter() - t0)
+        return {name: steps * num_envs / seconds for name, seconds in best.items()}
+    finally:
+        for env in batches.values():
+            env.close()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--env-id", default="Hopper-v5")
+    p.add_argument("--num-envs", type=int, nargs="+", default=[8, 16])
+    p.add_argument("--workers", type=int, nargs="+", default=[2], help="n_workers of the async variants")
+    p.add_argument("--steps", type=int, default=200, help="steps per timed rollout")
+    p.add_argument("--repeats", type=int, default=5, help="timed rounds (the best is reported)")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    print(
+        f"{args.env_id}: env-steps/s, best of {args.repeats} rounds of {args.steps}-step rollouts; "
+        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
+    )
+    for n in args.num_envs:
+        variants = {"sync": {}} | {f"async/{w}": {"vec_env": "async", "n_workers": w} for w in args.workers if w <= n}
+        sps = steps_per_second(args.env_id, n, variants, args.steps, args.repeats)
+        line = f"  {n:4d} envs  sync {sps['sync']:8.0f}"
+        for name in variants:
+            if name != "sync":
+                line += f"  | {name} workers {sps[name]:8.0f} ({sps[name] / sps['sync']:.2f}x)"
+        print(line, flush=True)
+    print(f"load {os.getloadavg()[0]:.1f} at the end")
+
+
+if __name__ == "__main__":
+    main()
