@@ -227,3 +227,994 @@ def _mean_se(values: Sequence[float], digits: int) -> str:  # pragma: no cover (
 
     mean, se = mean_se(values)
     return format_mean_se(mean, se if math.isfinite(se) else float("nan"), digits)
+
+
+register(
+    Table(
+        name="bandit-wheel",
+        doc="docs/bandits.md",
+        source="bench/results/bandit_wheel.csv",
+        build=_layout(
+            ["agent", "δ = 0.5", "δ = 0.7", "δ = 0.9", "δ = 0.95", "δ = 0.99"],
+            [
+                ["s2vgd", M, M, M, M, M],
+                ["svgd", M, M, M, M, M],
+                ["neural-greedy", M, M, M, M, M],
+                ["eps-greedy-0.01", M, M, M, M, M],
+                ["eps-greedy-0.03", M, M, M, M, M],
+                ["linucb", M, M, M, M, M],
+                ["bbb", M, M, M, M, M],
+                ["vmg", M, M, M, M, M],
+                ["kflow-diag", M, M, M, M, M],
+                ["kflow-linear", M, M, M, M, M],
+                ["badam", M, M, M, M, M],
+                ["*reward / optimal reward*", "", "", "", "", ""],
+                ["s2vgd", M, M, M, M, M],
+                ["svgd", M, M, M, M, M],
+                ["bbb", M, M, M, M, M],
+                ["vmg", M, M, M, M, M],
+                ["kflow-diag", M, M, M, M, M],
+                ["kflow-linear", M, M, M, M, M],
+                ["badam", M, M, M, M, M],
+                ["uniform", M, M, M, M, M],
+                ["BADAM (their Table 2)", "0.76 ± 0.02", "0.74 ± 0.09", "0.83 ± 0.07", "0.34 ± 0.08", "0.59 ± 0.01"],
+                ["BBB (their Table 2)", "0.97 ± 0.02", "0.95 ± 0.02", "0.93 ± 0.02", "0.41 ± 0.18", "0.58 ± 0.00"],
+                ["Greedy (their Table 2)", "0.81 ± 0.17", "0.85 ± 0.15", "0.87 ± 0.09", "0.38 ± 0.13", "0.58 ± 0.00"],
+                ["Uniform (their Table 2)", "0.22 ± 0.00", "0.23 ± 0.01", "0.28 ± 0.01", "0.35 ± 0.01", "0.58 ± 0.01"],
+            ],
+            "lrrrrr",
+        ),
+        command="python train.py bandit --problem wheel --delta D --rounds 5000 --num-seeds 5 --run-name wheel-D (and --agents bbb,vmg,kflow-diag,kflow-linear,badam,uniform --run-name wheel-variational-D) for each δ above; python -m svpg.report gather runs/wheel-* --into bench/results/bandit_wheel.csv",
+        compute="10 runs of 5 seeds, about 40 core-minutes",
+    )
+)
+
+
+register(
+    Table(
+        name="bandit-mushroom",
+        doc="docs/bandits.md",
+        source="bench/results/bandit_mushroom.csv",
+        build=_layout(
+            [
+                "agent",
+                "normalised regret (uniform = 100)",
+                "reward / optimal reward",
+                "minus S²VGD: mean [95 % CI]",
+                "lower on",
+                "s per run",
+            ],
+            [
+                ["svgd", M, M, M, M, M],
+                ["kflow-linear", M, M, M, M, M],
+                ["kflow-diag", M, M, M, M, M],
+                ["s2vgd", M, M, M, M, M],
+                ["neural-greedy", M, M, M, M, M],
+                ["bbb", M, M, M, M, M],
+                ["vmg", M, M, M, M, M],
+                ["eps-greedy-0.01", M, M, M, M, M],
+                ["badam", M, M, M, M, M],
+                ["eps-greedy-0.03", M, M, M, M, M],
+                ["linucb", M, M, M, M, M],
+                ["uniform", M, M, M, M, M],
+            ],
+            "lrrrrr",
+        ),
+        command="the two commands above; python -m svpg.report gather runs/mushroom runs/mushroom-variational --into bench/results/bandit_mushroom.csv",
+        compute="12 agents × 10 seeds, about 2.8 core-hours on the loaded 2-core VM",
+    )
+)
+
+
+register(
+    Table(
+        name="bandit-showdown-statlog",
+        doc="docs/bandits.md",
+        source="bench/results/bandit_showdown.csv",
+        build=_layout(
+            [
+                "agent",
+                "seeds",
+                "normalised regret (uniform = 100)",
+                "reward / optimal",
+                "minus S²VGD: mean [95 % CI]",
+                "s per run",
+                "Huang et al. T4 (regret)",
+                "Salas et al. T1 (reward / optimal)",
+            ],
+            [
+                ["**s2vgd**", "5", "1.42 ± 0.04", "0.988 ± 0.000", "", "75", "", ""],
+                ["svgd", M, M, M, M, M, "", ""],
+                ["bbb", M, M, M, M, M, "1.01 ± 0.01 (Diag)", "0.69 ± 0.11 (BBB)"],
+                ["vmg", M, M, M, M, M, "", ""],
+                ["kflow-diag", M, M, M, M, M, "0.84 ± 0.06 (K-Diag)", ""],
+                ["kflow-linear", M, M, M, M, M, "0.81 ± 0.01 (K-Linear)", ""],
+                ["badam", M, M, M, M, M, "", "0.97 ± 0.02 (BADAM)"],
+                ["neural-greedy", M, M, M, M, M, "1.29 ± 0.20 (SGD)", "0.97 ± 0.02 (Greedy)"],
+                ["eps-greedy-0.01", M, M, M, M, M, "", ""],
+                ["linucb", M, M, M, M, M, "", ""],
+                ["uniform", M, M, M, M, M, "", "0.14 ± 0.00 (Uniform)"],
+                ["*fBNN (not here)*", "", "", "", "", "", "0.73 ± 0.01", ""],
+                ["*K-Nonlinear (not here)*", "", "", "", "", "", "0.79 ± 0.04", ""],
+                ["*MC Dropout (not here)*", "", "", "", "", "", "", "0.98 ± 0.02"],
+            ],
+            "lrrrrrrr",
+        ),
+        command="python train.py bandit --problem statlog --rounds 43500 --num-seeds 5 --agents $AGENTS --run-name showdown-statlog-full; python -m svpg.report gather runs/showdown-statlog-full --into bench/results/bandit_showdown.csv",
+        compute="1,671 s of agent time",
+    )
+)
+
+
+register(
+    Table(
+        name="bandit-showdown-covertype",
+        doc="docs/bandits.md",
+        source="bench/results/bandit_showdown.csv",
+        build=_layout(
+            [
+                "agent",
+                "seeds",
+                "normalised regret (uniform = 100)",
+                "reward / optimal",
+                "minus S²VGD: mean [95 % CI]",
+                "s per run",
+                "Huang et al. T4 (regret)",
+                "Salas et al. T1 (reward / optimal)",
+            ],
+            [
+                ["**s2vgd**", "5", "31.89 ± 0.13", "0.726 ± 0.001", "", "111", "", ""],
+                ["svgd", M, M, M, M, M, "", ""],
+                ["bbb", M, M, M, M, M, "28.42 ± 0.30 (Diag)", "0.43 ± 0.05 (BBB)"],
+                ["vmg", M, M, M, M, M, "", ""],
+                ["kflow-diag", M, M, M, M, M, "29.19 ± 0.16 (K-Diag)", ""],
+                ["kflow-linear", M, M, M, M, M, "28.13 ± 0.12 (K-Linear)", ""],
+                ["badam", M, M, M, M, M, "", "0.52 ± 0.06 (BADAM)"],
+                ["neural-greedy", M, M, M, M, M, "30.01 ± 0.21 (SGD)", "0.57 ± 0.04 (Greedy)"],
+                ["eps-greedy-0.01", M, M, M, M, M, "", ""],
+                ["linucb", M, M, M, M, M, "", ""],
+                ["uniform", M, M, M, M, M, "", "0.14 ± 0.00 (Uniform)"],
+                ["*fBNN (not here)*", "", "", "", "", "", "32.03 ± 0.40", ""],
+                ["*K-Nonlinear (not here)*", "", "", "", "", "", "28.06 ± 0.15", ""],
+                ["*MC Dropout (not here)*", "", "", "", "", "", "", "0.52 ± 0.06"],
+            ],
+            "lrrrrrrr",
+        ),
+        command="python train.py bandit --problem covertype --rounds 50000 --num-seeds 5 --agents $AGENTS --run-name showdown-covertype-full; python -m svpg.report gather runs/showdown-covertype-full --into bench/results/bandit_showdown.csv",
+        compute="2,248 s of agent time",
+    )
+)
+
+
+register(
+    Table(
+        name="bandit-showdown-financial",
+        doc="docs/bandits.md",
+        source="bench/results/bandit_showdown.csv",
+        build=_layout(
+            [
+                "agent",
+                "seeds",
+                "normalised regret (uniform = 100)",
+                "reward / optimal",
+                "minus S²VGD: mean [95 % CI]",
+                "s per run",
+                "Huang et al. T4 (regret)",
+                "Salas et al. T1 (reward / optimal)",
+            ],
+            [
+                ["**s2vgd**", "10", "13.76 ± 0.33", "0.861 ± 0.003", "", "11", "", ""],
+                ["svgd", M, M, M, M, M, "", ""],
+                ["bbb", M, M, M, M, M, "7.43 ± 0.57 (Diag)", "0.09 ± 0.15 (BBB)"],
+                ["vmg", M, M, M, M, M, "", ""],
+                ["kflow-diag", M, M, M, M, M, "5.88 ± 0.25 (K-Diag)", ""],
+                ["kflow-linear", M, M, M, M, M, "5.88 ± 0.35 (K-Linear)", ""],
+                ["badam", M, M, M, M, M, "", "0.89 ± 0.03 (BADAM)"],
+                ["neural-greedy", M, M, M, M, M, "6.08 ± 0.47 (SGD)", "0.91 ± 0.02 (Greedy)"],
+                ["eps-greedy-0.01", M, M, M, M, M, "", ""],
+                ["linucb", M, M, M, M, M, "", ""],
+                ["uniform", M, M, M, M, M, "", "-0.00 ± 0.01 (Uniform)"],
+                ["*fBNN (not here)*", "", "", "", "", "", "7.27 ± 1.09", ""],
+                ["*K-Nonlinear (not here)*", "", "", "", "", "", "5.78 ± 0.28", ""],
+                ["*MC Dropout (not here)*", "", "", "", "", "", "", "0.88 ± 0.03"],
+            ],
+            "lrrrrrrr",
+        ),
+        command="python train.py bandit --problem financial --rounds 3713 --num-seeds 10 --agents $AGENTS --run-name showdown-financial; python -m svpg.report gather runs/showdown-financial --into bench/results/bandit_showdown.csv",
+        compute="487 s of agent time",
+    )
+)
+
+
+register(
+    Table(
+        name="bandit-showdown-adult",
+        doc="docs/bandits.md",
+        source="bench/results/bandit_showdown.csv",
+        build=_layout(
+            [
+                "agent",
+                "seeds",
+                "normalised regret (uniform = 100)",
+                "reward / optimal",
+                "minus S²VGD: mean [95 % CI]",
+                "s per run",
+                "Huang et al. T4 (regret)",
+                "Salas et al. T1 (reward / optimal)",
+            ],
+            [
+                ["**s2vgd**", "5", "75.55 ± 0.15", "0.299 ± 0.001", "", "126", "", ""],
+                ["svgd", M, M, M, M, M, "", ""],
+                ["bbb", M, M, M, M, M, "76.32 ± 0.09 (Diag)", "0.12 ± 0.01 (BBB)"],
+                ["vmg", M, M, M, M, M, "", ""],
+                ["kflow-diag", M, M, M, M, M, "77.28 ± 0.01 (K-Diag)", ""],
+                ["kflow-linear", M, M, M, M, M, "75.94 ± 0.12 (K-Linear)", ""],
+                ["badam", M, M, M, M, M, "", "0.19 ± 0.02 (BADAM)"],
+                ["neural-greedy", M, M, M, M, M, "79.31 ± 0.47 (SGD)", "0.17 ± 0.02 (Greedy)"],
+                ["eps-greedy-0.01", M, M, M, M, M, "", ""],
+                ["linucb", M, M, M, M, M, "", ""],
+                ["uniform", M, M, M, M, M, "", "0.07 ± 0.00 (Uniform)"],
+                ["*fBNN (not here)*", "", "", "", "", "", "84.45 ± 0.82", ""],
+                ["*K-Nonlinear (not here)*", "", "", "", "", "", "77.30 ± 0.26", ""],
+                ["*MC Dropout (not here)*", "", "", "", "", "", "", "0.18 ± 0.02"],
+            ],
+            "lrrrrrrr",
+        ),
+        command="python train.py bandit --problem adult --rounds 45222 --num-seeds 5 --agents $AGENTS --run-name showdown-adult-full; python -m svpg.report gather runs/showdown-adult-full --into bench/results/bandit_showdown.csv",
+        compute="2,590 s of agent time",
+    )
+)
+
+
+register(
+    Table(
+        name="bandit-showdown-financial-tables",
+        doc="docs/bandits.md",
+        source="bench/results/bandit_showdown.csv",
+        build=_layout(
+            [
+                "agent",
+                "seeds",
+                "normalised regret (uniform = 100)",
+                "reward / optimal",
+                "minus S²VGD: mean [95 % CI]",
+                "s per run",
+                "Huang et al. T4 (regret)",
+                "Salas et al. T1 (reward / optimal)",
+            ],
+            [
+                ["**s2vgd**", "2", "3.94 ± 0.81", "0.960 ± 0.008", "", "633", "", ""],
+                ["kflow-linear", M, M, M, M, M, "5.88 ± 0.35 (K-Linear)", ""],
+                ["neural-greedy", M, M, M, M, M, "6.08 ± 0.47 (SGD)", "0.91 ± 0.02 (Greedy)"],
+                ["uniform", M, M, M, M, M, "", "-0.00 ± 0.01 (Uniform)"],
+            ],
+            "lrrrrrrr",
+        ),
+        command="the command above; python -m svpg.report gather runs/showdown-financial-tables --into bench/results/bandit_showdown.csv",
+        compute="2,255 s of agent time for two seeds",
+    )
+)
+
+
+register(
+    Table(
+        name="supervised-table1",
+        doc="docs/supervised.md",
+        source="bench/results/supervised_uci.csv",
+        build=_layout(
+            [
+                "data set",
+                "S²VGD (ours) RMSE / LL",
+                "SVGD (ours)",
+                "S²VGD − SVGD [95 %] RMSE / LL",
+                "VMG (ours)",
+                "S²VGD's Table 1: S²VGD / SVGD / VMG (RMSE; LL)",
+                "VMG's Table 1: VMG",
+            ],
+            [
+                ["Boston", M, M, M, M, "2.56 / 2.96 / 2.70; −2.43 / −2.50 / −2.46", "2.81 ± 0.11 / −2.54 ± 0.08"],
+                ["Concrete", M, M, M, M, "4.25 / 5.32 / 4.89; −2.90 / −3.08 / −3.01", "4.70 ± 0.14 / −2.98 ± 0.03"],
+                ["Energy", M, M, M, M, "0.38 / 1.37 / 0.54; −0.55 / −1.77 / −1.06", "1.16 ± 0.03 / −1.45 ± 0.03"],
+                ["Kin8nm", M, M, M, M, "0.07 / 0.09 / 0.08; 1.15 / 0.98 / 1.10", "0.08 ± 0.00 / 1.14 ± 0.01"],
+                ["Naval", M, M, M, M, "0.00 / 0.00 / 0.00; 4.79 / 4.09 / 2.46", "0.00 ± 0.00 / 5.84 ± 0.00"],
+                ["Power (CCPP)", M, M, M, M, "3.84 / 4.03 / 4.04; −2.77 / −2.82 / −2.82", "3.88 ± 0.03 / −2.78 ± 0.01"],
+                ["Wine", M, M, M, M, "0.59 / 0.61 / 0.61; −0.90 / −0.93 / −0.95", "0.61 ± 0.01 / −0.93 ± 0.02"],
+                ["Yacht", M, M, M, M, "0.47 / 0.86 / 0.48; −0.81 / −1.23 / −1.30", "0.77 ± 0.06 / −1.29 ± 0.02"],
+                [
+                    "Protein (5 splits)",
+                    M,
+                    M,
+                    M,
+                    M,
+                    "4.15 / 4.61 / 4.13; −2.84 / −2.95 / −2.84",
+                    "4.14 ± 0.01 / −2.84 ± 0.00",
+                ],
+            ],
+            "lllllll",
+        ),
+        command="the nine commands above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_uci.csv for each",
+        compute="about 17 core-hours",
+    )
+)
+
+
+register(
+    Table(
+        name="supervised-boston",
+        doc="docs/supervised.md",
+        source="bench/results/supervised_uci.csv",
+        build=_layout(
+            ["method", "optimizer, lr, epochs", "test RMSE", "test log-likelihood", "s / split"],
+            [
+                ["S²VGD (K = 1)", "Adam 3e-3, 2400", M, M, M],
+                ["SVGD", "Adam 3e-3, 800", M, M, M],
+                ["BBB", "Adam 3e-3, 2400", M, M, M],
+                ["VMG", "Adam 1e-3 constant, Polyak, 2400", M, M, M],
+                ["K-Linear", "Adam 1e-2, 2400", M, M, M],
+                ["K-Diag", "Adam 1e-2, 4800", M, M, M],
+                ["BADAM", "Adam 5e-3 constant, 2400", M, M, M],
+                ["MAP", "Adam 3e-3, 2400", M, M, M],
+                ["*S²VGD paper, Table 1: S²VGD*", "", "*2.56 ± 0.33*", "*−2.43 ± 0.10*", ""],
+                ["*S²VGD paper, Table 1: SVGD*", "", "*2.96 ± 0.10*", "*−2.50 ± 0.03*", ""],
+                ["*S²VGD paper, Table 1: VMG (re-reported)*", "", "*2.70*", "*−2.46*", ""],
+                ["*VMG paper, Table 1: VMG*", "", "*2.81 ± 0.11*", "*−2.54 ± 0.08*", ""],
+            ],
+            "lllll",
+        ),
+        command="python train.py supervised --dataset boston --protocol standard --method s2vgd,svgd,bbb,vmg,kflow-linear,kflow-diag,badam,map --threads 1; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_uci.csv",
+        compute="about 1.8 core-hours",
+    )
+)
+
+
+register(
+    Table(
+        name="supervised-concrete",
+        doc="docs/supervised.md",
+        source="bench/results/supervised_uci.csv",
+        build=_layout(
+            ["method", "optimizer, lr, epochs", "test RMSE", "test log-likelihood", "s / split"],
+            [
+                ["S²VGD (K = 1)", "Adam 0.003, 3200", M, M, M],
+                ["SVGD", "Adam 0.003, 3200", M, M, M],
+                ["BBB", "RMSprop 0.003, 1600", M, M, M],
+                ["VMG", "Adam 1e-3 constant, Polyak, 3200", M, M, M],
+                ["K-Linear", "RMSprop 0.001, 1600", M, M, M],
+                ["K-Diag", "Adam 0.01, 6400", M, M, M],
+                ["BADAM", "Adam 5e-3 constant, 1600", M, M, M],
+                ["MAP", "Adam 0.003, 3200", M, M, M],
+                ["*S²VGD paper, Table 1: S²VGD*", "", "*4.25 ± 0.37*", "*−2.90 ± 0.07*", ""],
+                ["*S²VGD paper, Table 1: SVGD*", "", "*5.32 ± 0.10*", "*−3.08 ± 0.02*", ""],
+                ["*S²VGD paper, Table 1: VMG (re-reported)*", "", "*4.89*", "*−3.01*", ""],
+                ["*VMG paper, Table 1: VMG*", "", "*4.70 ± 0.14*", "*−2.98 ± 0.03*", ""],
+            ],
+            "lllll",
+        ),
+        command="the Concrete command above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_uci.csv",
+        compute="about 4.5 core-hours",
+    )
+)
+
+
+register(
+    Table(
+        name="supervised-yacht",
+        doc="docs/supervised.md",
+        source="bench/results/supervised_uci.csv",
+        build=_layout(
+            [
+                "method",
+                "test RMSE",
+                "test log-likelihood",
+                "method − S²VGD, RMSE [95 %]",
+                "method − S²VGD, LL [95 %]",
+                "s / split",
+            ],
+            [
+                ["S²VGD (K = 1)", M, M, M, M, M],
+                ["SVGD", M, M, M, M, M],
+                ["MAP", M, M, M, M, M],
+                ["K-Linear", M, M, M, M, M],
+                ["K-Diag", M, M, M, M, M],
+                ["BBB", M, M, M, M, M],
+                ["BADAM", M, M, M, M, M],
+                ["VMG", M, M, M, M, M],
+                [
+                    "*S²VGD paper, Table 1: S²VGD / SVGD / VMG*",
+                    "*0.47 / 0.86 / 0.48*",
+                    "*−0.81 / −1.23 / −1.30*",
+                    "",
+                    "",
+                    "",
+                ],
+                ["*VMG paper, Table 1: VMG*", "*0.77 ± 0.06*", "*−1.29 ± 0.02*", "", "", ""],
+            ],
+            "llllll",
+        ),
+        command="the Yacht commands above; python -m svpg.report gather runs/table1-yacht-s2vgd runs/table1-yacht-vmg --into bench/results/supervised_uci.csv",
+        compute="about 55 core-minutes",
+    )
+)
+
+
+register(
+    Table(
+        name="supervised-energy",
+        doc="docs/supervised.md",
+        source="bench/results/supervised_uci.csv",
+        build=_layout(
+            [
+                "method",
+                "test RMSE",
+                "test log-likelihood",
+                "method − S²VGD, RMSE [95 %]",
+                "method − S²VGD, LL [95 %]",
+                "s / split",
+            ],
+            [
+                ["S²VGD (K = 1)", M, M, M, M, M],
+                ["SVGD", M, M, M, M, M],
+                ["MAP", M, M, M, M, M],
+                ["K-Linear", M, M, M, M, M],
+                ["VMG", M, M, M, M, M],
+                ["BBB", M, M, M, M, M],
+                ["BADAM", M, M, M, M, M],
+                ["K-Diag", M, M, M, M, M],
+                [
+                    "*S²VGD paper, Table 1: S²VGD / SVGD / VMG*",
+                    "*0.38 / 1.37 / 0.54*",
+                    "*−0.55 / −1.77 / −1.06*",
+                    "",
+                    "",
+                    "",
+                ],
+                ["*VMG paper, Table 1: VMG*", "*1.16 ± 0.03*", "*−1.45 ± 0.03*", "", "", ""],
+            ],
+            "llllll",
+        ),
+        command="the Energy commands above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_uci.csv",
+        compute="about 69 core-minutes",
+    )
+)
+
+
+register(
+    Table(
+        name="supervised-kin8nm",
+        doc="docs/supervised.md",
+        source="bench/results/supervised_uci.csv",
+        build=_layout(
+            [
+                "method",
+                "test RMSE",
+                "test log-likelihood",
+                "method − S²VGD, RMSE [95 %]",
+                "method − S²VGD, LL [95 %]",
+                "s / split",
+            ],
+            [
+                ["S²VGD (K = 1)", M, M, M, M, M],
+                ["SVGD", M, M, M, M, M],
+                ["K-Linear", M, M, M, M, M],
+                ["MAP", M, M, M, M, M],
+                ["BADAM", M, M, M, M, M],
+                ["VMG", M, M, M, M, M],
+                ["K-Diag", M, M, M, M, M],
+                ["BBB", M, M, M, M, M],
+                [
+                    "*S²VGD paper, Table 1: S²VGD / SVGD / VMG*",
+                    "*0.07 / 0.09 / 0.08*",
+                    "*1.15 / 0.98 / 1.10*",
+                    "",
+                    "",
+                    "",
+                ],
+                ["*VMG paper, Table 1: VMG*", "*0.08 ± 0.00*", "*1.14 ± 0.01*", "", "", ""],
+            ],
+            "llllll",
+        ),
+        command="the Kin8nm commands above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_uci.csv",
+        compute="about 83 core-minutes",
+    )
+)
+
+
+register(
+    Table(
+        name="supervised-wine",
+        doc="docs/supervised.md",
+        source="bench/results/supervised_uci.csv",
+        build=_layout(
+            [
+                "method",
+                "test RMSE",
+                "test log-likelihood",
+                "method − S²VGD, RMSE [95 %]",
+                "method − S²VGD, LL [95 %]",
+                "s / split",
+            ],
+            [
+                ["S²VGD (K = 1)", M, M, M, M, M],
+                ["SVGD", M, M, M, M, M],
+                ["MAP", M, M, M, M, M],
+                ["BBB", M, M, M, M, M],
+                ["VMG", M, M, M, M, M],
+                ["K-Linear", M, M, M, M, M],
+                ["K-Diag", M, M, M, M, M],
+                ["BADAM", M, M, M, M, M],
+                [
+                    "*S²VGD paper, Table 1: S²VGD / SVGD / VMG*",
+                    "*0.59 / 0.61 / 0.61*",
+                    "*−0.90 / −0.93 / −0.95*",
+                    "",
+                    "",
+                    "",
+                ],
+                ["*VMG paper, Table 1: VMG*", "*0.61 ± 0.01*", "*−0.93 ± 0.02*", "", "", ""],
+            ],
+            "llllll",
+        ),
+        command="the Wine commands above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_uci.csv",
+        compute="about 2.1 core-hours",
+    )
+)
+
+
+register(
+    Table(
+        name="supervised-power-naval",
+        doc="docs/supervised.md",
+        source="bench/results/supervised_uci.csv",
+        build=_layout(
+            [
+                "data set, method",
+                "test RMSE",
+                "test log-likelihood",
+                "method − S²VGD, RMSE [95 %]",
+                "method − S²VGD, LL [95 %]",
+                "s / split",
+            ],
+            [
+                ["Power, S²VGD (K = 1)", M, M, M, M, M],
+                ["Power, SVGD", M, M, M, M, M],
+                ["Power, MAP", M, M, M, M, M],
+                ["Power, K-Linear", M, M, M, M, M],
+                ["Power, BBB", M, M, M, M, M],
+                ["Power, VMG", M, M, M, M, M],
+                ["Power, K-Diag", M, M, M, M, M],
+                ["Power, BADAM", M, M, M, M, M],
+                [
+                    "*Power, S²VGD paper: S²VGD / SVGD / VMG*",
+                    "*3.84 / 4.03 / 4.04*",
+                    "*−2.77 / −2.82 / −2.82*",
+                    "",
+                    "",
+                    "",
+                ],
+                ["*Power, VMG paper: VMG*", "*3.88 ± 0.03*", "*−2.78 ± 0.01*", "", "", ""],
+                ["Naval, S²VGD (K = 1)", M, M, M, M, M],
+                ["Naval, SVGD", M, M, M, M, M],
+                ["Naval, K-Linear", M, M, M, M, M],
+                ["Naval, K-Diag", M, M, M, M, M],
+                ["Naval, MAP", M, M, M, M, M],
+                ["Naval, BBB", M, M, M, M, M],
+                ["Naval, VMG", M, M, M, M, M],
+                ["Naval, BADAM", M, M, M, M, M],
+                [
+                    "*Naval, S²VGD paper: S²VGD / SVGD / VMG*",
+                    "*0.00 / 0.00 / 0.00*",
+                    "*4.79 / 4.09 / 2.46*",
+                    "",
+                    "",
+                    "",
+                ],
+                ["*Naval, VMG paper: VMG*", "*0.00 ± 0.00*", "*5.84 ± 0.00*", "", "", ""],
+            ],
+            "llllll",
+        ),
+        command="the Power and Naval commands above; python -m svpg.report gather runs/table1-power runs/table1-power-parametric runs/table1-naval-s2vgd runs/table1-naval-others --into bench/results/supervised_uci.csv",
+        compute="about 4.4 core-hours",
+    )
+)
+
+
+register(
+    Table(
+        name="supervised-protein",
+        doc="docs/supervised.md",
+        source="bench/results/supervised_uci.csv",
+        build=_layout(
+            [
+                "method",
+                "test RMSE",
+                "test log-likelihood",
+                "method − S²VGD, RMSE [95 %]",
+                "method − S²VGD, LL [95 %]",
+                "s / split",
+            ],
+            [
+                ["S²VGD (K = 1)", M, M, M, M, M],
+                ["VMG", M, M, M, M, M],
+                ["SVGD", M, M, M, M, M],
+                ["MAP", M, M, M, M, M],
+                ["K-Linear", M, M, M, M, M],
+                ["BADAM", M, M, M, M, M],
+                ["K-Diag", M, M, M, M, M],
+                ["BBB", M, M, M, M, M],
+                [
+                    "*S²VGD paper, Table 1: S²VGD / SVGD / VMG*",
+                    "*4.15 / 4.61 / 4.13*",
+                    "*−2.84 / −2.95 / −2.84*",
+                    "",
+                    "",
+                    "",
+                ],
+                ["*VMG paper, Table 1: VMG*", "*4.14 ± 0.01*", "*−2.84 ± 0.00*", "", "", ""],
+            ],
+            "llllll",
+        ),
+        command="the Protein commands above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_uci.csv",
+        compute="about 57 core-minutes",
+    )
+)
+
+
+register(
+    Table(
+        name="supervised-mnist",
+        doc="docs/supervised.md",
+        source="bench/results/supervised_mnist.csv",
+        build=_layout(
+            [
+                "method",
+                "test error",
+                "paper's Table 2",
+                "test NLL",
+                "ECE",
+                "validation LL at epoch 100 (best, epoch)",
+                "s per epoch",
+            ],
+            [
+                ["S²VGD (K = 1)", M, "1.43 %", M, M, M, M],
+                ["S²VGD (K = 10)", M, "1.36 %", M, M, M, M],
+                ["SVGD", M, "1.53 %", M, M, M, M],
+                ["MAP", M, "1.59 % (RMSprop)", M, M, M, M],
+                ["BBB (Gaussian prior)", M, "1.82 % (scale mixture 1.32 %)", M, M, M, M],
+                ["VMG (150 pseudo-data pairs per layer)", M, "1.15 % (its own Table 2)", M, M, M, M],
+            ],
+            "lrrrrrr",
+        ),
+        command="the MNIST commands above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_mnist.csv",
+        compute="about 1.6 core-hours per method (100 epochs)",
+    )
+)
+
+
+register(
+    Table(
+        name="supervised-mnist-eq14",
+        doc="docs/supervised.md",
+        source="bench/results/supervised_mnist.csv",
+        build=_layout(
+            [
+                "method",
+                "test error",
+                "epoch kept (validation NLL)",
+                "validation LL at epoch 100",
+                "test error after 100 epochs (`--keep-epoch last`)",
+            ],
+            [
+                ["S²VGD (K = 1)", M, M, M, M],
+                ["SVGD", M, M, M, M],
+                ["MAP", M, M, M, M],
+            ],
+            "lrrrr",
+        ),
+        command="the eq. 14 commands above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_mnist.csv",
+        compute="about 1.6 core-hours per method",
+    )
+)
+
+
+register(
+    Table(
+        name="supervised-mnist-curves",
+        doc="docs/supervised.md",
+        source="bench/results/supervised_mnist.csv",
+        build=_layout(
+            ["run", "epoch 6", "20", "30", "50", "75", "100"],
+            [
+                ["MAP, eq. 14 (CPU)", M, M, M, M, M, M],
+                ["SVGD, eq. 14 (GPU)", M, M, M, M, M, M],
+                ["S²VGD K = 1, eq. 14 (GPU, stopped at epoch 75)", M, M, M, M, M, M],
+                ["S²VGD K = 10, eq. 14 (GPU, stopped at epoch 53)", M, M, M, M, M, M],
+                ["MAP, fixed N(0, 1) (CPU)", M, M, M, M, M, M],
+                ["S²VGD K = 1, fixed N(0, 1) (CPU)", M, M, M, M, M, M],
+                ["S²VGD K = 10, fixed N(0, 1) (CPU)", M, M, M, M, M, M],
+                ["SVGD, fixed N(0, 1) (CPU)", M, M, M, M, M, M],
+            ],
+            "lrrrrrr",
+        ),
+        command="the runs above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_mnist.csv",
+        compute="the runs of the two tables above",
+    )
+)
+
+
+register(
+    Table(
+        name="supervised-fashion-mnist",
+        doc="docs/supervised.md",
+        source="bench/results/supervised_fashion_mnist.csv",
+        build=_layout(
+            ["method", "particles", "best epoch (validation NLL)", "test error", "test NLL", "ECE", "s per epoch"],
+            [
+                ["S²VGD (K = 1)", "10", M, M, M, M, M],
+                ["SVGD", "10", M, M, M, M, M],
+                ["MAP", "1", M, M, M, M, M],
+            ],
+            "lllllll",
+        ),
+        command="the Fashion-MNIST commands above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_fashion_mnist.csv",
+        compute="about 2 core-hours",
+    )
+)
+
+
+register(
+    Table(
+        name="throughput",
+        doc="docs/results.md",
+        source="bench/results/throughput.jsonl",
+        build=_layout(
+            ["task", "S²VGD (K = 1)", "plain SVGD", "SB3 A2C", "S²VGD ÷ SB3"],
+            [
+                ["CartPole-v1", M, M, M, M],
+                ["CartPoleSwingUp-v0", M, M, M, M],
+                ["DoublePendulum-v0", M, M, M, M],
+            ],
+            "lrrrr",
+        ),
+        command="python bench/throughput.py --task TASK for each task above (prints the row)",
+        compute="a few core-minutes",
+    )
+)
+
+
+register(
+    Table(
+        name="throughput-seed-batch",
+        doc="docs/results.md",
+        source="bench/results/throughput.jsonl",
+        build=_layout(
+            [
+                "task",
+                "estimator",
+                "1 seed (steps/s)",
+                "5 seeds batched (steps/s)",
+                "gain",
+                "rollout: 5 seeds ÷ 1",
+                "learning step: 5 seeds ÷ 1",
+            ],
+            [
+                ["CartPole-v1", "REINFORCE", M, M, M, M, M],
+                ["CartPole-v1", "A2C", M, M, M, M, M],
+                ["CartPoleSwingUp-v0", "REINFORCE", M, M, M, M, M],
+                ["CartPoleSwingUp-v0", "A2C", M, M, M, M, M],
+                ["DoublePendulum-v0", "REINFORCE", M, M, M, M, M],
+                ["DoublePendulum-v0", "A2C", M, M, M, M, M],
+            ],
+            "llrrrrr",
+        ),
+        command="python bench/throughput.py with the seed-batch options above (prints the rows)",
+        compute="a few core-minutes",
+    )
+)
+
+
+register(
+    Table(
+        name="throughput-gpu",
+        doc="docs/results.md",
+        source="bench/results/throughput.jsonl",
+        build=_layout(
+            [
+                "task",
+                "estimator",
+                "1 seed (steps/s)",
+                "10 seeds batched (steps/s)",
+                "gain",
+                "rollout: 10 seeds ÷ 1",
+                "learning step: 10 seeds ÷ 1",
+            ],
+            [
+                ["CartPoleSwingUp-v0", "REINFORCE", M, M, M, M, M],
+                ["CartPoleSwingUp-v0", "A2C", M, M, M, M, M],
+            ],
+            "llrrrrr",
+        ),
+        command="python bench/throughput.py --device cuda with the options above, on a GPU (prints the rows)",
+        compute="a few GPU-minutes",
+    )
+)
+
+
+register(
+    Table(
+        name="paper-grid-double-pendulum",
+        doc="docs/results.md",
+        source="bench/results/rl_paper_grid.csv",
+        build=_layout(
+            ["method", "estimator", "final mean", "final max", "peak mean", "peak max"],
+            [
+                ["s2vgd", "reinforce", M, M, M, M],
+                ["svgd", "reinforce", M, M, M, M],
+                ["svgd-star", "reinforce", M, M, M, M],
+                ["independent", "reinforce", M, M, M, M],
+                ["s2vgd", "a2c", M, M, M, M],
+                ["svgd", "a2c", M, M, M, M],
+                ["svgd-star", "a2c", M, M, M, M],
+                ["independent", "a2c", M, M, M, M],
+            ],
+            "llrrrr",
+        ),
+        command="the double-pendulum grid above; python -m svpg.report gather runs/<out> --into bench/results/rl_paper_grid.csv",
+        compute="40 runs",
+    )
+)
+
+
+register(
+    Table(
+        name="paper-grid-swingup",
+        doc="docs/results.md",
+        source="bench/results/rl_paper_grid.csv",
+        build=_layout(
+            ["method", "estimator", "final mean", "final max", "peak mean", "peak max"],
+            [
+                ["s2vgd", "reinforce", M, M, M, M],
+                ["svgd", "reinforce", M, M, M, M],
+                ["svgd-star", "reinforce", M, M, M, M],
+                ["independent", "reinforce", M, M, M, M],
+                ["s2vgd", "a2c", M, M, M, M],
+                ["svgd", "a2c", M, M, M, M],
+                ["svgd-star", "a2c", M, M, M, M],
+                ["independent", "a2c", M, M, M, M],
+                ["SB3 A2C", "(1 seed)", M, M, M, M],
+                ["SB3 PPO", "(1 seed)", M, M, M, M],
+            ],
+            "llrrrr",
+        ),
+        command="the swing-up grid above; python -m svpg.report gather runs/<out> --into bench/results/rl_paper_grid.csv",
+        compute="40 runs",
+    )
+)
+
+
+register(
+    Table(
+        name="ablation-swingup",
+        doc="docs/rl.md",
+        source="bench/results/rl_ablation.csv",
+        build=_layout(
+            [
+                "estimator",
+                "cell",
+                "peak best",
+                "Δ peak best",
+                "final mean",
+                "Δ final mean",
+                "iterations to τ (reached)",
+                "action KL",
+            ],
+            [
+                ["reinforce", "`s2vgd-K1-flat-a300`", M, M, M, M, M, M],
+                ["reinforce", "`svgd`", M, M, M, M, M, M],
+                ["reinforce", "`svgd-star`", M, M, M, M, M, M],
+                ["reinforce", "`svgd-a300`", M, M, M, M, M, M],
+                ["a2c", "`s2vgd-K1-flat-a300`", M, M, M, M, M, M],
+                ["a2c", "`svgd`", M, M, M, M, M, M],
+                ["a2c", "`svgd-star`", M, M, M, M, M, M],
+                ["a2c", "`svgd-a300`", M, M, M, M, M, M],
+            ],
+            "llrrrrrr",
+        ),
+        command="the ablation command above; python -m svpg.report gather runs/<out> --into bench/results/rl_ablation.csv",
+        compute="see the ablation's compute above",
+    )
+)
+
+
+register(
+    Table(
+        name="ablation-swingup-time",
+        doc="docs/rl.md",
+        source="bench/results/rl_ablation.csv",
+        build=_layout(
+            ["estimator", "`s2vgd-K1-flat-a300`", "`svgd`", "`svgd-star`", "`svgd-a300`"],
+            [
+                ["REINFORCE", M, M, M, M],
+                ["A2C", M, M, M, M],
+            ],
+            "lrrrr",
+        ),
+        command="the ablation command above; python -m svpg.report gather runs/<out> --into bench/results/rl_ablation.csv",
+        compute="the same runs",
+    )
+)
+
+
+register(
+    Table(
+        name="ablation-double-pendulum",
+        doc="docs/rl.md",
+        source="bench/results/rl_ablation.csv",
+        build=_layout(
+            [
+                "estimator",
+                "cell",
+                "peak best",
+                "Δ peak best",
+                "final mean",
+                "Δ final mean",
+                "iterations to τ (reached)",
+                "action KL",
+            ],
+            [
+                ["reinforce", "`s2vgd-K1-flat-a300`", M, M, M, M, M, M],
+                ["reinforce", "`svgd`", M, M, M, M, M, M],
+                ["reinforce", "`svgd-star`", M, M, M, M, M, M],
+                ["reinforce", "`svgd-a300`", M, M, M, M, M, M],
+                ["a2c", "`s2vgd-K1-flat-a300`", M, M, M, M, M, M],
+                ["a2c", "`svgd`", M, M, M, M, M, M],
+                ["a2c", "`svgd-star`", M, M, M, M, M, M],
+                ["a2c", "`svgd-a300`", M, M, M, M, M, M],
+            ],
+            "llrrrrrr",
+        ),
+        command="the ablation command above; python -m svpg.report gather runs/<out> --into bench/results/rl_ablation.csv",
+        compute="see the ablation's compute above",
+    )
+)
+
+
+register(
+    Table(
+        name="ablation-double-pendulum-time",
+        doc="docs/rl.md",
+        source="bench/results/rl_ablation.csv",
+        build=_layout(
+            ["estimator", "`s2vgd-K1-flat-a300`", "`svgd`", "`svgd-star`", "`svgd-a300`"],
+            [
+                ["REINFORCE", M, M, M, M],
+                ["A2C", M, M, M, M],
+            ],
+            "lrrrr",
+        ),
+        command="the ablation command above; python -m svpg.report gather runs/<out> --into bench/results/rl_ablation.csv",
+        compute="the same runs",
+    )
+)
+
+
+register(
+    Table(
+        name="ablation-step-time",
+        doc="docs/rl.md",
+        source="bench/results/rl_ablation.csv",
+        build=_layout(
+            ["cell", "swing-up, REINFORCE", "swing-up, A2C", "double pendulum, REINFORCE", "double pendulum, A2C"],
+            [
+                ["`svgd`", M, M, M, M],
+                ["`svgd-star`", M, M, M, M],
+                ["`s2vgd-K1`", M, M, M, M],
+                ["`s2vgd-K2`", M, M, M, M],
+                ["`s2vgd-K4`", M, M, M, M],
+                ["`s2vgd-K4-mvg`", M, M, M, M],
+            ],
+            "lrrrr",
+        ),
+        command="the ablation command above; python -m svpg.report gather runs/<out> --into bench/results/rl_ablation.csv",
+        compute="the same runs",
+    )
+)
