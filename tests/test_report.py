@@ -1,0 +1,165 @@
+"""``python -m svpg.report``: every results table of the documents is what its result file gives, a changed
+number fails the check, and ``gather`` exports run folders of each front end into result files."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from svpg.report import NOT_MEASURED, first_difference, gather, main, read_rows, rebuild
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_documents_match_their_result_files():
+    assert rebuild(ROOT, check=True) == []
+
+
+@pytest.fixture
+def checkout(tmp_path) -> Path:
+    """A copy of the documents and result files, to change."""
+    shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    shutil.copytree(ROOT / "docs", tmp_path / "docs", ignore=shutil.ignore_patterns("img"))
+    shutil.copytree(ROOT / "bench" / "results", tmp_path / "bench" / "results")
+    return tmp_path
+
+
+def change(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert text.count(old) >= 1, old
+    path.write_text(text.replace(old, new, 1))
+
+
+@pytest.mark.parametrize(
+    "doc, old, new, table, row, column",
+    [
+        # RL: a benchmark figure backed by bench/results/benchmark_results.csv
+        (
+            "docs/benchmarks.md",
+            "| 2241.8 ± 117.4 |",
+            "| 2241.9 ± 117.4 |",
+            "benchmark-hopper",
+            "s2vgd",
+            "mean over particles",
+        ),
+        # bandits: a published figure beside rows that are not re-measured, and such a row given a number
+        ("docs/bandits.md", "| 0.76 ± 0.02 |", "| 0.77 ± 0.02 |", "bandit-wheel", "BADAM (their Table 2)", "δ = 0.5"),
+        (
+            "docs/bandits.md",
+            f"| s2vgd | {NOT_MEASURED} |",
+            "| s2vgd | 2.25 ± 1.06 |",
+            "bandit-wheel",
+            "s2vgd",
+            "δ = 0.5",
+        ),
+        # supervised: a number where the file has no split
+        (
+            "docs/supervised.md",
+            f"| Boston | {NOT_MEASURED} |",
+            "| Boston | 2.644 ± 0.170 / −2.556 ± 0.139 |",
+            "supervised-table1",
+            "Boston",
+            "S²VGD (ours) RMSE / LL",
+        ),
+    ],
+)
+def test_a_changed_number_fails_the_check(checkout, capsys, doc, old, new, table, row, column):
+    change(checkout / doc, old, new)
+    problems = rebuild(checkout, check=True)
+    assert len(problems) == 1
+    assert problems[0].startswith(f"{doc}: table {table}, row {row!r}, column {column!r}"), problems[0]
+    assert main(["--check", "--root", str(checkout)]) == 1
+    assert f"table {table}" in capsys.readouterr().err
+    assert main(["--root", str(checkout)]) == 0  # the rebuild puts the file's value back
+    assert rebuild(checkout, check=True) == []
+
+
+def test_a_changed_result_file_fails_the_check(checkout):
+    path = checkout / "bench" / "results" / "benchmark_results.csv"
+    rows = read_rows(path)
+    rows[0]["final"] = str(float(rows[0]["final"]) - 10)  # Pendulum-v1, s2vgd, seed 0
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    problems = rebuild(checkout, check=True)
+    assert problems and problems[0].startswith("docs/benchmarks.md: table benchmark-summary, row 'Pendulum-v1, 200,000'")
+
+
+def test_missing_and_unknown_markers_are_named(checkout):
+    change(checkout / "docs" / "rl.md", "<!-- report:ablation-step-time -->", "<!-- report:no-such-table -->")
+    change(checkout / "docs" / "rl.md", "<!-- /report:ablation-step-time -->", "<!-- /report:no-such-table -->")
+    problems = rebuild(checkout, check=True)
+    assert any("marker report:no-such-table names no table" in p for p in problems)
+    assert any("no markers <!-- report:ablation-step-time -->" in p for p in problems)
+
+
+def test_first_difference_names_the_cell():
+    expected = "| a | b |\n|---|---:|\n| x | 1.0 |\n"
+    found = "| a | b |\n|---|---:|\n| x | 1.5 |\n"
+    assert first_difference("d.md", "t", expected, expected) is None
+    assert first_difference("d.md", "t", expected, found) == (
+        "d.md: table t, row 'x', column 'b': the result file gives '1.0', the document has '1.5'"
+    )
+
+
+# -- gather: one front end each -------------------------------------------------------------------------------
+def test_gather_benchmark_runs(tmp_path):
+    """Run folders of python -m svpg.rl.benchmark become rows of benchmark_results.csv's columns."""
+    out = tmp_path / "benchmark"
+    for seed, final in ((0, -150.0), (1, -170.0)):
+        run = out / "Pendulum-v1" / f"s2vgd__seed{seed}"
+        run.mkdir(parents=True)
+        job = {"task": "Pendulum-v1", "agent": "s2vgd", "seed": seed, "total_steps": 200000, "eval_episodes": 10}
+        (run / "job.json").write_text(json.dumps({**job, "svpg_options": {"lr": 0.001}}))
+        result = {"env_steps": 200000, "final": final, "final_particle_mean": final - 5, "best_particle": 1}
+        (run / "result.json").write_text(json.dumps({**result, "wall_s": 30.0, **job}))
+    into = tmp_path / "results.csv"
+    assert main(["gather", str(out), "--into", str(into), "--machine", "test", "--commit", "abc"]) == 0
+    rows = read_rows(into)
+    assert [(r["task"], r["agent"], r["seed"], r["final"]) for r in rows] == [
+        ("Pendulum-v1", "s2vgd", "0", "-150.0"),
+        ("Pendulum-v1", "s2vgd", "1", "-170.0"),
+    ]
+    assert rows[0]["options"] == '{"lr": 0.001}' and rows[0]["machine"] == "test" and rows[0]["commit"] == "abc"
+    assert gather([out], into, "test", "abc") == 2  # gathered again: the same units are replaced, not added
+    assert len(read_rows(into)) == 2
+
+
+def test_gather_bandit_run(tmp_path):
+    from svpg.bandits.cli import main as bandit
+
+    options = ["--problem", "wheel", "--delta", "0.7", "--agents", "s2vgd,uniform", "--rounds", "60"]
+    options += ["--num-particles", "3", "--train-every", "30", "--train-steps", "1", "--num-seeds", "2"]
+    assert bandit([*options, "--progress", "false", "--log-dir", str(tmp_path), "--run-name", "wheel"]) == 0
+    into = tmp_path / "bandit.csv"
+    assert gather([tmp_path / "wheel"], into, "test", "abc") == 4
+    rows = read_rows(into)
+    assert {(r["agent"], r["seed"]) for r in rows} == {("s2vgd", "0"), ("s2vgd", "1"), ("uniform", "0"), ("uniform", "1")}
+    assert all(r["problem"] == "wheel" and r["rounds"] == "60" for r in rows)
+    assert json.loads(rows[0]["options"])["delta"] == 0.7
+    assert {float(r["normalised_regret"]) for r in rows if r["agent"] == "uniform"} == {100.0}
+
+
+def test_gather_supervised_run(tmp_path, csv_file):
+    from svpg.supervised.cli import main as supervised
+
+    options = ["--dataset", "csv", "--data-path", str(csv_file), "--target", "price", "--num-splits", "2"]
+    options += ["--method", "map", "--epochs", "3", "--hidden", "8", "--batch-size", "24", "--progress", "false"]
+    assert supervised([*options, "--log-dir", str(tmp_path), "--run-name", "toy"]) == 0
+    into = tmp_path / "supervised.jsonl"
+    assert gather([tmp_path / "toy"], into, "test", "abc") == 2
+    rows = read_rows(into)
+    assert [(r["method"], r["split"]) for r in rows] == [("map", 0), ("map", 1)]
+    assert all(r["dataset"] == "csv" and r["rmse"] > 0 and "test_ll" in r for r in rows)
+
+
+def test_gather_refuses_what_is_no_run(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["gather", str(tmp_path), "--into", str(tmp_path / "x.csv")])
+    assert e.value.code == 2
+    assert "is not a run folder" in capsys.readouterr().err
