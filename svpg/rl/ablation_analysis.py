@@ -16,7 +16,7 @@ from typing import cast
 
 from svpg.io import atomic_write, write_csv
 from svpg.rl import experiments
-from svpg.rl.ablation import CONTROLS, Cell, timing_file
+from svpg.rl.ablation_cells import CONTROLS, Cell, timing_file
 from svpg.rl.config import ESTIMATORS
 from svpg.rl.experiments import run_folder
 from svpg.stats import mean_se, paired_difference
@@ -59,10 +59,10 @@ def probe_states(env_id: str, horizon: int, seed: int = 0):
     import torch
     from gymnasium import spaces
 
-    from svpg import envs
+    from svpg.envs import make_batched
     from svpg.seeding import int_seed, torch_generator
 
-    env = envs.make_batched(env_id, STATE_ENVS, max_episode_steps=horizon)
+    env = make_batched(env_id, STATE_ENVS, max_episode_steps=horizon)
     obs = env.reset(seed=int_seed(seed, "ablation_states"))
     noise = torch_generator(seed, "ablation_states", "actions")
     space, kept = env.single_action_space, []
