@@ -153,3 +153,15 @@ def test_an_env_instance_of_a_registered_id_is_named_by_its_id():
     source = __import__("svpg").rl.environments.resolve_env(env)
     assert source.factory is not None and repr(source.factory) == "CopiesOf(Pendulum-v1)"
     assert envs.make_batched(source.target, 2).env_id == "Pendulum-v1"
+
+
+def test_svpg_trains_the_same_theta_with_async_environments():
+    import svpg
+
+    kw = dict(num_particles=2, samples_per_particle=400, ppo_epochs=2, ppo_minibatches=4, value_epochs=2,
+              value_steps=4, seed=1, verbose=0)
+    sync = svpg.SVPG("Pendulum-v1", **kw).learn(1600)
+    par = svpg.SVPG("Pendulum-v1", vec_env="async", n_workers=2, **kw).learn(1600)
+    assert isinstance(par.env.vec_env, GroupedAsyncVectorEnv) and par.iteration == sync.iteration == 2
+    assert torch.equal(par.policy.theta, sync.policy.theta)
+    par.env.close()

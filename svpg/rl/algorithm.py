@@ -213,6 +213,8 @@ class SVPG:
             device=self.device,
             max_episode_steps=None if source.num_envs else self.horizon,
             env_kwargs=source.env_kwargs if source.factory is None else None,
+            vec_env=cfg.vec_env,
+            n_workers=cfg.n_workers or None,
         )
         self.spec = PolicySpec.for_spaces(
             self.env.single_observation_space,

@@ -13,6 +13,7 @@ from svpg.cli import dataclass_from_dict, option_factory
 from svpg.cli import option as _f
 from svpg.core.priors import PRIORS
 from svpg.core.svgd import OPTIMIZERS
+from svpg.envs.generic import VEC_ENVS
 from svpg.rl.estimators import BASELINES
 from svpg.rl.estimators import ESTIMATORS as ESTIMATOR_CLASSES
 from svpg.runtime import DEFAULT_THREADS
@@ -39,6 +40,8 @@ RESUMABLE_OPTIONS = (
     "device",
     "checkpoint_every",
     "keep_checkpoints",
+    "vec_env",
+    "n_workers",
 )
 DEFAULT_HORIZON = 1000  # for Gymnasium ids registered without a time limit
 
@@ -138,6 +141,14 @@ class SVPGConfig:
         "<run-name>__seed<s>); each seed's run equals its single-seed run up to float summation order",
     )
     device: str = _f("cpu", "torch device, e.g. cpu or cuda")
+    vec_env: str = _f(
+        "sync",
+        "how the environments of a Gymnasium id (other than the fast-path tasks) or of your own env are stepped: "
+        "sync (one after the other in this process) | async (in --n-workers processes, each stepping its group of "
+        "them in turn; the same results bit for bit)",
+        choices=VEC_ENVS,
+    )
+    n_workers: int = _f(0, "worker processes of --vec-env async (0: one per core, at most one per environment)")
     threads: int = _f(
         DEFAULT_THREADS,
         "torch CPU threads for the update (0: all cores; rollouts always use one); "
@@ -184,9 +195,12 @@ class SVPGConfig:
             "eval_episodes",
             "threads",
             "keep_checkpoints",
+            "n_workers",
         ):
             if getattr(self, name) < 0:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 0, got {getattr(self, name)}")
+        if self.vec_env not in VEC_ENVS:
+            problems.append(f"--vec-env {self.vec_env!r}: choose from {', '.join(VEC_ENVS)}")
         if self.iterations == 0 and self.total_steps == 0:
             problems.append("give --iterations > 0 or --total-steps > 0")
         if self.seed < 0:
