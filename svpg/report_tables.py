@@ -7,7 +7,6 @@ layout here (its labels and the papers' published figures, quoted from their tab
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from svpg.report import NOT_MEASURED, ReportError, Table, doc_number, register, render_table
@@ -220,13 +219,6 @@ def _layout(header: Sequence[str], rows: Sequence[Sequence[str | None]], align: 
         return render_table(header, out, align)
 
     return build
-
-
-def _mean_se(values: Sequence[float], digits: int) -> str:  # pragma: no cover (formatters to come)
-    from svpg.stats import format_mean_se, mean_se
-
-    mean, se = mean_se(values)
-    return format_mean_se(mean, se if math.isfinite(se) else float("nan"), digits)
 
 
 register(
