@@ -34,7 +34,7 @@ from svpg.supervised.models.methods import (
     POSTERIOR_OPTIONS,
     WEIGHT_PRIORS,
 )
-from svpg.supervised.models.posteriors import TrainingCheckpoint, _Particles, _Variational
+from svpg.supervised.models.posteriors import PosteriorSettings, TrainingCheckpoint, _Particles, _Variational
 
 
 def _renamed_particles(n_particles: int, stacklevel: int) -> int:
@@ -182,13 +182,6 @@ class _BayesianNN:
         self.posterior_options = None if posterior_options is None else dict(posterior_options)
         self.noise_prior = None if noise_prior is None else tuple(noise_prior)
 
-    # set by fit (the posterior's training loop); resumed_*: the epochs and training seconds of the
-    # interrupted fit a checkpoint continued (0 for a fit from scratch)
-    history_: list[dict]
-    best_epoch_: int
-    resumed_epoch_: int
-    resumed_seconds_: float
-
     # ---------------------------------------------------------------------------- parameters
 
     _PARAMS: tuple[str, ...] = (
@@ -312,9 +305,45 @@ class _BayesianNN:
 
     # ------------------------------------------------------------------------------ posterior
 
+    def _posterior_settings(self) -> PosteriorSettings:
+        """What the posterior is built and trained with: these parameters, the task's defaults resolved."""
+        return PosteriorSettings(
+            task=self._task,
+            method=self.method,
+            hidden=self.hidden,
+            activation=self.activation,
+            householder=self.householder,
+            weight_prior=self.weight_prior_,
+            prior_a=self.prior_a,
+            prior_b=self.prior_b,
+            prior_std=self.prior_std,
+            num_particles=self.num_particles,
+            kernel=self.kernel,
+            optimizer=self.optimizer,
+            lr=self.lr,
+            lr_schedule=self.lr_schedule,
+            batch_size=self.batch_size,
+            epochs=self.epochs,
+            eval_every=self.eval_every,
+            keep_epoch=self.keep_epoch,
+            samples=self.samples,
+            predict_samples=self.predict_samples,
+            posterior_options=self.posterior_options_(),
+            noise_prior=self.noise_prior_(),
+            seed=self.seed,
+            device=self.device,
+            compile=self.compile,
+            progress=self.progress,
+        )
+
+    def __setattr__(self, name: str, value) -> None:
+        super().__setattr__(name, value)
+        if name in self._PARAMS and "posterior_" in self.__dict__:  # a fitted model predicts with the new value
+            self.posterior_.settings = self._posterior_settings()
+
     def _build(self, n_in: int, n_out: int) -> None:
         """The posterior of this method for a network from n_in inputs to n_out outputs (not yet trained)."""
-        self.posterior_ = (_Variational if self.variational else _Particles)(self, n_in, n_out)
+        self.posterior_ = (_Variational if self.variational else _Particles)(self._posterior_settings(), n_in, n_out)
 
     def _particles(self) -> _Particles:
         posterior = self.__dict__.get("posterior_")
@@ -323,6 +352,16 @@ class _BayesianNN:
         raise AttributeError(
             f"a fitted particle method ({', '.join(PARTICLE_METHODS)}) has particles; this is {self.method!r}"
         )
+
+    # what the last fit did, as attributes of the estimator
+    history_ = property(lambda self: self.posterior_.history, doc="one record per epoch (validation figures)")
+    best_epoch_ = property(lambda self: self.posterior_.best_epoch, doc="the epoch whose weights were kept")
+    resumed_epoch_ = property(
+        lambda self: self.posterior_.resumed_epoch, doc="the epoch a checkpoint continued from (0: none)"
+    )
+    resumed_seconds_ = property(
+        lambda self: self.posterior_.resumed_seconds, doc="the training seconds before that checkpoint"
+    )
 
     # the particle methods' network, as attributes of the estimator
     theta_ = property(lambda self: self._particles().theta, doc="the (M, D) particles")
@@ -375,7 +414,7 @@ class _BayesianNN:
             }
             fingerprint = TrainingCheckpoint.fingerprint_of(params, x, y, x_val, y_val)
             saver = TrainingCheckpoint(Path(checkpoint), float(checkpoint_minutes), fingerprint, x.device.type)
-        self.posterior_.fit(x, y, x_val, y_val, callback, saver)
+        self.posterior_.fit(x, y, x_val, y_val, self._validation_metrics, callback, saver)
 
     def _validation_metrics(self, x_val, y_val) -> dict[str, float]:
         """``val_log_likelihood``, the mean validation log predictive density (the epoch ``keep_epoch="best"``

@@ -10,7 +10,6 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -25,8 +24,44 @@ from svpg.seeding import torch_generator
 from svpg.supervised.models.methods import FOREACH, NOISE_POSTERIORS, POLYAK
 from svpg.supervised.models.objective import row_log_likelihood, shared_objective
 
-if TYPE_CHECKING:
-    from svpg.supervised.models.estimators import _BayesianNN
+
+@dataclass(frozen=True)
+class PosteriorSettings:
+    """What a posterior is built and trained with: the estimator's parameters (see
+    :class:`~svpg.supervised.models.estimators._BayesianNN`), the task's defaults resolved.
+
+    :param task: ``"regression"`` or ``"classification"``.
+    :param weight_prior: the particle methods' weight prior, ``"auto"`` resolved for the task.
+    :param posterior_options: the options of :func:`~svpg.core.variational.make_posterior` (parametric methods).
+    :param noise_prior: (a, b) of the Gamma prior of the regression noise precision.
+    """
+
+    task: str
+    method: str
+    hidden: tuple[int, ...]
+    activation: str
+    householder: int
+    weight_prior: str
+    prior_a: float
+    prior_b: float
+    prior_std: float
+    num_particles: int
+    kernel: str | float
+    optimizer: str
+    lr: float
+    lr_schedule: str
+    batch_size: int
+    epochs: int
+    eval_every: int
+    keep_epoch: str
+    samples: int
+    predict_samples: int
+    posterior_options: dict
+    noise_prior: tuple[float, float]
+    seed: int
+    device: str | torch.device
+    compile: bool
+    progress: bool
 
 
 def _cosine(optimizer: torch.optim.Optimizer, total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
@@ -102,8 +137,8 @@ class _Posterior:
 
     shared_noise = False  # one noise precision for every member (True) or one per member
 
-    def __init__(self, est: _BayesianNN, n_in: int, n_out: int):
-        self.est, self.task = est, est._task
+    def __init__(self, settings: PosteriorSettings, n_in: int, n_out: int):
+        self.settings, self.task = settings, settings.task
 
     def _train_epochs(
         self,
@@ -114,14 +149,16 @@ class _Posterior:
         restore,
         x_val,
         y_val,
+        validate,
         callback,
         loop_state,
         checkpoint: TrainingCheckpoint | None,
         evaluated=contextlib.nullcontext,
     ) -> bool:
-        """``est.epochs`` passes, each over a fresh permutation of the n rows from the stream
+        """``epochs`` passes, each over a fresh permutation of the n rows from the stream
         ``"minibatch"``; ``run_epoch(perm, diagnose)`` takes the steps and returns diagnostics (when
-        ``diagnose``). With validation rows and ``est.keep_epoch == "best"`` the best epoch by validation
+        ``diagnose``). ``validate(x_val, y_val)`` scores the validation rows (``val_log_likelihood`` and the
+        task's other figures). With validation rows and ``keep_epoch == "best"`` the best epoch by validation
         log-likelihood is kept (``snapshot()`` / ``restore(state)``, both inside ``evaluated()``, the
         weights the model would be fitted with at that epoch); otherwise the last. Returns whether a
         best epoch's weights were restored.
@@ -129,12 +166,12 @@ class _Posterior:
         With a ``checkpoint`` the loop starts from its file when there is one, and saves to it every
         ``checkpoint.minutes`` of training; ``loop_state`` is the subclass's ``(save, load)`` pair for
         what its ``run_epoch`` carries from epoch to epoch (weights, optimizer, schedule, streams)."""
-        est = self.est
+        cfg = self.settings
         save_loop, load_loop = loop_state
         history: list[dict] = []
-        best, best_state, best_epoch = -math.inf, None, est.epochs
-        keep_best = est.keep_epoch == "best"
-        order = torch_generator(est.seed, "minibatch")  # on the CPU: the same order on every device
+        best, best_state, best_epoch = -math.inf, None, cfg.epochs
+        keep_best = cfg.keep_epoch == "best"
+        order = torch_generator(cfg.seed, "minibatch")  # on the CPU: the same order on every device
         done, earlier_seconds = 0, 0.0
         saved = checkpoint.load() if checkpoint is not None else None
         if saved is not None:
@@ -143,13 +180,13 @@ class _Posterior:
             order.set_state(saved["order"])
             load_loop(saved["loop"])
         # where this fit took over from an interrupted one, and that one's training seconds
-        est.resumed_epoch_, est.resumed_seconds_ = done, earlier_seconds
+        self.resumed_epoch, self.resumed_seconds = done, earlier_seconds
         start = last_save = time.perf_counter()
         bar = tqdm(
-            range(done + 1, est.epochs + 1),
+            range(done + 1, cfg.epochs + 1),
             initial=done,
-            total=est.epochs,
-            disable=not est.progress,
+            total=cfg.epochs,
+            disable=not cfg.progress,
             unit="epoch",
             leave=False,
             dynamic_ncols=True,
@@ -159,9 +196,9 @@ class _Posterior:
             perm = torch.randperm(n, generator=order).to(device)
             diagnostics = run_epoch(perm, callback is not None)
             record = {"epoch": epoch, "epoch_seconds": time.perf_counter() - t0}
-            if x_val is not None and (epoch % est.eval_every == 0 or epoch == est.epochs):
+            if x_val is not None and (epoch % cfg.eval_every == 0 or epoch == cfg.epochs):
                 with evaluated():
-                    metrics = est._validation_metrics(x_val, y_val)
+                    metrics = validate(x_val, y_val)
                     score = metrics["val_log_likelihood"]
                     if keep_best and score > best:
                         best, best_state, best_epoch = score, snapshot(), epoch
@@ -172,7 +209,7 @@ class _Posterior:
             history.append(record)
             if (
                 checkpoint is not None
-                and epoch < est.epochs
+                and epoch < cfg.epochs
                 and time.perf_counter() - last_save >= 60 * checkpoint.minutes
             ):
                 checkpoint.save(
@@ -191,41 +228,42 @@ class _Posterior:
         bar.close()
         if best_state is not None:
             restore(best_state)
-        est.history_, est.best_epoch_ = history, best_epoch
+        self.history, self.best_epoch = history, best_epoch
         return best_state is not None
 
 
 class _Particles(_Posterior):
     """M particles θ (M, D) moved by SVGD (eq. 9) on the log posterior: the home of the SVGD loop."""
 
-    def __init__(self, est, n_in, n_out):
-        super().__init__(est, n_in, n_out)
-        structural = est.method == "s2vgd"
+    def __init__(self, settings, n_in, n_out):
+        super().__init__(settings, n_in, n_out)
+        cfg = settings
+        structural = cfg.method == "s2vgd"
         self.spec = NetworkSpec(
-            (n_in, *est.hidden, n_out),
-            activation=est.activation,
-            householder=est.householder if structural else 0,
+            (n_in, *cfg.hidden, n_out),
+            activation=cfg.activation,
+            householder=cfg.householder if structural else 0,
             learn_scales=structural,
-            prior=est.weight_prior_,
-            prior_a=est.prior_a,
-            prior_b=est.prior_b,
-            prior_std=est.prior_std,
+            prior=cfg.weight_prior,
+            prior_a=cfg.prior_a,
+            prior_b=cfg.prior_b,
+            prior_std=cfg.prior_std,
         )
-        self.objective, self.log_posterior = shared_objective(self.task, self.spec, est.compile)
+        self.objective, self.log_posterior = shared_objective(self.task, self.spec, cfg.compile)
         self.layout, self.net = self.objective.layout, self.objective.net
-        self.theta = torch.zeros(1 if est.method == "map" else est.num_particles, self.layout.size, device=est.device)
+        self.theta = torch.zeros(1 if cfg.method == "map" else cfg.num_particles, self.layout.size, device=cfg.device)
 
-    def fit(self, x, y, x_val, y_val, callback, checkpoint=None) -> None:
-        est = self.est
-        self.net.init_(self.theta, torch_generator(est.seed, "init", device=self.theta.device))
+    def fit(self, x, y, x_val, y_val, validate, callback, checkpoint=None) -> None:
+        cfg = self.settings
+        self.net.init_(self.theta, torch_generator(cfg.seed, "init", device=self.theta.device))
         if self.task == "regression":
             with torch.no_grad():
                 self.log_noise_precision().zero_()  # noise std = 1 target std
         theta = self.theta.requires_grad_(True)
-        svgd = SVGD(theta, est.kernel if theta.shape[0] > 1 else "median", est.optimizer, est.lr, network=self.net)
-        n, bs = len(x), min(est.batch_size, len(x))
+        svgd = SVGD(theta, cfg.kernel if theta.shape[0] > 1 else "median", cfg.optimizer, cfg.lr, network=self.net)
+        n, bs = len(x), min(cfg.batch_size, len(x))
         scale = torch.tensor(n / bs, device=x.device)  # a tensor: a compiled objective is not specialised on N
-        schedule = _cosine(svgd.optimizer, est.epochs * (n // bs)) if est.lr_schedule == "cosine" else None
+        schedule = _cosine(svgd.optimizer, cfg.epochs * (n // bs)) if cfg.lr_schedule == "cosine" else None
 
         def run_epoch(perm, diagnose):
             householder_norms = []
@@ -269,6 +307,7 @@ class _Particles(_Posterior):
             restore,
             x_val,
             y_val,
+            validate,
             callback,
             (save_loop, load_loop),
             checkpoint,
@@ -325,20 +364,21 @@ class _Variational(_Posterior):
 
     shared_noise = True
 
-    def __init__(self, est, n_in, n_out):
-        super().__init__(est, n_in, n_out)
-        self.sizes = (n_in, *est.hidden, n_out)
-        self.options = est.posterior_options_()
+    def __init__(self, settings, n_in, n_out):
+        super().__init__(settings, n_in, n_out)
+        cfg = settings
+        self.sizes = (n_in, *cfg.hidden, n_out)
+        self.options = dict(cfg.posterior_options)
         self.post = make_posterior(
-            est.method, self.sizes, est.activation, generator=torch_generator(est.seed, "init"), **self.options
-        ).to(est.device)
-        self.noise_posterior = self.task == "regression" and est.method in NOISE_POSTERIORS
+            cfg.method, self.sizes, cfg.activation, generator=torch_generator(cfg.seed, "init"), **self.options
+        ).to(cfg.device)
+        self.noise_posterior = self.task == "regression" and cfg.method in NOISE_POSTERIORS
         self.log_noise = self.noise_gamma = None
         if self.noise_posterior:
-            a, b = est.noise_prior_()  # q(γ) starts at the prior (the reference code's a1, b1 = a0, b0)
-            self.noise_gamma = torch.nn.Parameter(torch.tensor([math.log(a), math.log(b)], device=est.device))
+            a, b = cfg.noise_prior  # q(γ) starts at the prior (the reference code's a1, b1 = a0, b0)
+            self.noise_gamma = torch.nn.Parameter(torch.tensor([math.log(a), math.log(b)], device=cfg.device))
         elif self.task == "regression":
-            self.log_noise = torch.nn.Parameter(torch.zeros(1, device=est.device))
+            self.log_noise = torch.nn.Parameter(torch.zeros(1, device=cfg.device))
 
     def _noise_params(self) -> list[torch.nn.Parameter]:
         return [p for p in (self.log_noise, self.noise_gamma) if p is not None]
@@ -348,7 +388,7 @@ class _Variational(_Posterior):
 
     def _noise_regulariser(self) -> torch.Tensor | float:
         """−log p(γ) of the point estimate, or KL(q(γ) ‖ p(γ)) of the Gamma posterior; 0 for classification."""
-        a0, b0 = self.est.noise_prior_()
+        a0, b0 = self.settings.noise_prior
         if self.noise_gamma is not None:
             a, b = self.noise_gamma.exp()
             return gamma_kl(a, b, a0, b0)
@@ -365,17 +405,17 @@ class _Variational(_Posterior):
         sq = (y - out[..., 0]).square()
         return (0.5 * (torch.digamma(a) - torch.log(b) - LOG_2PI) - 0.5 * (a / b) * sq).mean(0).sum()
 
-    def fit(self, x, y, x_val, y_val, callback, checkpoint=None) -> None:
-        est, post = self.est, self.post
+    def fit(self, x, y, x_val, y_val, validate, callback, checkpoint=None) -> None:
+        cfg, post = self.settings, self.post
         params = self.parameters()
-        optimizer = make_optimizer(est.optimizer, params, est.lr)
-        if est.method in FOREACH:
+        optimizer = make_optimizer(cfg.optimizer, params, cfg.lr)
+        if cfg.method in FOREACH:
             for group in optimizer.param_groups:  # one multi-tensor update for the many small parameters
                 group["foreach"] = True
-        draws = torch_generator(est.seed, "posterior", "train", device=x.device)
-        n, bs = len(x), min(est.batch_size, len(x))
-        schedule = _cosine(optimizer, est.epochs * (n // bs)) if est.lr_schedule == "cosine" else None
-        beta = POLYAK.get(est.method)
+        draws = torch_generator(cfg.seed, "posterior", "train", device=x.device)
+        n, bs = len(x), min(cfg.batch_size, len(x))
+        schedule = _cosine(optimizer, cfg.epochs * (n // bs)) if cfg.lr_schedule == "cosine" else None
+        beta = POLYAK.get(cfg.method)
         average = [p.detach().clone().zero_() for p in params] if beta else []
         steps = 0
 
@@ -383,7 +423,7 @@ class _Variational(_Posterior):
             nonlocal steps
             for start in range(0, n - bs + 1, bs):  # drop the last partial batch: every step sees B rows
                 idx = perm[start : start + bs]
-                out = post.train_forward(x[idx], est.samples, draws)
+                out = post.train_forward(x[idx], cfg.samples, draws)
                 log_lik = self._log_likelihood(out, y[idx])
                 regulariser = post.regulariser(draws) + self._noise_regulariser()
                 loss = -(n / bs) * log_lik + regulariser
@@ -453,6 +493,7 @@ class _Variational(_Posterior):
             self._load_tensors,
             x_val,
             y_val,
+            validate,
             callback,
             (save_loop, load_loop),
             checkpoint,
@@ -468,11 +509,11 @@ class _Variational(_Posterior):
 
         Every row chunk restarts the stream ``("posterior", "predict")``, so draw s is the same weight
         sample for every row (coherent functions) and the result depends on the fitted model only."""
-        s_total = self.est.predict_samples
+        s_total = self.settings.predict_samples
         parts = []
         with torch.no_grad():
             for rows in _row_chunks(len(x), chunk):
-                draws = torch_generator(self.est.seed, "posterior", "predict", device=x.device)
+                draws = torch_generator(self.settings.seed, "posterior", "predict", device=x.device)
                 parts.append(
                     torch.cat(
                         [
@@ -486,7 +527,7 @@ class _Variational(_Posterior):
 
     def log_noise_precision(self) -> torch.Tensor:
         """log γ for every draw: (S,), the one shared estimate, or the S quantiles (s + ½)/S of q(γ)."""
-        s_total = self.est.predict_samples
+        s_total = self.settings.predict_samples
         if self.noise_gamma is None:
             return self.log_noise.detach().expand(s_total)
         from scipy.special import gammaincinv
@@ -530,7 +571,7 @@ class _Variational(_Posterior):
         }
         if given != expected or meta.get("sizes") != list(self.sizes):
             raise CheckpointError(
-                f"{path}: its tensors do not match a {self.est.method} posterior of sizes "
+                f"{path}: its tensors do not match a {self.settings.method} posterior of sizes "
                 f"{self.sizes} (file written by another version?)"
             )
         self._load_tensors(tensors)
