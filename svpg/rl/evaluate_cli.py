@@ -79,8 +79,8 @@ def check_gif_path(path: str) -> None:
 def main(argv: list[str] | None = None, prog: str = "evaluate.py") -> int:
     """Run the front end on ``argv`` (default: the command line); ``prog`` is the command's name in messages."""
     args = build_parser(prog).parse_args(argv)
-    import svpg
     from svpg.io import CheckpointError, WriteError
+    from svpg.rl import load
     from svpg.rl.evaluation import evaluate_particles, format_table
     from svpg.runtime import resolve_device
     from svpg.seeding import int_seed
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None, prog: str = "evaluate.py") -> int:
         if args.gif:
             check_gif_path(args.gif)
         device = resolve_device(args.device)
-        policy = svpg.load(args.path, device=device)
+        policy = load(args.path, device=device)
         config = policy.metadata.get("config", {})
         env_id = args.env_id or policy.metadata.get("env_id") or config.get("env_id")
         if env_id is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from svpg import envs
+from svpg.envs import is_fast, make_batched
 from svpg.rl.config import DEFAULT_HORIZON, default_horizon
 from svpg.rl.policies import ParticlePolicy
 from svpg.seeding import int_seed, torch_generator
@@ -29,7 +29,7 @@ def evaluate_particles(
 
     :param env_id: an id (with ``env_kwargs``) or a zero-argument env factory.
     """
-    if max_episode_steps is None and not (isinstance(env_id, str) and envs.is_fast(env_id)):
+    if max_episode_steps is None and not (isinstance(env_id, str) and is_fast(env_id)):
         max_episode_steps = default_horizon(env_id)
     if episodes < 1:
         raise ValueError(f"episodes must be ≥ 1, got {episodes}")
@@ -40,7 +40,7 @@ def evaluate_particles(
                 f"particle {i} does not exist: this ensemble has {policy.num_particles} (0…{policy.num_particles - 1})"
             )
     p = len(idx)
-    env = envs.make_batched(
+    env = make_batched(
         env_id,
         p * episodes,
         device=policy.device,

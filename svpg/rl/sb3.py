@@ -30,7 +30,7 @@ def train_one(task_env: str, algo: str, seed: int, steps: int, eval_every: int, 
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
 
-    from svpg import envs  # noqa: F401  (registers svpg/* ids)
+    import svpg.envs  # noqa: F401  (registers svpg/* ids)
 
     cls = {"a2c": A2C, "ppo": PPO}[algo]
     # SB3's small MLPs gain nothing from a second thread, and the svpg runs it is compared with use one;

@@ -7,7 +7,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
-from svpg import envs
+from svpg.envs import canonical_id
 from svpg.io import atomic_write
 from svpg.rl.policies import ParticlePolicy
 from svpg.seeding import int_seed
@@ -36,7 +36,7 @@ def record_gif(
     kwargs = dict(env_kwargs or {})
     if max_episode_steps:
         kwargs["max_episode_steps"] = max_episode_steps
-    env = gym.make(envs.canonical_id(env_id), render_mode="rgb_array", **kwargs)
+    env = gym.make(canonical_id(env_id), render_mode="rgb_array", **kwargs)
     fps = env.metadata.get("render_fps", 30) / frame_skip
     frames, returns = [], []
     for ep in range(episodes):
