@@ -1,6 +1,7 @@
 #!/usr/bin/env python
 """Environment steps per second of the generic path: environments stepped in this process
-(``vec_env="sync"``) against worker processes (``vec_env="async"``), and the ratio.
+(``vec_env="sync"``) against worker processes (``vec_env="async"``) and, where EnvPool is installed,
+EnvPool's threads (``vec_env="envpool"``, its own implementation of the task), and the ratios to sync.
 
     python bench/vec_env.py                                # Hopper-v5, 8 and 16 envs, 2 workers
     python bench/vec_env.py --num-envs 32 --workers 2 4 --steps 300 --repeats 7
@@ -58,22 +59,31 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--env-id", default="Hopper-v5")
     p.add_argument("--num-envs", type=int, nargs="+", default=[8, 16])
-    p.add_argument("--workers", type=int, nargs="+", default=[2], help="n_workers of the async variants")
+    p.add_argument("--workers", type=int, nargs="+", default=[2], help="n_workers of the async and envpool variants")
     p.add_argument("--steps", type=int, default=200, help="steps per timed rollout")
     p.add_argument("--repeats", type=int, default=5, help="timed rounds (the best is reported)")
     args = p.parse_args()
     torch.set_num_threads(1)
+    try:
+        import envpool
+
+        pool = args.env_id in envpool.list_all_envs()
+    except ImportError:
+        pool = False
     print(
         f"{args.env_id}: env-steps/s, best of {args.repeats} rounds of {args.steps}-step rollouts; "
-        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
+        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; async/W: W worker processes, envpool/W: W threads"
+        + ("" if pool else " (EnvPool not installed or without this id)")
     )
     for n in args.num_envs:
         variants = {"sync": {}} | {f"async/{w}": {"vec_env": "async", "n_workers": w} for w in args.workers if w <= n}
+        if pool:
+            variants |= {f"envpool/{w}": {"vec_env": "envpool", "n_workers": w} for w in args.workers}
         sps = steps_per_second(args.env_id, n, variants, args.steps, args.repeats)
         line = f"  {n:4d} envs  sync {sps['sync']:8.0f}"
         for name in variants:
             if name != "sync":
-                line += f"  | {name} workers {sps[name]:8.0f} ({sps[name] / sps['sync']:.2f}x)"
+                line += f"  | {name} {sps[name]:8.0f} ({sps[name] / sps['sync']:.2f}x)"
         print(line, flush=True)
     print(f"load {os.getloadavg()[0]:.1f} at the end")
 

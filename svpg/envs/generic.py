@@ -18,9 +18,10 @@ import numpy as np
 import torch
 
 from .base import BatchedEnv, StepResult
+from .envpool_env import EnvPoolVectorEnv
 from .parallel import GroupedAsyncVectorEnv, VectorFactory
 
-VEC_ENVS = ("sync", "async")
+VEC_ENVS = ("sync", "async", "envpool")
 
 
 def env_name(env: gym.Env) -> str:
@@ -91,8 +92,10 @@ class GymVectorEnv(BatchedEnv):
     :param vec_env: ``"sync"`` steps the environments one after the other in this process;
         ``"async"`` in ``n_workers`` processes, each stepping a consecutive group of them in turn
         (:class:`~svpg.envs.parallel.GroupedAsyncVectorEnv`): same seeds, same results bit for bit.
-        Ids and factories only (a vector env steps as it was built).
-    :param n_workers: worker processes of ``"async"`` (at most ``num_envs``; default: one per core).
+        Ids and factories only (a vector env steps as it was built). ``"envpool"``: EnvPool's own
+        implementation of the id, in ``n_workers`` threads (:mod:`svpg.envs.envpool_env`; ids only).
+    :param n_workers: worker processes of ``"async"`` (at most ``num_envs``), threads of ``"envpool"``
+        (default: one per core).
     :param env_kwargs: extra keyword arguments for ``gym.make`` (ids only).
     """
 
@@ -123,9 +126,8 @@ class GymVectorEnv(BatchedEnv):
         if isinstance(env_id, gym.vector.VectorEnv):
             self.env_id = type(env_id.unwrapped).__name__
             if vec_env != "sync":
-                raise ValueError(
-                    f"vec_env={vec_env!r} needs an env id or a factory: {self.env_id} is a vector env already"
-                )
+                what = "an env id or a factory" if vec_env == "async" else "an env id"
+                raise ValueError(f"vec_env={vec_env!r} needs {what}: {self.env_id} is a vector env already")
             if env_id.num_envs != self.num_envs:
                 raise ValueError(f"the vector env has {env_id.num_envs} environments, {self.num_envs} are needed")
             if env_id.metadata.get("autoreset_mode") != same_step:
@@ -135,6 +137,11 @@ class GymVectorEnv(BatchedEnv):
                 )
             self.vec_env: gym.vector.VectorEnv = env_id
         elif callable(env_id):
+            if vec_env == "envpool":
+                raise ValueError(
+                    f"vec_env='envpool' runs EnvPool's own tasks: pass an id that EnvPool knows, not "
+                    f"{factory_name(env_id)} (or use vec_env='async' for your own env)"
+                )
             self._factory = factory = env_id
             self.env_id = factory_name(factory)
             steps, names = max_episode_steps, self._names
@@ -170,6 +177,16 @@ class GymVectorEnv(BatchedEnv):
                 self.max_episode_steps = gym.spec(env_id.split(":")[-1]).max_episode_steps
         if isinstance(env_id, gym.vector.VectorEnv):
             self._set_spaces(env_id.single_observation_space, env_id.single_action_space)
+        elif vec_env == "envpool":
+            kwargs = {k: v for k, v in env_kwargs.items() if k != "max_episode_steps"}
+            self.vec_env = EnvPoolVectorEnv(
+                env_id,
+                self.num_envs,
+                num_threads=n_workers,
+                max_episode_steps=self.max_episode_steps,
+                env_kwargs=kwargs,
+            )
+            self._set_spaces(self.vec_env.single_observation_space, self.vec_env.single_action_space)
         elif vec_env == "async":  # the spaces are checked before any worker starts
             self.vec_env = GroupedAsyncVectorEnv(make_vector, self.num_envs, n_workers, check_spaces=self._set_spaces)
         else:

@@ -145,10 +145,13 @@ class SVPGConfig:
         "sync",
         "how the environments of a Gymnasium id (other than the fast-path tasks) or of your own env are stepped: "
         "sync (one after the other in this process) | async (in --n-workers processes, each stepping its group of "
-        "them in turn; the same results bit for bit)",
+        "them in turn; the same results bit for bit) | envpool (ids only: EnvPool's own implementation in "
+        '--n-workers threads; pip install "svpg[envpool]")',
         choices=VEC_ENVS,
     )
-    n_workers: int = _f(0, "worker processes of --vec-env async (0: one per core, at most one per environment)")
+    n_workers: int = _f(
+        0, "worker processes of --vec-env async (at most one per environment), threads of envpool (0: one per core)"
+    )
     threads: int = _f(
         DEFAULT_THREADS,
         "torch CPU threads for the update (0: all cores; rollouts always use one); "
