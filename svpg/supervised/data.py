@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import gzip
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,7 +42,9 @@ TASKS = TASK_KINDS  # the former name, kept for existing imports
 @dataclass(frozen=True)
 class UCISet:
     """One data set of the UCI regression benchmark: ``data.txt`` of the upstream folder ``upstream``,
-    its first ``n_features`` columns the inputs, column ``target`` the target; ``splits`` standard splits."""
+    its first ``n_features`` columns the inputs, column ``target`` the target; ``splits`` standard splits.
+    ``sha256`` is the file's checksum; ``url`` where it is downloaded from (default: the upstream folder
+    of Gal & Ghahramani's repository)."""
 
     upstream: str
     rows: int
@@ -49,6 +52,7 @@ class UCISet:
     target: int
     splits: int
     sha256: str
+    url: str = ""
 
 
 #: the nine sets of S²VGD's and VMG's Table 1 available as files (YearPredictionMSD is not among them)
@@ -103,18 +107,18 @@ _FASHION_SHA = (
 )
 
 
+def _uci_file(name: str, u: UCISet) -> DataFile:
+    """``uci_splits/<name>/data.txt``, checked against ``u.sha256``."""
+    return DataFile(
+        f"uci_splits/{name}/data.txt",
+        u.sha256,
+        (u.url or f"{_UCI_HOME}/{u.upstream}/data/data.txt",),
+        f"UCI {name} (the regression benchmark's data.txt)",
+    )
+
+
 def _data_files() -> dict[str, tuple[DataFile, ...]]:
-    files: dict[str, tuple[DataFile, ...]] = {
-        name: (
-            DataFile(
-                f"uci_splits/{name}/data.txt",
-                u.sha256,
-                (f"{_UCI_HOME}/{u.upstream}/data/data.txt",),
-                f"UCI {name} (the regression benchmark's data.txt)",
-            ),
-        )
-        for name, u in UCI_SETS.items()
-    }
+    files: dict[str, tuple[DataFile, ...]] = {name: (_uci_file(name, u),) for name, u in UCI_SETS.items()}
     files["mnist"] = tuple(
         DataFile(f"mnist/{stem}.gz", sha, tuple(home + f"{stem}.gz" for home in _MNIST_HOMES), f"MNIST {stem}")
         for stem, sha in zip(_IDX_STEMS, _MNIST_SHA)
@@ -131,9 +135,6 @@ DATA_FILES: dict[str, tuple[DataFile, ...]] = _data_files()
 #: MNIST's official training images held out for validation: the last 10,000 (Blundell et al., Louizos & Welling)
 MNIST_VALIDATION = 10_000
 
-REGRESSION_SETS = (*UCI_SETS, "csv")
-CLASSIFICATION_SETS = ("mnist", "fashion-mnist", "digits")
-DATASETS = REGRESSION_SETS + CLASSIFICATION_SETS
 #: how the rows of a regression set without an official test set are split
 PROTOCOLS = {
     "random": "split k drawn from a stream of --seed, --test-fraction of the rows to test on (train_test_splits)",
@@ -514,6 +515,101 @@ def load_fashion_mnist(data_dir: str | Path | None = None, download: bool = True
     return Dataset("fashion-mnist", xtr, ytr, "classification", [f"px{i}" for i in range(784)], "label", 10, xte, yte)
 
 
+# -------------------------------------------------------------------------------------- registry
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """What :func:`load_dataset` passes to a data set's loader.
+
+    :param name: the data set's registered name; :param data_path, target: a CSV file and its target column.
+    :param data_dir, download, progress: where public files are looked up first, whether a missing one
+        may be downloaded, and with a progress bar (:func:`svpg.datafiles.fetch`).
+    """
+
+    name: str
+    data_path: str | None = None
+    target: str | None = None
+    data_dir: str | Path | None = None
+    download: bool = True
+    progress: bool = True
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    """One data set of :data:`DATASETS`.
+
+    :param task: ``"regression"`` or ``"classification"``.
+    :param load: the data set, from :class:`LoadOptions`.
+    :param files: the public files it reads (:class:`svpg.datafiles.DataFile`, each with its SHA-256);
+        :data:`DATA_FILES` lists them by data set, and the loader looks them up there.
+    :param aliases: other names it is loaded by.
+    """
+
+    task: str
+    load: Callable[[LoadOptions], Dataset]
+    files: tuple[DataFile, ...] = ()
+    aliases: tuple[str, ...] = ()
+
+
+def _uci_entry(name: str) -> DatasetEntry:
+    return DatasetEntry("regression", lambda o: load_uci(o.name, o.data_dir, o.download, o.progress), DATA_FILES[name])
+
+
+def _csv(o: LoadOptions) -> Dataset:
+    if not o.data_path:
+        raise ValueError("--dataset csv needs the file: add --data-path FILE.csv --target COLUMN")
+    return load_csv(o.data_path, o.target or "")
+
+
+#: the data sets by name, in the order ``--help`` lists them
+DATASETS: dict[str, DatasetEntry] = {
+    **{name: _uci_entry(name) for name in UCI_SETS},
+    "csv": DatasetEntry("regression", _csv),
+    "mnist": DatasetEntry(
+        "classification", lambda o: load_mnist(o.data_dir, o.download, o.progress), DATA_FILES["mnist"]
+    ),
+    "fashion-mnist": DatasetEntry(
+        "classification",
+        lambda o: load_fashion_mnist(o.data_dir, o.download, o.progress),
+        DATA_FILES["fashion-mnist"],
+        aliases=("fashion_mnist", "fashion"),
+    ),
+    "digits": DatasetEntry("classification", lambda o: load_mnist_digits()),
+}
+
+
+def register_dataset(name: str, entry: DatasetEntry) -> None:
+    """Add ``entry`` to :data:`DATASETS` under ``name`` (lower case) and its files to :data:`DATA_FILES`;
+    a ValueError if the name is taken."""
+    key = name.lower()
+    if key in DATASETS or any(key in e.aliases for e in DATASETS.values()):
+        raise ValueError(f"data set {key!r} is registered already: choose another name")
+    DATASETS[key] = entry
+    if entry.files:
+        DATA_FILES[key] = entry.files
+
+
+def register_uci_set(name: str, u: UCISet) -> None:
+    """Add a set in the UCI benchmark's form (one ``data.txt``, inputs then target, checked against
+    ``u.sha256``): loadable by name, with ``u.splits`` standard splits (``--protocol standard``)."""
+    key = name.lower()
+    if key in DATASETS:
+        raise ValueError(f"data set {key!r} is registered already: choose another name")
+    UCI_SETS[key] = u
+    STANDARD_SPLIT_ROWS[key] = u.rows
+    DATA_FILES[key] = (_uci_file(key, u),)
+    register_dataset(key, _uci_entry(key))
+
+
+def regression_sets() -> tuple[str, ...]:
+    return tuple(name for name, e in DATASETS.items() if e.task == "regression")
+
+
+def classification_sets() -> tuple[str, ...]:
+    return tuple(name for name, e in DATASETS.items() if e.task == "classification")
+
+
 def load_dataset(
     name: str,
     data_path: str | None = None,
@@ -523,22 +619,13 @@ def load_dataset(
     download: bool = True,
     progress: bool = True,
 ) -> Dataset:
-    """A data set by name (:data:`DATASETS`: the UCI sets, ``csv``, ``mnist``, ``fashion-mnist``, ``digits``)
-    or a .csv path. Public files are looked up in ``data_dir``, ``$SVPG_DATA_DIR`` and the user cache, and
+    """A data set by name (:data:`DATASETS`: the UCI sets, ``csv``, ``mnist``, ``fashion-mnist``, ``digits``,
+    and those registered with :func:`register_dataset` or :func:`register_uci_set`) or a .csv path. Public files are looked up in ``data_dir``, ``$SVPG_DATA_DIR`` and the user cache, and
     downloaded when absent (``download``) with a progress bar (``progress``)."""
     key = name.lower()
     if key.endswith(".csv"):
         return load_csv(name, target or "")
-    if key in UCI_SETS:
-        return load_uci(key, data_dir, download, progress)
-    if key == "csv":
-        if not data_path:
-            raise ValueError("--dataset csv needs the file: add --data-path FILE.csv --target COLUMN")
-        return load_csv(data_path, target or "")
-    if key == "digits":
-        return load_mnist_digits()
-    if key == "mnist":
-        return load_mnist(data_dir, download, progress)
-    if key in ("fashion-mnist", "fashion_mnist", "fashion"):
-        return load_fashion_mnist(data_dir, download, progress)
-    raise ValueError(f"unknown dataset {name!r}: choose from {', '.join(DATASETS)} or give a path ending in .csv")
+    key = next((k for k, e in DATASETS.items() if key in e.aliases), key)
+    if key not in DATASETS:
+        raise ValueError(f"unknown dataset {name!r}: choose from {', '.join(DATASETS)} or give a path ending in .csv")
+    return DATASETS[key].load(LoadOptions(key, data_path, target, data_dir, download, progress))
