@@ -46,7 +46,7 @@ from svpg.cli import Parser
 from svpg.core.svgd import OPTIMIZERS
 from svpg.core.variational import BBB_PRIOR_GRID
 from svpg.seeding import int_seed
-from svpg.supervised import METHODS, load_dataset
+from svpg.supervised import BNN_METHODS, load_dataset
 from svpg.supervised.cli import SupervisedConfig, make_estimator, resolve, split_seed
 from svpg.supervised.data import holdout_split, train_test_split
 
@@ -155,7 +155,7 @@ def main() -> None:
     parser = Parser(prog="python bench/supervised_validation.py", description=__doc__)
     parser.add_argument("--dataset", default="boston")
     parser.add_argument("--data-dir", default="", help="folder of the public data files (see train.py supervised --help)")
-    parser.add_argument("--method", default="s2vgd", choices=tuple(METHODS))
+    parser.add_argument("--method", default="s2vgd", choices=tuple(BNN_METHODS))
     parser.add_argument("--protocol", default="full", choices=("full", "checkpoint"))
     parser.add_argument("--num-splits", deprecated=("--splits",), dest="splits", type=int, default=5,
                         help="use the validation rows of splits 0..N-1")

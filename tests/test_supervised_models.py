@@ -228,7 +228,8 @@ def test_n_particles_is_the_former_name_of_num_particles(tmp_path):
         assert model.set_params(n_particles=2).num_particles == 2
     with pytest.warns(FutureWarning):
         assert BayesianClassifier(n_particles=4).num_particles == 4
-    assert supervised.METHODS is supervised.BNN_METHODS  # the former name of the method registry
+    with pytest.deprecated_call(match="use svpg.supervised.BNN_METHODS"):
+        assert supervised.METHODS is supervised.BNN_METHODS  # the former name of the method registry
     # a file written when the parameter was called n_particles loads (without a warning)
     x, y = _toy_1d(30)
     path = model.fit(x, y).save(tmp_path / "m.safetensors")

@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import load_file
 
 from svpg.core.variational import FAMILIES
-from svpg.supervised import METHODS, BayesianClassifier, BayesianRegressor
+from svpg.supervised import BNN_METHODS, BayesianClassifier, BayesianRegressor
 from svpg.supervised.cli import (
     REGRESSION_DEFAULTS,
     REGRESSION_METHOD_DEFAULTS,
@@ -140,7 +140,7 @@ def test_the_vmg_method_uses_its_papers_priors_and_badam_needs_adam(sine):
 
 def test_the_cli_resolves_each_methods_own_settings():
     boston = Dataset("boston", np.zeros((50, 2)), np.zeros(50), "regression")
-    settings = resolve(SupervisedConfig(method=",".join(METHODS)), boston)
+    settings = resolve(SupervisedConfig(method=",".join(BNN_METHODS)), boston)
     own = settings["method_settings"]
     assert list(own) == VARIATIONAL
     for method in VARIATIONAL:

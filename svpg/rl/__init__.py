@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from svpg.deprecation import renamed
 from svpg.rl.algorithm import SVPG
 from svpg.rl.callbacks import (
     BaseCallback,
@@ -23,11 +24,9 @@ from svpg.rl.callbacks import (
 )
 from svpg.rl.config import (
     ESTIMATORS,
-    METHODS,
     PAPER_TASKS,
     POLICY_METHODS,
     PRESETS,
-    TASKS,
     SVPGConfig,
     available_presets,
     load_preset,
@@ -51,8 +50,6 @@ __all__ = [
     "ESTIMATORS",
     "PAPER_TASKS",
     "PRESETS",
-    "METHODS",
-    "TASKS",
 ]
 
 
@@ -68,3 +65,7 @@ def load(path, device: str | torch.device = "cpu", particle: int | None = None) 
     if particle is not None:
         policy.set_particle(particle)
     return policy
+
+
+# the former names
+__getattr__ = renamed(__name__, {"METHODS": "POLICY_METHODS", "TASKS": "PAPER_TASKS"}, globals())

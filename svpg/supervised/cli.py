@@ -65,7 +65,7 @@ from svpg.supervised.config import (  # noqa: F401
     split_data,
     split_seed,
 )
-from svpg.supervised.models import METHODS
+from svpg.supervised.models import BNN_METHODS
 from svpg.supervised.runfolder import (  # noqa: F401
     BUILT,
     OPTION_NAMES,
@@ -87,7 +87,7 @@ RESUME_HINT = RUN_FOLDERS.resume_hint
 
 
 def build_parser() -> Parser:
-    parser = Parser(prog="train.py supervised", description=__doc__, listed={"methods": METHODS})
+    parser = Parser(prog="train.py supervised", description=__doc__, listed={"methods": BNN_METHODS})
     parser.add_argument(
         "--resume",
         metavar="RUN_DIR",

@@ -22,9 +22,9 @@ from svpg.supervised.data import (
     train_test_split,
 )
 from svpg.supervised.models import (
+    BNN_METHODS,
     KEEP_EPOCHS,
     LR_SCHEDULES,
-    METHODS,
     PARTICLE_METHODS,
     POSTERIOR_OPTIONS,
     WEIGHT_PRIORS,
@@ -148,7 +148,7 @@ class SupervisedConfig:
         "searched before $SVPG_DATA_DIR and the user cache ~/.cache/svpg, where missing files are downloaded",
     )
     target: str = _f("", "name of the target column of a CSV file")
-    method: str = _f("s2vgd", f"comma-separated methods out of {', '.join(METHODS)}, e.g. s2vgd,svgd,vmg")
+    method: str = _f("s2vgd", f"comma-separated methods out of {', '.join(BNN_METHODS)}, e.g. s2vgd,svgd,vmg")
     householder: int = _f(1, "K, Householder reflections per side of every layer (s2vgd; capped at min(ℓ1, ℓ2))")
     num_particles: int = _f(
         0,
@@ -257,9 +257,9 @@ class SupervisedConfig:
 
     def methods(self) -> list[str]:
         names = [m.strip().lower() for m in self.method.split(",") if m.strip()]
-        bad = [m for m in names if m not in METHODS]
+        bad = [m for m in names if m not in BNN_METHODS]
         if not names or bad:
-            raise ValueError(f"--method {self.method!r}: give a comma-separated list out of {', '.join(METHODS)}")
+            raise ValueError(f"--method {self.method!r}: give a comma-separated list out of {', '.join(BNN_METHODS)}")
         return list(dict.fromkeys(names))
 
     def validate(self) -> SupervisedConfig:

@@ -32,11 +32,11 @@ from pathlib import Path
 import numpy as np
 
 from svpg.datafiles import DataFile, fetch
+from svpg.deprecation import renamed
 from svpg.seeding import numpy_rng
 
 #: what a data set asks for (``Dataset.task``)
 TASK_KINDS = ("regression", "classification")
-TASKS = TASK_KINDS  # the former name, kept for existing imports
 
 
 @dataclass(frozen=True)
@@ -629,3 +629,6 @@ def load_dataset(
     if key not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}: choose from {', '.join(DATASETS)} or give a path ending in .csv")
     return DATASETS[key].load(LoadOptions(key, data_path, target, data_dir, download, progress))
+
+
+__getattr__ = renamed(__name__, {"TASKS": "TASK_KINDS"}, globals())  # the former name

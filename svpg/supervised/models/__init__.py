@@ -57,13 +57,13 @@ https://arxiv.org/abs/1906.04282 (Kronecker flow), https://arxiv.org/abs/1811.03
 
 from __future__ import annotations
 
+from svpg.deprecation import renamed
 from svpg.supervised.models.estimators import BayesianClassifier, BayesianRegressor
 from svpg.supervised.models.methods import (
     BNN_METHODS,
     FOREACH,
     KEEP_EPOCHS,
     LR_SCHEDULES,
-    METHODS,
     NOISE_POSTERIORS,
     NOISE_PRIORS,
     PARTICLE_METHODS,
@@ -77,7 +77,6 @@ __all__ = [
     "BayesianClassifier",
     "BayesianRegressor",
     "BNN_METHODS",
-    "METHODS",
     "PARTICLE_METHODS",
     "KEEP_EPOCHS",
     "WEIGHT_PRIORS",
@@ -91,3 +90,5 @@ __all__ = [
     "row_log_likelihood",
     "shared_objective",
 ]
+
+__getattr__ = renamed(__name__, {"METHODS": "BNN_METHODS"}, globals())  # the former name

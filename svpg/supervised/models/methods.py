@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from svpg.core.variational import FAMILIES
+from svpg.deprecation import renamed
 
 LR_SCHEDULES = ("constant", "cosine")
 #: which epoch's weights a fit ends with: the best by validation log-likelihood, or the last
@@ -21,7 +22,6 @@ PARTICLE_METHODS = {
 #: every method of the Bayesian neural network estimators and of ``train.py supervised``: the particle
 #: methods, then the parametric posteriors of :mod:`svpg.core.variational`
 BNN_METHODS = {**PARTICLE_METHODS, **FAMILIES}
-METHODS = BNN_METHODS  # its former name
 #: posterior options that differ from :func:`svpg.core.variational.make_posterior`'s defaults: vmg is the
 #: VMG paper's regression model (§2.4, §4, §4.1) and its reference code's (``MatrixGaussDiagLayerLearnP``):
 #: prior MN(0, τ_r⁻¹I, τ_c⁻¹I) with learned Gamma posteriors of τ_r, τ_c, 10 pseudo-data pairs per layer
@@ -49,3 +49,6 @@ POLYAK = {"vmg": 0.999}
 #: methods whose optimizer updates all parameters in one multi-tensor (foreach) step: vmg's many small
 #: parameter tensors (pseudo-data, Gamma posteriors) made the per-tensor update its slowest part
 FOREACH = ("vmg",)
+
+
+__getattr__ = renamed(__name__, {"METHODS": "BNN_METHODS"}, globals())  # the former name
