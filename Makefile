@@ -28,11 +28,12 @@ test: install
 test-all: install
 	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15
 
-# ruff (lint and format check) and mypy on the package, configured in pyproject.toml
+# ruff (lint and format check) and mypy on the package, configured in pyproject.toml; the import graph's check
 lint: install
 	$(PY) -m ruff check svpg
 	$(PY) -m ruff format --check svpg
 	$(PY) -m mypy
+	$(PY) tests/test_imports.py
 
 # the wheel installed (not editable) into a fresh venv, and `svpg train` run outside the checkout
 package-check: install
