@@ -37,7 +37,7 @@ import torch
 from svpg import envs
 from svpg.core.svgd import SVGD
 from svpg.io import CheckpointError, flatten_state, load_tensors, save_tensors, unflatten_state
-from svpg.rl.config import DEFAULT_HORIZON, SVPGConfig, default_horizon, load_preset
+from svpg.rl.config import DEFAULT_HORIZON, SVPGConfig, default_horizon, load_preset, with_estimator_defaults
 from svpg.rl.environments import EnvSource, is_custom, resolve_env
 from svpg.rl.estimators import ESTIMATORS, Estimator, policy_gradient_surrogate
 from svpg.rl.normalize import Normalizer
@@ -110,7 +110,8 @@ class SVPG:
         factory returning a new ``gym.Env`` (e.g. an ``Env`` subclass), or a ``gym.vector.VectorEnv``
         with same-step autoreset whose ``num_envs`` is a multiple of ``num_particles``.
     :param method: ``"s2vgd"`` (default), ``"svgd"``, ``"svgd-star"`` or ``"independent"``.
-    :param estimator: ``"ppo"`` (default), ``"a2c"`` or ``"reinforce"``.
+    :param estimator: ``"ppo"`` (default), ``"a2c"``, ``"reinforce"`` or ``"sac"`` (off-policy; its own
+        defaults for the options it changes: ``svpg.rl.estimators.SAC.defaults``).
     :param num_particles: M (default 4).
     :param seed: the run seed; every random stream is spawned from it.
     :param device: torch device.
@@ -154,8 +155,10 @@ class SVPG:
                 f"{run_only} are not SVPG options: pass the env as env (and env_kwargs), the length to "
                 f"learn(total_timesteps), and use CheckpointCallback / EvalCallback for files and evaluation"
             )
+        fields.update(options)
+        fields = with_estimator_defaults(fields)
         source = resolve_env(env, env_kwargs)
-        fields.update(options, seed=seed, device=device, env_id=source.env_id, env_kwargs=source.env_kwargs)
+        fields.update(seed=seed, device=device, env_id=source.env_id, env_kwargs=source.env_kwargs)
         self._init(SVPGConfig(**fields), source, tensorboard_log=tensorboard_log, verbose=verbose)
 
     @classmethod
@@ -198,7 +201,8 @@ class SVPG:
         else:
             self.horizon = cfg.horizon or source.time_limit or DEFAULT_HORIZON
         # rllab's sampler: every iteration each environment starts afresh and may run a full horizon
-        self.envs_per_particle = max(1, cfg.samples_per_particle // self.horizon)
+        samples = cfg.samples_per_particle or self.horizon  # 0: one horizon, one environment per particle
+        self.envs_per_particle = max(1, samples // self.horizon)
         if source.num_envs is not None:  # a user's vector env fixes the number of environments
             if source.num_envs % (s * m):
                 raise ValueError(
@@ -206,7 +210,7 @@ class SVPG:
                     f"num_particles × num_seeds = {s * m} (each particle runs its own)"
                 )
             self.envs_per_particle = source.num_envs // (s * m)
-        self.steps_per_iteration = math.ceil(cfg.samples_per_particle / self.envs_per_particle)
+        self.steps_per_iteration = math.ceil(samples / self.envs_per_particle)
         self.env = envs.make_batched(
             source.target,
             s * m * self.envs_per_particle,
@@ -222,6 +226,7 @@ class SVPG:
             cfg.network_kwargs(self.env.obs_dim, self.env.action_dim),
             m,
             obs_scale=cfg.obs_scale,
+            squashed=ESTIMATORS[cfg.estimator].squashed_policy,
         )
         # each seed's particles drawn from its own stream, exactly as its single-seed run draws them
         theta = torch.cat(
@@ -253,11 +258,15 @@ class SVPG:
         self._writers: list = []
 
     # -- one iteration -----------------------------------------------------------------------
+    def reset_environments(self) -> torch.Tensor:
+        """Reset every environment with iteration n's reset stream: the observations (num_envs, obs_dim)."""
+        resets = [int_seed(seed, "env_reset", self.iteration) for seed in self.seeds]
+        return self.env.reset(seed=resets[0] if len(resets) == 1 else resets)
+
     def collect(self) -> Rollout:
         """Every particle runs its policy on its own freshly reset environments (rllab's sampler), with
         iteration n's reset and action-noise streams."""
-        resets = [int_seed(seed, "env_reset", self.iteration) for seed in self.seeds]
-        obs = self.env.reset(seed=resets[0] if len(resets) == 1 else resets)
+        obs = self.reset_environments()
         noise = self.streams("action_noise")
         return collect_rollout(
             self.env,

@@ -105,7 +105,11 @@ class SVPGConfig:
     optimizer: str = _f("adam", " | ".join(OPTIMIZERS) + " (steps along −φ)", choices=tuple(OPTIMIZERS))
     lr: float = _f(3e-4, "learning rate")
     anneal_lr: bool = _f(False, "decay the learning rate linearly to 0 over the run (CleanRL's anneal_lr)")
-    samples_per_particle: int = _f(2048, "environment steps each particle collects per iteration")
+    samples_per_particle: int = _f(
+        2048,
+        "environment steps each particle collects per iteration (0: one horizon in one environment per "
+        "particle; sac's default)",
+    )
     horizon: int = _f(0, "maximum episode length (0: the environment's own limit)")
     gamma: float = _f(0.99, "discount factor γ")
     baseline: str = _f(
@@ -121,6 +125,21 @@ class SVPGConfig:
     ppo_epochs: int = _f(10, "ppo: passes over each iteration's batch")
     ppo_minibatches: int = _f(32, "ppo: minibatches per pass (each one SVGD step of all particles)")
     clip_range: float = _f(0.2, "ppo: the clipped surrogate's ε (ratios outside 1 ± ε get no gradient)")
+    buffer_size: int = _f(1_000_000, "sac: transitions the replay buffer keeps per run (all particles' together)")
+    learning_starts: int = _f(
+        10_000, "sac: transitions (all particles' steps) collected with uniform actions before the first update"
+    )
+    batch_size: int = _f(256, "sac: minibatch size of every particle's critic and actor updates")
+    tau: float = _f(0.005, "sac: Polyak coefficient of the target critics")
+    train_freq: int = _f(1, "sac: update every this many steps of all particles' environments")
+    gradient_steps: int = _f(1, "sac: gradient steps (each one SVGD step of all particles) per update")
+    ent_coef: str = _f(
+        "auto", "sac: entropy temperature of each particle: auto (tuned, from 1), auto_<initial> or a fixed number"
+    )
+    target_entropy: str = _f("auto", "sac: entropy target of the tuned temperature (auto: −dim(action space))")
+    save_replay_buffer: bool = _f(
+        True, "sac: checkpoints hold the replay buffer (false: smaller files; a resume refills it and differs)"
+    )
     normalize_obs: bool = _f(
         True,
         "normalise observations by running mean and std, shared by the particles (SB3's VecNormalize); "
@@ -186,7 +205,7 @@ class SVPGConfig:
             problems.append(f"--method {self.method!r}: choose from {', '.join(POLICY_METHODS)}")
         if self.estimator not in ESTIMATORS:
             problems.append(f"--estimator {self.estimator!r}: choose from {', '.join(ESTIMATORS)}")
-        for name in ("num_particles", "samples_per_particle", "num_seeds"):
+        for name in ("num_particles", "num_seeds", "buffer_size", "batch_size", "train_freq", "gradient_steps"):
             if getattr(self, name) < 1:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 1, got {getattr(self, name)}")
         for name in (
@@ -199,6 +218,8 @@ class SVPGConfig:
             "threads",
             "keep_checkpoints",
             "n_workers",
+            "samples_per_particle",
+            "learning_starts",
         ):
             if getattr(self, name) < 0:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 0, got {getattr(self, name)}")
@@ -228,6 +249,13 @@ class SVPGConfig:
             )
         if self.ppo_epochs < 1 or self.ppo_minibatches < 1 or not 0 < self.clip_range < 1:
             problems.append("--ppo-epochs ≥ 1, --ppo-minibatches ≥ 1 and 0 < --clip-range < 1 are required")
+        if not 0 < self.tau <= 1:
+            problems.append(f"--tau must be in (0, 1], got {self.tau}")
+        if self.target_entropy != "auto":
+            try:
+                float(self.target_entropy)
+            except ValueError:
+                problems.append(f"--target-entropy must be 'auto' or a number, got {self.target_entropy!r}")
         if not self.clip_obs > 0 or not self.clip_reward > 0:
             problems.append("--clip-obs and --clip-reward must be > 0")
         if not 0 <= self.gamma <= 1:
@@ -267,9 +295,23 @@ class SVPGConfig:
         )
 
     @classmethod
+    def with_defaults(cls, **fields) -> SVPGConfig:
+        """A config of ``fields`` with the chosen estimator's own defaults for the fields not given (what
+        ``svpg.SVPG`` and ``train.py`` do; ``SVPGConfig(...)`` itself takes the defaults listed here)."""
+        return cls(**with_estimator_defaults(fields))
+
+    @classmethod
     def from_dict(cls, d: dict, source: str = "config") -> SVPGConfig:
         """A config from JSON-like values; unknown keys and wrong types are refused naming ``source``."""
         return dataclass_from_dict(cls, d, source)
+
+
+def with_estimator_defaults(fields: dict) -> dict:
+    """``fields`` (config field → value, as given by a user or a preset) with the estimator's own
+    defaults (``Estimator.defaults``, e.g. sac's 256-wide networks) for the fields they leave out."""
+    estimator = fields.get("estimator", SVPGConfig.__dataclass_fields__["estimator"].default)
+    own = ESTIMATOR_CLASSES[estimator].defaults if estimator in ESTIMATOR_CLASSES else {}
+    return {**own, **fields}
 
 
 def parameter_count(sizes: tuple[int, ...], **spec) -> int:

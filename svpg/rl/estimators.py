@@ -17,6 +17,7 @@ Adding an estimator: a subclass of :class:`Estimator` with a ``name``, a ``help`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -25,6 +26,7 @@ import torch
 from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
 from svpg.rl.policies import ParticlePolicy, fold_obs_scale
+from svpg.rl.replay import ReplayBuffer
 from svpg.rl.returns import discounted_returns, gae_advantages, linear_feature_baseline, standardize
 from svpg.rl.rollout import Rollout, per_particle
 from svpg.runtime import torch_threads
@@ -53,6 +55,10 @@ class Estimator:
     #: SVPGConfig fields whose default differs for this estimator, filled in by ``svpg.SVPG`` and
     #: ``train.py`` where the user gives no value (as SB3's algorithms each have their own defaults)
     defaults: ClassVar[dict[str, Any]] = {}
+    #: rollouts keep the pre-reset observations (critics bootstrap from them)
+    needs_final_obs: ClassVar[bool] = False
+    #: the policy's Box head is the tanh-squashed Gaussian (:class:`~svpg.rl.policies.PolicySpec`)
+    squashed_policy: ClassVar[bool] = False
 
     @classmethod
     def from_model(cls, model: SVPG) -> Estimator:
@@ -119,9 +125,6 @@ def policy_gradient_surrogate(
 class OnPolicyEstimator(Estimator):
     """An iteration of the on-policy estimators (eqs. 17–19): every particle collects its own batch on
     freshly reset environments, advantages and the critics' fit, then :meth:`policy_update`."""
-
-    #: the rollout keeps the pre-reset observations (critics bootstrap from them)
-    needs_final_obs: ClassVar[bool] = False
 
     def train_iteration(self, model: SVPG, batch: Rollout | None = None) -> tuple[Rollout, dict[str, torch.Tensor]]:
         if batch is None:
@@ -409,3 +412,291 @@ class PPO(A2C):
                 info = model.svgd_update(surrogate, size)
                 steps += 1
         return {**info, "train/clip_fraction": clipped / steps, "train/approx_kl": kl / steps}
+
+
+#: the diagnostics of an SVGD step (:meth:`svpg.SVPG.svgd_update`) and of SAC's other updates: logged as
+#: NaN in an iteration that made no gradient step (the warm-up), so every progress row has every column
+_SAC_SCALARS = (
+    "svgd/bandwidth",
+    "svgd/driving_norm",
+    "svgd/repulsive_norm",
+    "svgd/particle_spread",
+    "train/policy_loss",
+    "policy/entropy",
+    "structure/min_householder_norm",
+    "critic/q_loss",
+    "critic/q_mean",
+    "train/ent_coef",
+    "train/ent_coef_loss",
+)
+
+
+@register_estimator
+class SAC(Estimator):
+    """Soft actor-critic (Haarnoja et al. 2018, https://arxiv.org/abs/1812.05905) as an SVGD estimator:
+    every particle acts in its own environments, all transitions go to one replay buffer, and each
+    gradient step trains every particle's twin critics on its own minibatch from that buffer, then moves
+    all particles by one SVGD step on ∇[J_i/α + λ log p] with J_i the sum over particle i's minibatch of
+    SAC's actor objective min_k Q_ik(s, ã) − α_i log π_i(ã|s), ã ~ π_i(·|s) reparameterised. The kernel,
+    the priors and S²VGD's structured layers are those of the on-policy estimators.
+
+    Each particle has its own twin critics (Q_i1, Q_i2: Q^{π_i} of its own policy, learned from everyone's
+    transitions) with Polyak-averaged targets, and its own entropy temperature α_i tuned towards the
+    target entropy as SAC does. The critics are one (2·M, D) particle tensor (one ``baddbmm`` per layer).
+    Stable-Baselines3's names and defaults for ``buffer_size``, ``learning_starts``, ``batch_size``,
+    ``tau``, ``train_freq``, ``gradient_steps``, ``ent_coef`` and ``target_entropy``.
+
+    An iteration resets the environments (as the on-policy estimators do) and runs
+    ``steps_per_iteration`` steps of all particles, with ``gradient_steps`` updates after every
+    ``train_freq`` steps once ``learning_starts`` transitions (all particles' steps) are in the buffer;
+    before that, actions are uniform in the box. Checkpoints at iteration boundaries hold the buffer,
+    critics, targets, temperatures and optimizers, so a resumed run equals the uninterrupted one.
+    """
+
+    name = "sac"
+    help = (
+        "off-policy soft actor-critic: one replay buffer for all particles, twin critics and an entropy "
+        "temperature per particle, every actor step one SVGD step"
+    )
+    on_policy = False
+    squashed_policy = True
+    defaults = {
+        "hidden": (256, 256),
+        "critic_hidden": (256, 256),
+        "samples_per_particle": 0,
+        "normalize_obs": False,
+        "normalize_reward": False,
+    }
+
+    def __init__(self, model: SVPG):
+        cfg, spec = model.config, model.spec
+        env_name = cfg.env_id
+        if spec.discrete:
+            raise ValueError(
+                f"estimator 'sac' needs a continuous (Box) action space, and {env_name} has discrete actions: "
+                f"use estimator='ppo' (or 'a2c', 'reinforce')"
+            )
+        if cfg.normalize_obs or cfg.normalize_reward:
+            raise ValueError(
+                "estimator 'sac' learns from raw observations and rewards: pass normalize_obs=False and "
+                "normalize_reward=False (--normalize-obs false --normalize-reward false)"
+            )
+        self.seeds, self.particles = len(model.seeds), cfg.num_particles
+        self.gamma, self.tau, self.batch_size = cfg.gamma, cfg.tau, cfg.batch_size
+        self.learning_starts, self.train_freq, self.gradient_steps = (
+            cfg.learning_starts,
+            cfg.train_freq,
+            cfg.gradient_steps,
+        )
+        self.save_replay_buffer = cfg.save_replay_buffer
+        rows = model.policy.num_particles  # S·M
+        obs_dim, action_dim = spec.obs_dim, spec.action_dim
+        device = model.device
+        needed = ReplayBuffer.nbytes(self.seeds, cfg.buffer_size, obs_dim, action_dim)
+        available = available_memory(device)
+        if available is not None and needed > 0.8 * available:
+            raise ValueError(
+                f"a replay buffer of {cfg.buffer_size:,} transitions × {self.seeds} seed(s) needs "
+                f"{needed / 2**30:.1f} GiB and {device} has {available / 2**30:.1f} GiB free: lower buffer_size"
+            )
+        if model.verbose >= 1:
+            print(
+                f"SAC replay buffer: {cfg.buffer_size:,} transitions × {self.seeds} seed(s), "
+                f"{needed / 2**20:,.0f} MiB preallocated on {device}"
+            )
+        self.buffer = ReplayBuffer(self.seeds, cfg.buffer_size, obs_dim, action_dim, device)
+        # the critics: two per particle, rows (seed, particle, k), so each seed's are consecutive
+        self.layout = ParticleLayout()
+        self.net = ParticleMLP(
+            self.layout,
+            NetworkSpec((obs_dim + action_dim, *cfg.critic_hidden, 1), activation="relu", prior="flat"),
+            name="q",
+        )
+        theta = torch.empty(2 * rows, self.layout.size, device=device)
+        for block, seed in zip(theta.chunk(self.seeds), model.seeds):
+            self.net.init_(block, torch_generator(seed, "critic_init", device=device))
+        self.critic = torch.nn.Parameter(theta)
+        self.target = theta.detach().clone()
+        self.critic_optimizer = torch.optim.Adam([self.critic], lr=cfg.critic_lr)
+        self.auto_entropy, initial = _parse_ent_coef(cfg.ent_coef)
+        self.log_ent_coef = torch.nn.Parameter(torch.full((rows,), math.log(initial), device=device))
+        self.ent_optimizer = torch.optim.Adam([self.log_ent_coef], lr=cfg.lr)
+        self.target_entropy = -float(action_dim) if cfg.target_entropy == "auto" else float(cfg.target_entropy)
+        self.low = torch.tensor(spec.action_low, device=device)
+        self.high = torch.tensor(spec.action_high, device=device)
+
+    @classmethod
+    def from_model(cls, model: SVPG) -> SAC:
+        return cls(model)
+
+    # -- the critics -----------------------------------------------------------------------------
+    def q_values(self, weights, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Both critics of each particle: obs (R, B, d), actions (R, B, A) with critic weights of 2R rows
+        → (R, 2, B)."""
+        x = torch.cat([obs, actions], -1).repeat_interleave(2, dim=0)
+        q = self.net.forward(weights, x)
+        return q.view(obs.shape[0], 2, obs.shape[1])
+
+    # -- an iteration ----------------------------------------------------------------------------
+    def train_iteration(self, model: SVPG, batch: Rollout | None = None) -> tuple[Rollout, dict[str, torch.Tensor]]:
+        if batch is not None:
+            raise ValueError("estimator 'sac' collects its own samples between its updates: pass no batch")
+        policy, env = model.policy, model.env
+        rows, n, steps = policy.num_particles, model.envs_per_particle, model.steps_per_iteration
+        m, a_dim = self.particles, model.spec.action_dim
+        obs = model.reset_environments()
+        action_noise = model.streams("action_noise")
+        minibatches, update_noise = model.streams("replay_minibatch"), model.streams("sac_noise")
+        recorded: dict[str, list[torch.Tensor]] = {k: [] for k in ("obs", "actions", "rewards", "term", "trunc")}
+        info: dict[str, torch.Tensor] | None = None
+        weights = None
+        with torch_threads(model.update_threads):
+            for t in range(steps):
+                o = obs.view(rows, n, -1)
+                with torch.no_grad():
+                    if self.buffer.added < self.learning_starts:  # warm-up: uniform in the box (SB3's)
+                        u = torch.cat([torch.rand((m, n, a_dim), generator=g, device=o.device) for g in action_noise])
+                        a = self.low + (self.high - self.low) * u
+                    else:
+                        if weights is None:
+                            weights = policy.fast_weights(policy.theta.detach())
+                        eps = torch.cat(
+                            [torch.randn((m, n, a_dim), generator=g, device=o.device) for g in action_noise]
+                        )
+                        a = policy.sample(weights, o, eps)
+                res = env.step(a.reshape(rows * n, a_dim))
+                per_run = (self.seeds, m * n)
+                self.buffer.add(
+                    o.reshape(*per_run, -1),
+                    a.reshape(*per_run, -1),
+                    res.reward.view(per_run),
+                    res.final_obs.view(*per_run, -1),
+                    res.terminated.view(per_run),
+                )
+                for key, value in zip(recorded, (o, a, res.reward, res.terminated, res.truncated)):
+                    recorded[key].append(value)
+                obs = res.obs
+                if self.buffer.added >= self.learning_starts and (t + 1) % self.train_freq == 0:
+                    for _ in range(self.gradient_steps):
+                        info = self.gradient_step(model, minibatches, update_noise)
+                    weights = None
+        shape = (steps, rows, n)
+        batch = Rollout(
+            obs=torch.stack(recorded["obs"]),
+            actions=torch.stack(recorded["actions"]),
+            rewards=torch.stack(recorded["rewards"]).view(shape),
+            terminated=torch.stack(recorded["term"]).view(shape),
+            truncated=torch.stack(recorded["trunc"]).view(shape),
+            final_obs=None,
+        )
+        model.check_environment_output(batch)
+        if info is None:
+            nan = torch.full((self.seeds,), float("nan"), device=model.device)
+            info = {key: nan for key in _SAC_SCALARS}
+        return batch, info
+
+    def gradient_step(self, model: SVPG, minibatches, update_noise) -> dict[str, torch.Tensor]:
+        """One SAC update of every particle (Stable-Baselines3's order): temperature, critics, one SVGD
+        step of the actors, Polyak-averaged targets."""
+        policy, m = model.policy, self.particles
+        b, a_dim, device = self.batch_size, model.spec.action_dim, model.device
+        indices = torch.cat([torch.randint(self.buffer.size, (m, b), generator=g, device=device) for g in minibatches])
+        obs, actions, rewards, next_obs, terminated = self.buffer.sample(indices, m)
+        noise = torch.cat([torch.randn((m, b, a_dim), generator=g, device=device) for g in update_noise])
+        next_noise = torch.cat([torch.randn((m, b, a_dim), generator=g, device=device) for g in update_noise])
+        with torch.no_grad():
+            layer_weights = policy.fast_weights(policy.theta.detach())[0]
+            _, logp = policy.squashed_sample(policy.net.fast_forward(layer_weights, obs), noise)
+        ent_loss = obs.new_zeros(self.seeds)
+        if self.auto_entropy:  # −log α_i (log π_i + H̄): α_i grows while the entropy is below its target
+            per_particle_loss = -(self.log_ent_coef * (logp + self.target_entropy).mean(1))
+            self.ent_optimizer.zero_grad(set_to_none=True)
+            per_particle_loss.sum().backward()
+            self.ent_optimizer.step()
+            ent_loss = per_particle_loss.detach().view(self.seeds, m).mean(1)
+        ent_coef = self.log_ent_coef.detach().exp()
+        # the critics: y = r + γ (1 − d) (min_k Q̄_ik(s', ã') − α_i log π_i(ã'|s'))
+        with torch.no_grad():
+            next_actions, next_logp = policy.squashed_sample(
+                policy.net.fast_forward(layer_weights, next_obs), next_noise
+            )
+            next_q = self.q_values(self.net.weights(self.target), next_obs, next_actions).amin(1)
+            y = rewards + self.gamma * (1 - terminated) * (next_q - ent_coef.unsqueeze(1) * next_logp)
+        q = self.q_values(self.net.weights(self.critic), obs, actions)
+        per_particle_q_loss = 0.5 * (q - y.unsqueeze(1)).square().mean(2).sum(1)
+        self.critic_optimizer.zero_grad(set_to_none=True)
+        per_particle_q_loss.sum().backward()  # each particle's critics get their own loss's gradient
+        self.critic_optimizer.step()
+        # the actors: one SVGD step on the sum over each particle's minibatch of min_k Q_ik(s, ã) − α_i log π_i(ã|s)
+        critic_weights = self.net.weights(self.critic.detach())
+
+        def surrogate(block, particle_rows, k):
+            two = slice(2 * particle_rows.start, 2 * particle_rows.stop)
+            o = obs[particle_rows]
+            out = policy.net.fast_forward(policy.fast_weights(block)[0], o)
+            a, logp_pi = policy.squashed_sample(out, noise[particle_rows])
+            q_pi = self.q_values([(w[two], c[two]) for w, c in critic_weights], o, a).amin(1)
+            objective = (q_pi - ent_coef[particle_rows].unsqueeze(1) * logp_pi).sum(1)
+            return objective, -logp_pi.detach().mean(1)
+
+        info = model.svgd_update(surrogate, b)
+        with torch.no_grad():
+            self.target.lerp_(self.critic.detach(), self.tau)
+        per_seed = (self.seeds, m)
+        return {
+            **info,
+            "critic/q_loss": per_particle_q_loss.detach().view(per_seed).mean(1),
+            "critic/q_mean": q.detach().mean((1, 2)).view(per_seed).mean(1),
+            "train/ent_coef": ent_coef.view(per_seed).mean(1),
+            "train/ent_coef_loss": ent_loss,
+        }
+
+    # -- checkpoints -----------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {
+            "critic": self.critic.detach().cpu(),
+            "target": self.target.cpu(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "log_ent_coef": self.log_ent_coef.detach().cpu(),
+            "ent_optimizer": self.ent_optimizer.state_dict(),
+            "buffer": self.buffer.state_dict(self.save_replay_buffer),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        with torch.no_grad():
+            self.critic.copy_(state["critic"])
+            self.target.copy_(state["target"])
+            self.log_ent_coef.copy_(state["log_ent_coef"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.ent_optimizer.load_state_dict(state["ent_optimizer"])
+        self.buffer.load_state_dict(state["buffer"])
+
+
+def _parse_ent_coef(value: str) -> tuple[bool, float]:
+    """SB3's ``ent_coef``: ``"auto"`` (tuned, starting at 1), ``"auto_0.1"`` (tuned, starting at 0.1) or a
+    fixed positive number → (tuned, initial value)."""
+    auto = value.startswith("auto")
+    text = value[5:] if value.startswith("auto_") else ("1.0" if auto else value)
+    try:
+        initial = float(text)
+    except ValueError:
+        initial = float("nan")
+    if not initial > 0:
+        raise ValueError(f"--ent-coef must be 'auto', 'auto_<initial value>' or a positive number, got {value!r}")
+    return auto, initial
+
+
+def available_memory(device: torch.device | str) -> int | None:
+    """Bytes free for a new allocation on ``device`` (MemAvailable of /proc/meminfo on a CPU, the free
+    memory of a CUDA device); None where unknown."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None

@@ -82,6 +82,24 @@ class AddGaussianNoise(nn.Module):
         return torch.addcmul(mean, self.std, torch.randn_like(mean))  # type: ignore[arg-type]
 
 
+class SquashedGaussian(nn.Module):
+    """The squashed head's output (B, 2A) = (mean, log-std) -> centre + half · tanh(mean [+ std ε]), as
+    :meth:`svpg.rl.policies.ParticlePolicy.squashed_sample` draws it."""
+
+    def __init__(self, centre: torch.Tensor, half: torch.Tensor, deterministic: bool):
+        super().__init__()
+        self.register_buffer("centre", centre)
+        self.register_buffer("half_width", half)
+        self.deterministic = deterministic
+
+    def forward(self, out: torch.Tensor) -> torch.Tensor:
+        mean, log_std = out.chunk(2, dim=-1)
+        if not self.deterministic:
+            mean = mean + log_std.clamp(-20.0, 2.0).exp() * torch.randn_like(mean)
+        # buffers: see AddGaussianNoise
+        return torch.addcmul(self.centre, self.half_width, torch.tanh(mean))  # type: ignore[arg-type]
+
+
 class Clip(nn.Module):
     """Actions clipped to the action space's box, as :meth:`ParticlePolicy.predict` and
     Stable-Baselines3 clip them."""
@@ -165,7 +183,10 @@ def to_module(
     if raw:
         return nn.Sequential(*layers).requires_grad_(False)
     if spec.discrete:
-        head = [Argmax()] if deterministic else [AddGumbelNoise(), Argmax()]
+        head: list[nn.Module] = [Argmax()] if deterministic else [AddGumbelNoise(), Argmax()]
+    elif spec.squashed:
+        low, high = (torch.tensor(bound, dtype=torch.float32) for bound in (spec.action_low, spec.action_high))
+        head = [SquashedGaussian((high + low) / 2, (high - low) / 2, deterministic)]
     else:
         low, high = (torch.tensor(bound, dtype=torch.float32) for bound in (spec.action_low, spec.action_high))
         assert log_std is not None  # a continuous policy learns its std
@@ -241,7 +262,7 @@ def _describe(policy: ParticlePolicy, particle: int, deterministic: bool, raw: b
     else:
         action = {"low": list(spec.action_low), "high": list(spec.action_high)}
     if raw:
-        output = "logits" if spec.discrete else "mean"
+        output = "logits" if spec.discrete else "mean and log-std before tanh" if spec.squashed else "mean"
     else:
         output = "action" if deterministic else "sampled action"
     return {

@@ -6,6 +6,7 @@ rather than ``torch.distributions`` objects, which cost ~40× more per step.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 
 import gymnasium as gym
@@ -32,6 +33,10 @@ class PolicySpec:
     :param init_log_std: initial log σ of the Gaussian head.
     :param obs_scale: fixed per-feature multipliers of the observation (empty: none), folded into the
         first layer's effective weights, so the policy still takes the environment's raw observation.
+    :param squashed: a Box head whose network outputs a mean and a log-std per action dimension, the
+        Gaussian sample squashed by tanh into the action box (SAC's policy, Haarnoja et al. 2018,
+        https://arxiv.org/abs/1801.01290, appendix C); False: a state-independent learned log-std, and
+        actions clipped to the box.
     """
 
     obs_dim: int
@@ -43,6 +48,7 @@ class PolicySpec:
     action_high: tuple[float, ...] = field(default=())
     init_log_std: float = 0.0
     obs_scale: tuple[float, ...] = field(default=())
+    squashed: bool = False
 
     def __post_init__(self):
         scale = tuple(float(s) for s in self.obs_scale)
@@ -56,6 +62,8 @@ class PolicySpec:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["network"] = self.network.to_dict()
+        if not self.squashed:  # files of unsquashed policies read as they did before the head existed
+            del d["squashed"]
         return d
 
     @classmethod
@@ -74,8 +82,10 @@ class PolicySpec:
         network: dict,
         num_particles: int,
         obs_scale: tuple[float, ...] = (),
+        squashed: bool = False,
     ) -> PolicySpec:
-        """Build from Gymnasium spaces; ``network`` holds NetworkSpec fields except ``sizes``' ends."""
+        """Build from Gymnasium spaces; ``network`` holds NetworkSpec fields except ``sizes``' ends.
+        ``squashed``: the tanh-squashed Gaussian head (Box actions with finite bounds only)."""
         if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
             raise ValueError(f"svpg policies need a flat Box observation space, got {obs_space}")
         obs_dim = obs_space.shape[0]
@@ -88,15 +98,21 @@ class PolicySpec:
             )
         if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
             a = action_space.shape[0]
+            if squashed and not (np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()):
+                raise ValueError(
+                    f"a tanh-squashed policy needs finite action bounds, got {action_space}: "
+                    f"wrap the env in gymnasium.wrappers.ClipAction or rescale its actions"
+                )
             return cls(
                 obs_dim,
                 False,
                 a,
-                NetworkSpec((obs_dim, *hidden, a), **network),
+                NetworkSpec((obs_dim, *hidden, 2 * a if squashed else a), **network),
                 num_particles,
                 tuple(float(x) for x in action_space.low),
                 tuple(float(x) for x in action_space.high),
                 obs_scale=obs_scale,
+                squashed=squashed,
             )
         raise ValueError(f"svpg policies support Discrete or flat Box action spaces, got {action_space}")
 
@@ -124,14 +140,14 @@ class ParticlePolicy:
         self.spec = spec
         self.layout = ParticleLayout()
         self.net = ParticleMLP(self.layout, spec.network, name="pi")
-        if not spec.discrete:
+        if not spec.discrete and not spec.squashed:
             self.layout.add("pi.log_std", (spec.action_dim,))
         self.particle = 0
         if theta is None:
             theta = torch.empty(spec.num_particles, self.layout.size, device=device)
             # small last layer: every particle starts close to the uniform / zero-mean policy
             self.net.init_(theta, torch_generator(seed, "policy_init", device=theta.device), out_scale=0.01)
-            if not spec.discrete:
+            if not spec.discrete and not spec.squashed:
                 self.layout.get(theta, "pi.log_std").fill_(spec.init_log_std)
         elif tuple(theta.shape) != (spec.num_particles, self.layout.size):
             raise ValueError(
@@ -141,6 +157,12 @@ class ParticlePolicy:
         #: a frozen observation normalisation ({"mean", "std", "clip"}, see svpg.rl.normalize) applied by
         #: :meth:`preprocess` before acting on raw observations; None: the policy reads them as they are
         self.obs_normalization: dict | None = None
+        if spec.squashed:  # the box [low, high] as tanh's image: a = centre + half · tanh(u)
+            low, high = (
+                torch.tensor(b, dtype=self.theta.dtype, device=self.theta.device)
+                for b in (spec.action_low, spec.action_high)
+            )
+            self.action_centre, self.action_half = (high + low) / 2, (high - low) / 2
 
     def preprocess(self, obs: torch.Tensor) -> torch.Tensor:
         """Raw environment observations → what the particles read (the frozen normalisation, if any)."""
@@ -164,7 +186,7 @@ class ParticlePolicy:
         function and the same gradients in θ as scaling every observation, at no cost per step.
         """
         theta = self.theta if theta is None else theta
-        log_std = None if self.spec.discrete else self.layout.get(theta, "pi.log_std")
+        log_std = None if self.spec.discrete or self.spec.squashed else self.layout.get(theta, "pi.log_std")
         return fold_obs_scale(self.net.weights(theta), self.spec.obs_scale), log_std
 
     def fast_weights(self, theta: torch.Tensor | None = None):
@@ -188,18 +210,47 @@ class ParticlePolicy:
         out = self.net.fast_forward(layer_weights, obs)
         if self.spec.discrete:
             return torch.argmax(out + noise, dim=-1)  # Gumbel-max: exact categorical sample
+        if self.spec.squashed:
+            return self.squashed_sample(out, noise)[0]
         return torch.addcmul(out, log_std.exp().unsqueeze(1), noise)
+
+    #: SAC's bounds on the squashed head's log-std (Stable-Baselines3's LOG_STD_MIN / LOG_STD_MAX)
+    LOG_STD_BOUNDS = (-20.0, 2.0)
+
+    def squashed_sample(self, out: torch.Tensor, noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The squashed head's reparameterised action a = c + h · tanh(μ + σ ε) and log π(a|s), from the
+        network output ``out`` (..., 2A) = (μ, log σ) and ε ~ N(0, 1) (..., A); differentiable in ``out``.
+
+        log π(a|s) = log N(u; μ, σ) − Σ log(1 − tanh²u), the change of variables of SAC's appendix C, for
+        the action in [−1, 1] before the box's affine map (as Stable-Baselines3 counts it, so that
+        SAC's target entropy −A means the same on every box); 1 − tanh²u is computed in log space,
+        exact where tanh saturates.
+        """
+        mean, log_std = out.chunk(2, dim=-1)
+        log_std = log_std.clamp(*self.LOG_STD_BOUNDS)
+        u = torch.addcmul(mean, log_std.exp(), noise)
+        squash = torch.tanh(u)
+        log_det = 2 * (math.log(2.0) - u - torch.nn.functional.softplus(-2 * u))  # log(1 − tanh²u)
+        logp = (-0.5 * noise.square() - log_std - 0.5 * LOG_2PI - log_det).sum(-1)
+        return torch.addcmul(self.action_centre, self.action_half, squash), logp
 
     def mode(self, weights, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic actions (argmax / mean) for obs (M, N, obs_dim), given :meth:`fast_weights`."""
         layer_weights, _ = weights
         out = self.net.fast_forward(layer_weights, obs)
+        if self.spec.squashed:
+            return torch.addcmul(self.action_centre, self.action_half, torch.tanh(out.chunk(2, dim=-1)[0]))
         return out.argmax(-1) if self.spec.discrete else out
 
     def log_prob_entropy(self, theta: torch.Tensor, obs: torch.Tensor, actions: torch.Tensor):
         """log π(a|s) (M, B) and the mean entropy per particle (M,), differentiable in θ."""
         layer_weights, log_std = self.fast_weights(theta)
         out = self.net.fast_forward(layer_weights, obs)
+        if self.spec.squashed:
+            raise ValueError(
+                "a tanh-squashed policy is trained by the off-policy estimators (sac), which draw their own "
+                "actions; its log-probabilities of given actions are not used"
+            )
         if self.spec.discrete:
             logits = torch.log_softmax(out, dim=-1)
             logp = logits.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
@@ -250,7 +301,7 @@ class ParticlePolicy:
 
     def __repr__(self) -> str:
         net = self.spec.network
-        head = "categorical" if self.spec.discrete else "gaussian"
+        head = "categorical" if self.spec.discrete else "squashed gaussian" if self.spec.squashed else "gaussian"
         return (
             f"ParticlePolicy(M={self.num_particles}, sizes={net.sizes}, K={net.householder}, "
             f"scales={net.learn_scales}, prior={net.prior}, head={head}, D={self.layout.size})"

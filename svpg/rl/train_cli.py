@@ -22,7 +22,7 @@ import sys
 
 from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, explicit_options
 from svpg.io import CheckpointError
-from svpg.rl.config import POLICY_METHODS, SVPGConfig, available_presets, load_preset
+from svpg.rl.config import POLICY_METHODS, SVPGConfig, available_presets, load_preset, with_estimator_defaults
 from svpg.seeding import int_seed
 
 # Other front ends, dispatched on the first argument: name -> (module with main(argv) -> int, help).
@@ -86,10 +86,12 @@ def make_trainer(parser: Parser, args, argv: list[str]):
         return SVPGTrainer.resume(args.resume, args.from_checkpoint, **overrides)
     if args.from_checkpoint:
         raise ValueError("--from needs --resume RUN_DIR")
+    given = {k: getattr(args, k) for k in typed}
     if args.preset:
-        for key, value in load_preset(args.preset).items():
-            if key not in typed:
-                setattr(args, key, value)
+        given = {**load_preset(args.preset), **given}
+    for key, value in with_estimator_defaults(given).items():
+        if hasattr(args, key):
+            setattr(args, key, value)
     return SVPGTrainer(dataclass_from_args(SVPGConfig, args))
 
 

@@ -1,0 +1,226 @@
+"""The off-policy estimator (estimator="sac"): the squashed head, the replay buffer, the update's gradient
+against an independent computation, exact resume (save/load, a run folder killed with SIGKILL), the
+refusals, its own defaults, and learning on Pendulum-v1."""
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch.distributions import Normal, TanhTransform, TransformedDistribution
+
+import svpg
+from svpg.rl.config import SVPGConfig
+from svpg.rl.estimators import ESTIMATORS, SAC
+from svpg.rl.export import to_module
+from svpg.rl.policies import ParticlePolicy, PolicySpec, load_policy
+from svpg.rl.replay import ReplayBuffer
+from svpg.rl.trainer import ProgressCSV, SVPGTrainer
+
+ROOT = Path(__file__).resolve().parents[1]
+#: a tiny SAC: 4 particles, 50-step Pendulum episodes (an iteration: 4 × 50 = 200 steps), an update every 2nd
+#: step from the 100th transition on
+TINY = dict(estimator="sac", hidden=(16,), critic_hidden=(16,), batch_size=32, learning_starts=100, train_freq=2,
+            horizon=50, threads=1)
+
+
+def tiny(seed=0, **kw):
+    return svpg.SVPG("Pendulum-v1", seed=seed, verbose=0, **(TINY | kw))
+
+
+def test_squashed_log_prob_is_torch_distributions_tanh_normal():
+    import gymnasium as gym
+
+    spec = PolicySpec.for_spaces(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-1, 1, (2,)), {"hidden": (4,)}, 2,
+                                 squashed=True)
+    policy = ParticlePolicy(spec)
+    g = torch.Generator().manual_seed(0)
+    out = torch.randn(2, 5, 4, generator=g)  # |u| < 4: torch's tanh inverse stays finite
+    out[..., 2:] -= 1.0
+    out[0, 0, 3] = 30.0  # a log-std beyond SB3's clamp at 2
+    noise = torch.randn(2, 5, 2, generator=g)
+    actions, logp = policy.squashed_sample(out, noise)
+    mean, log_std = out.chunk(2, -1)
+    log_std = log_std.clamp(-20, 2)
+    reference = TransformedDistribution(Normal(mean, log_std.exp()), [TanhTransform()])
+    u = mean + log_std.exp() * noise
+    torch.testing.assert_close(actions, torch.tanh(u))
+    torch.testing.assert_close(logp, reference.log_prob(torch.tanh(u)).sum(-1), rtol=1e-4, atol=1e-4)
+    # where tanh rounds to ±1 in float32 the log-density stays finite (computed from u, not from a)
+    _, saturated = policy.squashed_sample(torch.tensor([[[30.0, -30.0, 0.0, 0.0]]]), torch.zeros(1, 1, 2))
+    assert torch.isfinite(saturated).all()
+
+
+def test_squashed_actions_fill_the_box_and_predict_export_agree():
+    model = tiny(hidden=(8,))
+    with torch.no_grad():
+        model.policy.theta.normal_(0, 3.0)  # saturating outputs
+    obs = np.random.default_rng(0).normal(size=(64, 3)).astype(np.float32)
+    sampled, _ = model.predict(obs)
+    assert sampled.shape == (64, 1) and np.all(np.abs(sampled) <= 2.0)
+    mode, _ = model.predict(obs, deterministic=True)
+    module = to_module(model.policy, deterministic=True)
+    torch.testing.assert_close(module(torch.as_tensor(obs)), torch.as_tensor(mode), rtol=1e-5, atol=1e-5)
+
+
+def test_replay_buffer_is_a_ring_per_run_and_samples_each_runs_own_store():
+    buffer = ReplayBuffer(seeds=2, capacity=5, obs_dim=1, action_dim=1)
+    for step in range(4):  # 3 transitions per run per step: 12 added, the ring holds the last 5
+        values = torch.tensor([[10.0 * step + k for k in range(3)], [-(10.0 * step + k) for k in range(3)]])
+        buffer.add(values[..., None], values[..., None], values, values[..., None] + 1, torch.zeros(2, 3))
+    assert (buffer.size, buffer.added, buffer.pos) == (5, 12, 2)
+    assert sorted(buffer.rewards[0].tolist()) == [21.0, 22.0, 30.0, 31.0, 32.0]
+    indices = torch.tensor([[0, 1], [0, 1], [0, 1], [0, 1]])  # rows 0-1 read run 0, rows 2-3 run 1
+    obs, _, rewards, next_obs, _ = buffer.sample(indices, particles_per_run=2)
+    assert torch.equal(rewards[:2], buffer.rewards[0, :2].expand(2, 2))
+    assert torch.equal(rewards[2:], buffer.rewards[1, :2].expand(2, 2))
+    assert torch.equal(next_obs, obs + 1)
+    restored = ReplayBuffer(seeds=2, capacity=5, obs_dim=1, action_dim=1)
+    restored.load_state_dict(buffer.state_dict())
+    assert torch.equal(restored.rewards, buffer.rewards) and (restored.pos, restored.added) == (2, 12)
+
+
+def test_the_actor_step_follows_grad_of_J_over_alpha_plus_weighted_log_prior():
+    # One update's SVGD gradient against SAC's actor objective written out independently (minibatch and
+    # noise redrawn from the same streams, the critics as the update leaves them).
+    model = tiny(alpha=7.0, prior="mvg", prior_weight=0.5, hidden=(8,))
+    est: SAC = model.estimator
+    model.train_iteration()
+    theta = model.policy.theta.detach().clone()
+    seen, step = {}, model.svgd.step
+    model.svgd.step = lambda grad: step(seen.setdefault("grad", grad.clone()))
+    est.gradient_step(model, model.streams("replay_minibatch"), model.streams("sac_noise"))
+    m, b = 4, est.batch_size
+    g = model.streams("replay_minibatch")[0]
+    indices = torch.randint(est.buffer.size, (m, b), generator=g)
+    obs = est.buffer.obs[0][indices]
+    noise = torch.randn((m, b, 1), generator=model.streams("sac_noise")[0])
+    ent_coef = est.log_ent_coef.detach().exp()  # after the temperature's own step, as the actor sees it
+    block = theta.clone().requires_grad_()
+    out = model.policy.net.forward(model.policy.net.weights(block), obs)
+    mean, log_std = out.chunk(2, -1)
+    dist = TransformedDistribution(Normal(mean, log_std.clamp(-20, 2).exp()), [TanhTransform()])
+    u = mean + log_std.clamp(-20, 2).exp() * noise
+    a = torch.tanh(u)
+    logp = dist.log_prob(a.clamp(-1 + 1e-7, 1 - 1e-7)).sum(-1)
+    x = torch.cat([obs, 2.0 * a], -1)  # the critics read the action in Pendulum's box [−2, 2]
+    critic = est.critic.detach()
+    q = torch.stack([est.net.forward(est.net.weights(critic[k::2]), x).squeeze(-1) for k in range(2)]).amin(0)
+    objective = (q - ent_coef[:, None] * logp).sum(1)
+    log_q = objective / 7.0 + 0.5 * model.policy.log_prior(block)
+    (expected,) = torch.autograd.grad(log_q.sum(), block)
+    torch.testing.assert_close(seen["grad"], expected, rtol=2e-3, atol=2e-4)
+
+
+def test_warm_up_and_update_iterations_log_the_same_scalars():
+    model = tiny(learning_starts=300)  # the first iteration (200 steps) makes no update
+    first = model.train_iteration()
+    assert math.isnan(first["train/ent_coef"].item())
+    second = model.train_iteration()
+    assert list(first) == list(second) and not math.isnan(second["train/ent_coef"].item())
+
+
+def test_save_load_continues_bit_for_bit_with_and_without_the_replay_buffer(tmp_path):
+    straight = tiny(seed=3)
+    straight.learn(600)
+    first = tiny(seed=3)
+    first.learn(200)
+    first.save(tmp_path / "sac")
+    resumed = svpg.SVPG.load(tmp_path / "sac", verbose=0)
+    assert resumed.estimator.buffer.size == 200
+    resumed.learn(400, reset_num_timesteps=False)
+    assert torch.equal(resumed.policy.theta, straight.policy.theta)
+    for name in ("critic", "target", "log_ent_coef"):
+        assert torch.equal(getattr(resumed.estimator, name), getattr(straight.estimator, name)), name
+    assert torch.equal(resumed.estimator.buffer.obs, straight.estimator.buffer.obs)
+
+    light = tiny(seed=3, save_replay_buffer=False)
+    light.learn(200)
+    path = light.save(tmp_path / "light")
+    transitions = 200 * (3 + 1 + 1 + 3 + 1) * 4  # s, a, r, s', terminated: float32
+    assert (tmp_path / "sac.safetensors").stat().st_size - path.stat().st_size >= transitions
+    again = svpg.SVPG.load(path, verbose=0)
+    assert again.estimator.buffer.size == 0 and again.estimator.buffer.added == 200  # no second warm-up
+    assert torch.equal(again.estimator.critic, light.estimator.critic)
+
+
+def test_a_seed_batch_equals_its_single_seed_runs():
+    batched = tiny(seed=5, num_seeds=2)
+    batched.learn(400)
+    for k, seed in enumerate((5, 6)):
+        single = tiny(seed=seed)
+        single.learn(400)
+        torch.testing.assert_close(batched.policy.theta[4 * k : 4 * k + 4], single.policy.theta, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(
+            batched.estimator.critic[8 * k : 8 * k + 8], single.estimator.critic, rtol=1e-4, atol=1e-5
+        )
+
+
+def test_sac_has_its_own_defaults_and_explicit_options_win():
+    model = svpg.SVPG("Pendulum-v1", estimator="sac", verbose=0, buffer_size=1000)
+    cfg = model.config
+    assert cfg.hidden == (256, 256) and cfg.critic_hidden == (256, 256)
+    assert not cfg.normalize_obs and not cfg.normalize_reward
+    assert (model.envs_per_particle, model.steps_per_iteration) == (1, 200)  # one episode per particle
+    assert svpg.SVPG("Pendulum-v1", estimator="sac", hidden=(32,), verbose=0, buffer_size=10).config.hidden == (32,)
+    assert svpg.SVPG("Pendulum-v1", verbose=0).config.hidden == (64, 64)  # ppo's unchanged
+    assert set(SAC.defaults) <= {f for f in SVPGConfig.__dataclass_fields__}
+    assert "sac" in ESTIMATORS and not ESTIMATORS["sac"].on_policy
+
+
+def test_the_command_line_takes_sac_and_its_defaults(tmp_path):
+    from svpg.rl.train_cli import build_parser, make_trainer
+
+    argv = ["--estimator", "sac", "--env-id", "Pendulum-v1", "--iterations", "1", "--log-dir", str(tmp_path),
+            "--buffer-size", "1000", "--critic-hidden", "8"]
+    parser = build_parser("train.py")
+    trainer = make_trainer(parser, parser.parse_args(argv), argv)
+    assert trainer.config.hidden == (256, 256) and trainer.config.critic_hidden == (8,)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(env="CartPole-v1"), "needs a continuous \\(Box\\) action space, and CartPole-v1 has discrete actions"),
+        (dict(buffer_size=10**13), "lower buffer_size"),
+        (dict(normalize_obs=True), "normalize_obs=False"),
+        (dict(ent_coef="hot"), "--ent-coef must be"),
+    ],
+)
+def test_bad_settings_are_refused_in_one_line(options, message):
+    env = options.pop("env", "Pendulum-v1")
+    with pytest.raises(ValueError, match=message):
+        svpg.SVPG(env, estimator="sac", verbose=0, **options)
+
+
+def test_train_py_refuses_sac_on_a_discrete_task_with_exit_status_2(tmp_path, capsys):
+    from svpg.rl.train_cli import main
+
+    assert main(["--estimator", "sac", "--log-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "discrete actions" in err and len(err.strip().splitlines()) == 1
+    assert not tmp_path.exists() or not any(tmp_path.iterdir()), "bad input creates no run folder"
+
+
+@pytest.mark.slow
+def test_a_run_folder_killed_inside_a_checkpoint_write_resumes_to_the_uninterrupted_run(tmp_path):
+    settings = dict(TINY, env_id="Pendulum-v1", iterations=4, checkpoint_every=2, eval_episodes=0, progress=False)
+    settings["horizon"] = 50
+    reference = SVPGTrainer(SVPGConfig.with_defaults(**settings, log_dir=str(tmp_path / "ref"), run_name="ref"))
+    reference.train()
+    args = [f"--{k.replace('_', '-')}={','.join(map(str, v)) if isinstance(v, tuple) else str(v).lower() if isinstance(v, bool) else v}"
+            for k, v in settings.items()]
+    run = tmp_path / "killed"
+    # config.json is written twice, then (checkpoint, model.safetensors) per checkpoint: 5 = inside the second checkpoint
+    out = subprocess.run([sys.executable, "tests/kill_driver.py", "replace:5:before", "--", *args,
+                          "--log-dir", str(tmp_path), "--run-name", "killed"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == -9, out.stderr
+    out = subprocess.run([sys.executable, "train.py", "--resume", str(run)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert torch.equal(load_policy(run).theta, reference.model.policy.theta.detach())
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "time/fps"} for r in rows]  # noqa: E731
+    assert strip(ProgressCSV.read(run / "progress.csv")) == strip(ProgressCSV.read(reference.run_dir / "progress.csv"))
