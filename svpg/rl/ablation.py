@@ -56,7 +56,7 @@ from svpg.grid import add_backend_arguments
 from svpg.io import atomic_write
 from svpg.rl import experiments
 from svpg.rl.ablation_cells import CELL_FORM, CONTROLS, PRIOR_NAMES, Cell, timing_file
-from svpg.rl.config import ESTIMATORS, PAPER_TASKS
+from svpg.rl.config import ESTIMATORS, ON_POLICY_ESTIMATORS, PAPER_TASKS
 from svpg.rl.experiments import finished_iterations, job_label, run_folder, unfinished
 from svpg.stats import parse_range_list
 
@@ -232,7 +232,11 @@ def main(argv: list[str] | None = None) -> int:
         "--priors", default=",".join(PRIOR_NAMES), help="the grid's priors: flat, mvg (eq. 14) (default: flat,mvg)"
     )
     p.add_argument("--alphas", default=None, help="the grid's temperatures α (default: the preset's α × 0.3, 1, 3)")
-    p.add_argument("--estimators", default=",".join(ESTIMATORS), help="(default: reinforce,a2c)")
+    p.add_argument(
+        "--estimators",
+        default=",".join(ON_POLICY_ESTIMATORS),
+        help=f"comma-separated, from {', '.join(ESTIMATORS)} (default: %(default)s)",
+    )
     p.add_argument(
         "--reference", default="svgd", help="the cell every other is compared with, seed by seed (default: svgd)"
     )

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from svpg.grid import add_backend_arguments, gpus_per_job, run_jobs
 from svpg.io import atomic_write, write_csv
-from svpg.rl.config import ESTIMATORS, PAPER_TASKS, POLICY_METHODS
+from svpg.rl.config import ESTIMATORS, ON_POLICY_ESTIMATORS, PAPER_TASKS, POLICY_METHODS
 
 #: config fields the harness sets per run (not overridable)
 HARNESS_FIELDS = (
@@ -403,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
         help="seeds 0 … N−1 of every (method, estimator) (default: 5)",
     )
     p.add_argument("--methods", default=",".join(POLICY_METHODS))
-    p.add_argument("--estimators", default=",".join(ESTIMATORS))
+    p.add_argument("--estimators", default=",".join(ON_POLICY_ESTIMATORS))
     add_backend_arguments(p, "seed batches", shared="--out", default="local")
     p.add_argument("--out", default=None, help="output folder (default: runs/repro-<task>)")
     p.add_argument("--report-only", action="store_true", help="only rebuild the CSV, PNG and table")
