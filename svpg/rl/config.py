@@ -79,7 +79,7 @@ class SVPGConfig:
     estimator: str = _f(
         "ppo",
         " | ".join(f"{name} ({cls.help})" for name, cls in ESTIMATOR_CLASSES.items()),
-        choices=ESTIMATORS,
+        choices=ESTIMATOR_CLASSES,  # the live registry: an estimator registered later is a choice too
     )
     num_particles: int = _f(4, "M, the number of policy particles")
     householder: int = _f(1, "K, Householder reflections per side of every layer (s2vgd only; capped at min(ℓ1, ℓ2))")
@@ -127,7 +127,7 @@ class SVPGConfig:
     clip_range: float = _f(0.2, "ppo: the clipped surrogate's ε (ratios outside 1 ± ε get no gradient)")
     buffer_size: int = _f(1_000_000, "sac: transitions the replay buffer keeps per run (all particles' together)")
     learning_starts: int = _f(
-        10_000, "sac: transitions (all particles' steps) collected with uniform actions before the first update"
+        1000, "sac: transitions (all particles' steps) collected with uniform actions before the first update"
     )
     batch_size: int = _f(256, "sac: minibatch size of every particle's critic and actor updates")
     tau: float = _f(0.005, "sac: Polyak coefficient of the target critics")
@@ -203,8 +203,8 @@ class SVPGConfig:
         problems = []
         if self.method not in POLICY_METHODS:
             problems.append(f"--method {self.method!r}: choose from {', '.join(POLICY_METHODS)}")
-        if self.estimator not in ESTIMATORS:
-            problems.append(f"--estimator {self.estimator!r}: choose from {', '.join(ESTIMATORS)}")
+        if self.estimator not in ESTIMATOR_CLASSES:
+            problems.append(f"--estimator {self.estimator!r}: choose from {', '.join(ESTIMATOR_CLASSES)}")
         for name in ("num_particles", "num_seeds", "buffer_size", "batch_size", "train_freq", "gradient_steps"):
             if getattr(self, name) < 1:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 1, got {getattr(self, name)}")
