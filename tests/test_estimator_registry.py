@@ -55,3 +55,17 @@ def test_an_estimator_added_from_outside_the_package_trains():
         del REGISTRY["reward-to-go"]
     with pytest.raises(ValueError, match="--estimator 'reward-to-go': choose from reinforce, a2c, ppo, sac"):
         SVPGConfig(estimator="reward-to-go").validate()
+
+
+def test_train_py_help_describes_the_actual_defaults():
+    """The first example of train.py --help names the defaults a bare `python train.py` runs with."""
+    import re
+
+    from svpg.rl import train_cli
+
+    line = next(x for x in train_cli.__doc__.splitlines() if x.strip().startswith("python train.py ") and "#" in x
+                and x.split("#")[0].strip() == "python train.py")
+    words = {"s2vgd": "S²VGD", "ppo": "PPO's surrogate", "a2c": "A2C", "reinforce": "REINFORCE"}
+    cfg = SVPGConfig()
+    assert words[cfg.method] in line and words[cfg.estimator] in line and cfg.env_id in line
+    assert f"K = {cfg.householder}" in line and re.search(rf"M = {cfg.num_particles}\b", line)

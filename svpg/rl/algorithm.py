@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from svpg import envs
 from svpg.core.svgd import SVGD
+from svpg.envs import make_batched
 from svpg.io import CheckpointError, flatten_state, load_tensors, save_tensors, unflatten_state
 from svpg.rl.config import DEFAULT_HORIZON, SVPGConfig, default_horizon, load_preset, with_estimator_defaults
 from svpg.rl.environments import EnvSource, is_custom, resolve_env
@@ -62,6 +62,21 @@ RUN_FIELDS = (
 )
 #: the format tag of a saved model's metadata
 MODEL_FORMAT = "svpg-model-v1"
+
+# TensorBoard custom-scalars layout: mean ± std over particles (Figure 4 of S²VGD).
+CHART_LAYOUT = {
+    "svpg": {
+        "return over particles (mean ± std)": [
+            "Margin",
+            ["rollout/ep_rew_mean", "rollout/ep_rew_lower", "rollout/ep_rew_upper"],
+        ],
+        "return over particles (mean, max, min)": [
+            "Multiline",
+            ["rollout/ep_rew_mean", "rollout/ep_rew_max", "rollout/ep_rew_min"],
+        ],
+        "SVGD terms": ["Multiline", ["svgd/driving_norm", "svgd/repulsive_norm"]],
+    }
+}
 
 
 class NonFiniteError(RuntimeError):
@@ -211,7 +226,7 @@ class SVPG:
                 )
             self.envs_per_particle = source.num_envs // (s * m)
         self.steps_per_iteration = math.ceil(samples / self.envs_per_particle)
-        self.env = envs.make_batched(
+        self.env = make_batched(
             source.target,
             s * m * self.envs_per_particle,
             device=self.device,
@@ -453,8 +468,6 @@ class SVPG:
             dirs = [base] if len(self.seeds) == 1 else [base / f"seed{s}" for s in self.seeds]
         if dirs is None:
             return
-        from svpg.rl.trainer import CHART_LAYOUT
-
         self._writers = [TensorBoardLogger(d, CHART_LAYOUT, purge_step=self._tb_purge_step) for d in dirs]
         self._tb_purge_step = None
 

@@ -54,9 +54,9 @@ def default_horizon(env_id) -> int:
     if not isinstance(env_id, str):
         return DEFAULT_HORIZON
     try:
-        from svpg import envs
+        from svpg.envs import check_registered
 
-        envs.check_registered(env_id)
+        check_registered(env_id)
         steps = gym.spec(env_id.rpartition(":")[2]).max_episode_steps
     except Exception:
         steps = None

@@ -18,8 +18,8 @@ Adding an estimator: a subclass of :class:`Estimator` with a ``name``, a ``help`
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Protocol
 
 import torch
 
@@ -32,8 +32,34 @@ from svpg.rl.rollout import Rollout, per_particle
 from svpg.runtime import torch_threads
 from svpg.seeding import torch_generator
 
-if TYPE_CHECKING:
-    from svpg.rl.algorithm import SVPG
+
+class TrainingModel(Protocol):
+    """What an estimator uses of the model it trains (:class:`svpg.SVPG`); written here so that the
+    estimators do not import the algorithm that imports them."""
+
+    config: Any  # svpg.rl.config.SVPGConfig (config imports this module for its choices)
+    spec: Any  # svpg.rl.policies.PolicySpec
+    policy: ParticlePolicy
+    env: Any  # svpg.envs.BatchedEnv
+    seeds: list[int]
+    device: torch.device
+    verbose: int
+    update_threads: int
+    envs_per_particle: int
+    steps_per_iteration: int
+
+    def collect(self) -> Rollout: ...
+
+    def reset_environments(self) -> torch.Tensor: ...
+
+    def streams(self, name: str, *keys: int) -> list[torch.Generator]: ...
+
+    def seed_rows(self) -> list[slice]: ...
+
+    def check_environment_output(self, batch: Rollout) -> None: ...
+
+    def svgd_update(self, surrogate: Callable, samples: int) -> dict[str, torch.Tensor]: ...
+
 
 #: REINFORCE's baselines (``--baseline``)
 BASELINES = ("linear", "none")
@@ -61,11 +87,13 @@ class Estimator:
     squashed_policy: ClassVar[bool] = False
 
     @classmethod
-    def from_model(cls, model: SVPG) -> Estimator:
+    def from_model(cls, model: TrainingModel) -> Estimator:
         """The estimator of ``model``'s configuration, spaces, seeds and device."""
         raise NotImplementedError
 
-    def train_iteration(self, model: SVPG, batch: Rollout | None = None) -> tuple[Rollout, dict[str, torch.Tensor]]:
+    def train_iteration(
+        self, model: TrainingModel, batch: Rollout | None = None
+    ) -> tuple[Rollout, dict[str, torch.Tensor]]:
         """One iteration's samples and updates: (the iteration's rollout, for episode statistics; the
         iteration's diagnostics, one value per seed).
 
@@ -126,7 +154,9 @@ class OnPolicyEstimator(Estimator):
     """An iteration of the on-policy estimators (eqs. 17–19): every particle collects its own batch on
     freshly reset environments, advantages and the critics' fit, then :meth:`policy_update`."""
 
-    def train_iteration(self, model: SVPG, batch: Rollout | None = None) -> tuple[Rollout, dict[str, torch.Tensor]]:
+    def train_iteration(
+        self, model: TrainingModel, batch: Rollout | None = None
+    ) -> tuple[Rollout, dict[str, torch.Tensor]]:
         if batch is None:
             # The rollout is thousands of tiny ops that gain nothing from threads (and lose a lot on
             # shared cores); only the update's batched matmuls use --threads.
@@ -148,7 +178,7 @@ class OnPolicyEstimator(Estimator):
         """Train whatever the advantages come from (the critics) on this batch; nothing by default."""
         return {}
 
-    def policy_update(self, model: SVPG, batch: Rollout, advantages: torch.Tensor) -> dict[str, torch.Tensor]:
+    def policy_update(self, model: TrainingModel, batch: Rollout, advantages: torch.Tensor) -> dict[str, torch.Tensor]:
         """One SVGD step on ∇log q = ∇J/α + λ ∇log p (eq. 19; λ = ``prior_weight``, 1 in the paper)."""
         return model.svgd_update(
             lambda block, rows, k: policy_gradient_surrogate(model.policy, batch, advantages, block, rows),
@@ -190,7 +220,7 @@ class Reinforce(OnPolicyEstimator):
         return standardize(adv, dims=(0, 2)), None, {"baseline/explained_variance": explained}
 
     @classmethod
-    def from_model(cls, model: SVPG) -> Reinforce:
+    def from_model(cls, model: TrainingModel) -> Reinforce:
         cfg = model.config
         return cls(cfg.gamma, cfg.baseline, cfg.obs_scale, groups=len(model.seeds))
 
@@ -244,7 +274,7 @@ class A2C(OnPolicyEstimator):
         self.optimizer = torch.optim.Adam([self.theta], lr=lr)
 
     @classmethod
-    def from_model(cls, model: SVPG) -> A2C:
+    def from_model(cls, model: TrainingModel) -> A2C:
         cfg = model.config
         return cls(
             model.spec.obs_dim,
@@ -353,7 +383,7 @@ class PPO(A2C):
         self.epochs, self.minibatches, self.clip_range = epochs, minibatches, clip_range
 
     @classmethod
-    def from_model(cls, model: SVPG) -> PPO:
+    def from_model(cls, model: TrainingModel) -> PPO:
         cfg = model.config
         return cls(
             model.spec.obs_dim,
@@ -372,7 +402,7 @@ class PPO(A2C):
             clip_range=cfg.clip_range,
         )
 
-    def policy_update(self, model: SVPG, batch: Rollout, advantages: torch.Tensor) -> dict[str, torch.Tensor]:
+    def policy_update(self, model: TrainingModel, batch: Rollout, advantages: torch.Tensor) -> dict[str, torch.Tensor]:
         """PPO's epochs of minibatch steps on the clipped surrogate, each minibatch one SVGD step of all
         particles, with the minibatch's estimate of the whole batch's sum as the one-step estimators use."""
         policy, m_all, seeds = model.policy, model.policy.num_particles, len(model.seeds)
@@ -468,7 +498,7 @@ class SAC(Estimator):
         "normalize_reward": False,
     }
 
-    def __init__(self, model: SVPG):
+    def __init__(self, model: TrainingModel):
         cfg, spec = model.config, model.spec
         env_name = cfg.env_id
         if spec.discrete:
@@ -526,7 +556,7 @@ class SAC(Estimator):
         self.high = torch.tensor(spec.action_high, device=device)
 
     @classmethod
-    def from_model(cls, model: SVPG) -> SAC:
+    def from_model(cls, model: TrainingModel) -> SAC:
         return cls(model)
 
     # -- the critics -----------------------------------------------------------------------------
@@ -538,7 +568,9 @@ class SAC(Estimator):
         return q.view(obs.shape[0], 2, obs.shape[1])
 
     # -- an iteration ----------------------------------------------------------------------------
-    def train_iteration(self, model: SVPG, batch: Rollout | None = None) -> tuple[Rollout, dict[str, torch.Tensor]]:
+    def train_iteration(
+        self, model: TrainingModel, batch: Rollout | None = None
+    ) -> tuple[Rollout, dict[str, torch.Tensor]]:
         if batch is not None:
             raise ValueError("estimator 'sac' collects its own samples between its updates: pass no batch")
         policy, env = model.policy, model.env
@@ -595,7 +627,7 @@ class SAC(Estimator):
             info = {key: nan for key in _SAC_SCALARS}
         return batch, info
 
-    def gradient_step(self, model: SVPG, minibatches, update_noise) -> dict[str, torch.Tensor]:
+    def gradient_step(self, model: TrainingModel, minibatches, update_noise) -> dict[str, torch.Tensor]:
         """One SAC update of every particle (Stable-Baselines3's order): temperature, critics, one SVGD
         step of the actors, Polyak-averaged targets."""
         policy, m = model.policy, self.particles

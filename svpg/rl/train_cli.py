@@ -1,6 +1,6 @@
 """Train particle policies with Stein variational policy gradient (S²VGD / SVGD / independent).
 
-    python train.py                                   # S²VGD (K = 1), M = 16, REINFORCE, CartPole-v1
+    python train.py                                   # S²VGD (K = 1), M = 4, PPO's surrogate, CartPole-v1
     python train.py --method svgd --seed 3 --run-name svgd-s3
     python train.py --preset swingup --estimator a2c  # a task's settings (svpg/rl/presets/*.json)
     python train.py --preset swingup --num-seeds 5    # seeds 0-4 as one batched run, one folder per seed

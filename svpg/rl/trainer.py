@@ -14,7 +14,7 @@ from pathlib import Path
 
 from svpg.io import WriteError
 from svpg.rl import checkpoints
-from svpg.rl.algorithm import SVPG, NonFiniteError
+from svpg.rl.algorithm import CHART_LAYOUT, SVPG, NonFiniteError
 from svpg.rl.callbacks import PROGRESS_FILE, CheckpointCallback, ProgressCSV, StopOnRequest
 from svpg.rl.config import RESUMABLE_OPTIONS, SVPGConfig
 from svpg.runs import (
@@ -31,21 +31,6 @@ from svpg.runs import (
 from svpg.runtime import StopRequest
 
 __all__ = ["SVPGTrainer", "TrainingInterrupted", "NonFiniteError", "ProgressCSV", "CHART_LAYOUT", "PROGRESS_FILE"]
-
-# TensorBoard custom-scalars layout: mean ± std over particles (Figure 4 of S²VGD).
-CHART_LAYOUT = {
-    "svpg": {
-        "return over particles (mean ± std)": [
-            "Margin",
-            ["rollout/ep_rew_mean", "rollout/ep_rew_lower", "rollout/ep_rew_upper"],
-        ],
-        "return over particles (mean, max, min)": [
-            "Multiline",
-            ["rollout/ep_rew_mean", "rollout/ep_rew_max", "rollout/ep_rew_min"],
-        ],
-        "SVGD terms": ["Multiline", ["svgd/driving_norm", "svgd/repulsive_norm"]],
-    }
-}
 
 
 class TrainingInterrupted(KeyboardInterrupt):
