@@ -12,13 +12,25 @@ from collections.abc import Sequence
 from svpg.report import NOT_MEASURED, ReportError, Table, doc_number, register, render_table
 
 BENCHMARK_FILE = "bench/results/benchmark_results.csv"
+OFF_POLICY_FILE = "bench/results/benchmark_off_policy.csv"
 VM = "on the 2-core VM"
+#: what a row of a table whose runs have not been made yet says instead of a number
+NOT_YET = "not measured yet"
 
 
 # -- RL: python -m svpg.rl.benchmark (docs/benchmarks.md) -----------------------------------------------
 def _benchmark_rows(rows: list[dict]) -> list[dict]:
-    ints, floats = ("env_steps", "seed", "eval_episodes"), ("final", "final_particle_mean", "wall_s")
-    return [{**r, **{k: int(r[k]) for k in ints if k in r}, **{k: float(r[k]) for k in floats if k in r}} for r in rows]
+    """The result file's rows with numbers as numbers (an empty cell, e.g. the AUC of a row gathered before
+    runs recorded it, is NaN)."""
+    ints, floats = ("env_steps", "seed", "eval_episodes"), ("final", "final_particle_mean", "wall_s", "auc")
+    return [
+        {
+            **r,
+            **{k: int(r[k]) for k in ints if k in r},
+            **{k: float(r[k]) if r[k] not in ("", None) else float("nan") for k in floats if k in r},
+        }
+        for r in rows
+    ]
 
 
 def _core_hours(rows: list[dict]) -> str:
@@ -118,6 +130,41 @@ register(
         command="python -m svpg.rl.benchmark --tasks all --seeds 0-4 --out runs/benchmark && "
         f"python -m svpg.report gather runs/benchmark --into {BENCHMARK_FILE}",
         compute=_core_hours,
+    )
+)
+
+
+def _off_policy_table(rows: list[dict]) -> str:
+    """The off-policy table of docs/benchmarks.md: one row per (task, agent) of ``--budget off-policy``,
+    :func:`svpg.rl.benchmark.task_table`'s cells (AUC and the paired differences against SAC included);
+    an agent without runs in the file says *not measured yet*."""
+    from svpg.rl.benchmark import BUDGETS, task_table
+
+    budget = BUDGETS["off-policy"]
+    results = _benchmark_rows(rows)
+    header: list[str] = []
+    table = []
+    for task in budget.tasks:
+        head, cells = task_table(results, task, "off-policy")
+        header = ["task", *head]
+        by_agent = {row[0]: row for row in cells}
+        for agent in budget.agents:
+            if agent in by_agent:
+                table.append([task, *(doc_number(c) if isinstance(c, str) else c for c in by_agent[agent])])
+            else:
+                table.append([task, agent, NOT_YET, *[""] * (len(head) - 2)])
+    return render_table(header, table, "ll" + "r" * (len(header) - 2))
+
+
+register(
+    Table(
+        name="benchmark-off-policy",
+        doc="docs/benchmarks.md",
+        source=OFF_POLICY_FILE,
+        build=_off_policy_table,
+        command="python -m svpg.rl.benchmark --budget off-policy --tasks all --seeds 0-4 && "
+        f"python -m svpg.report gather runs/benchmark-off-policy --into {OFF_POLICY_FILE}",
+        compute=lambda rows: _core_hours(rows) if rows else f"60 runs, {NOT_YET}",
     )
 )
 

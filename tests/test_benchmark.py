@@ -1,6 +1,7 @@
 """The benchmark harness (svpg.rl.benchmark): rl-zoo3's table, equal budgets, the report, resume."""
 import csv
 import json
+import math
 import os
 import subprocess
 import sys
@@ -15,7 +16,19 @@ from svpg.rl.config import load_preset
 BUDGET = 1600
 SVPG_TINY = ('{"num_particles": 2, "samples_per_particle": 400, "hidden": [8], "critic_hidden": [8], "ppo_epochs": 1, '
              '"ppo_minibatches": 2, "value_epochs": 1, "value_steps": 2}')
+ON_POLICY = benchmark.BUDGETS["on-policy"].agents  # s2vgd, svgd, ppo, a2c
 PPO_TINY = {"n_envs": 2, "n_steps": 32, "batch_size": 64, "n_epochs": 1, "gamma": 0.9, "learning_rate": 1e-3}
+# The off-policy agents, tiny: svpg's SAC estimator with 2 particles × one 200-step episode per iteration and 300
+# warm-up steps; SB3 SAC and TD3 with small networks and buffers, 300 warm-up steps: 100 updates in 400 steps
+SAC_TINY = ('{"num_particles": 2, "learning_starts": 300, "buffer_size": 2000, "hidden": [16], "critic_hidden": [16], '
+            '"batch_size": 32}')
+SB3_OFF_TINY = {"buffer_size": 1000, "batch_size": 32, "learning_starts": 300, "policy_kwargs": {"net_arch": [32, 32]}}
+
+
+@pytest.fixture
+def tiny_off_policy(monkeypatch):
+    monkeypatch.setitem(benchmark.ZOO["sac"], "Pendulum-v1", {**SB3_OFF_TINY, "learning_rate": 1e-3})
+    monkeypatch.setitem(benchmark.ZOO["td3"], "Pendulum-v1", {**SB3_OFF_TINY, "noise_type": "normal", "noise_std": 0.1})
 
 
 @pytest.fixture
@@ -79,7 +92,7 @@ def test_every_task_has_every_agent_and_the_zoo_table_builds_sb3_models():
     from stable_baselines3.common.vec_env import VecNormalize
 
     for agent, cls in (("ppo", PPO), ("a2c", A2C)):
-        assert set(benchmark.ZOO[agent]) == set(benchmark.TASKS)
+        assert set(benchmark.ZOO[agent]) == set(benchmark.TASKS) == set(benchmark.BUDGETS["on-policy"].tasks)
         for task in benchmark.TASKS:
             n_envs, normalize, kwargs = benchmark.sb3_settings(agent, task)
             assert n_envs >= 1 and benchmark.rollout_steps(agent, task) >= 1
@@ -93,6 +106,109 @@ def test_every_task_has_every_agent_and_the_zoo_table_builds_sb3_models():
     assert benchmark.sb3_settings("ppo", "Pendulum-v1")[1] is None  # rl-zoo3 does not normalise PPO on Pendulum
 
 
+def test_sac_and_td3_take_rl_zoo3s_settings():
+    """rl-zoo3's sac.yml and td3.yml: learning_starts 10,000 on the MuJoCo tasks, SB3's defaults otherwise;
+    TD3's Gaussian action noise of std 0.1 on every action dimension; SAC on Pendulum-v1 lr 1e-3."""
+    import numpy as np
+    from stable_baselines3 import SAC, TD3
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.noise import NormalActionNoise
+
+    pytest.importorskip("mujoco")
+    for task in ("Hopper-v5", "HalfCheetah-v5", "Walker2d-v5", "Ant-v5"):
+        for agent in ("sac", "td3"):
+            n_envs, normalize, kwargs = benchmark.sb3_settings(agent, task)
+            assert (n_envs, normalize, kwargs["learning_starts"]) == (1, None, 10_000)
+            assert benchmark.rollout_steps(agent, task) == 1
+        _, _, sac = benchmark.sb3_settings("sac", task)
+        assert set(sac) == {"learning_starts"}  # everything else is SB3's default
+        noise = benchmark.sb3_settings("td3", task)[2]["action_noise"]
+        assert isinstance(noise, NormalActionNoise)
+        dim = {"Hopper-v5": 3, "HalfCheetah-v5": 6, "Walker2d-v5": 6, "Ant-v5": 8}[task]
+        assert np.array_equal(noise._sigma, np.full(dim, 0.1)) and np.array_equal(noise._mu, np.zeros(dim))
+    assert benchmark.training_shape("sac", "Hopper-v5", 300_000) == ("256 × 256 ReLU", 290_000)
+    assert benchmark.training_shape("td3", "Walker2d-v5", 300_000) == ("400 × 300 ReLU", 290_000)
+    n_envs, normalize, kwargs = benchmark.sb3_settings("sac", "Pendulum-v1")
+    assert kwargs == {"learning_rate": 1e-3} and normalize is None
+    env = make_vec_env("Pendulum-v1", n_envs=n_envs)
+    SAC("MlpPolicy", env, device="cpu", **kwargs)  # the entries are arguments SB3 accepts
+    TD3("MlpPolicy", env, device="cpu", **benchmark.sb3_settings("td3", "Pendulum-v1")[2])
+
+
+def test_the_off_policy_budget_plans_300k_steps_of_its_own_agents(tmp_path):
+    """--budget off-policy: Hopper-v5, HalfCheetah-v5 and Walker2d-v5 at 300,000 steps, svpg's SAC estimator
+    with its own defaults (no task preset) against SB3 SAC (the reference) and TD3."""
+    budget = benchmark.BUDGETS["off-policy"]
+    assert budget.tasks == ("Hopper-v5", "HalfCheetah-v5", "Walker2d-v5") and budget.reference == "sac"
+    jobs = benchmark.plan(tmp_path, list(budget.tasks), list(budget.agents), [0, 1], budget="off-policy")
+    assert len(jobs) == 3 * 4 * 2 and {j["total_steps"] for j in jobs} == {300_000}
+    assert [j["agent"] for j in jobs[:4]] == ["sac", "sac", "td3", "td3"]  # SB3 first
+    assert benchmark.svpg_options("Hopper-v5", {"lr": 0.01}, "svgd-sac") == {"estimator": "sac", "lr": 0.01}
+    assert benchmark.SVPG_AGENT_SETTINGS["s2vgd-sac"] == ("s2vgd", "sac")
+    # the on-policy budget is unchanged: each task's preset budget, Walker2d-v5 and Ant-v5 among them
+    on = benchmark.plan(tmp_path, ["Walker2d-v5", "Ant-v5"], ["s2vgd", "ppo"], [0])
+    assert {j["total_steps"] for j in on} == {1_000_000}
+    # one SVGD step per vector step of the 4 particles after the warm-up (learning_starts: the estimator's default)
+    from svpg.rl.config import SVPGConfig, with_estimator_defaults
+
+    config = SVPGConfig(**with_estimator_defaults({"estimator": "sac"}))
+    steps = (300_000 - config.learning_starts) // 4 // config.train_freq * config.gradient_steps
+    assert benchmark.training_shape("s2vgd-sac", "Hopper-v5", 300_000) == ("256 × 256 tanh, 4 particles", steps)
+
+
+def test_off_policy_table_has_auc_and_sac_differences(tmp_path):
+    """The off-policy results.md by hand: d = (200, 200, −100), mean 100, s.e. 100, t(2) 4.3027: ±430.3;
+    the AUCs are half the finals, so are their differences."""
+    results = [{"task": "Hopper-v5", "agent": agent, "seed": s, "env_steps": 300_000, "final": final[s],
+                "final_particle_mean": final[s] - 10, "auc": final[s] / 2, "wall_s": 60.0}
+               for agent, final in (("s2vgd-sac", (2000.0, 2100.0, 1900.0)), ("sac", (1800.0, 1900.0, 2000.0)))
+               for s in range(3)]
+    text = benchmark.write_table(results, tmp_path / "results.md", "off-policy")
+    table = table_rows(text)
+    assert table["agent"][5:8] == ["− SAC (95 % CI)", "AUC (mean training return)", "AUC − SAC (95 % CI)"]
+    assert table["s2vgd-sac"][3:8] == ["2000.0 ± 57.7", "1990.0 ± 57.7", "+100.0 [-330.3, +530.3] (n=3)",
+                                       "1000.0 ± 28.9", "+50.0 [-165.1, +265.1] (n=3)"]
+    assert table["sac"][5:8] == ["–", "950.0 ± 28.9", "–"]
+    # the on-policy table of the same runs lists none of them; its columns stay as they were without AUCs
+    assert "Hopper-v5" not in benchmark.write_table(results, tmp_path / "on.md")
+    header, _ = benchmark.task_table([{**r, "agent": "s2vgd", "auc": ""} for r in results], "Hopper-v5")
+    assert "AUC (mean training return)" not in header
+
+
+def test_area_under_the_curve_is_the_step_weighted_mean_training_return():
+    curve = [{"total_steps": 100, "return_mean": math.nan}, {"total_steps": 200, "return_mean": -10.0},
+             {"total_steps": 400, "return_mean": -4.0}]
+    assert benchmark.area_under_curve(curve) == pytest.approx((100 * -10 + 200 * -4) / 300)
+    assert math.isnan(benchmark.area_under_curve([{"total_steps": 10, "return_mean": math.nan}]))
+
+
+def test_off_policy_agents_train_end_to_end(tmp_path, tiny_off_policy, capsys):
+    """Every off-policy agent on Pendulum-v1 for 400 steps (one seed; the paired columns by hand above):
+    results, AUC, curves, the table against SAC, skipped when finished."""
+    argv = ["--budget", "off-policy", "--tasks", "Pendulum-v1", "--seeds", "0", "--total-steps", "400",
+            "--eval-episodes", "1", "--svpg-options", SAC_TINY, "--out", str(tmp_path)]
+    assert benchmark.main(argv) == 0
+    results = read_csv(tmp_path / "results.csv")
+    agents = benchmark.BUDGETS["off-policy"].agents
+    assert {(r["agent"], r["seed"]) for r in results} == {(a, "0") for a in agents}
+    assert {int(r["env_steps"]) for r in results} == {400}
+    assert all(math.isfinite(float(r["auc"])) for r in results)
+    for r in results:
+        svpg = r["agent"] in benchmark.SVPG_AGENTS
+        assert (r["best_particle"] in ("0", "1")) == svpg
+        if not svpg:  # a finished SB3 run keeps no replay buffer
+            folder = benchmark.run_folder(tmp_path, "Pendulum-v1", r["agent"], int(r["seed"]))
+            assert not (folder / "checkpoint" / benchmark.REPLAY_BUFFER).exists()
+    job = json.loads((benchmark.run_folder(tmp_path, "Pendulum-v1", "svgd-sac", 0) / benchmark.JOB).read_text())
+    assert job["svpg_options"] == json.loads(SAC_TINY)
+    table = table_rows((tmp_path / "results.md").read_text())
+    assert "− SAC (95 % CI)" in table["agent"] and "AUC − SAC (95 % CI)" in table["agent"] and set(agents) <= set(table)
+    assert {r["agent"] for r in read_csv(tmp_path / "curves.csv")} == set(agents)
+    capsys.readouterr()
+    assert benchmark.main(argv) == 0
+    assert "4 runs, 4 already finished" in capsys.readouterr().out
+
+
 def test_a_bad_zoo_entry_is_one_line(monkeypatch):
     monkeypatch.setitem(benchmark.ZOO["a2c"], "Pendulum-v1", {"learning_rate": "cos_1e-3"})
     with pytest.raises(ValueError, match="lin_<initial value>"):
@@ -100,16 +216,16 @@ def test_a_bad_zoo_entry_is_one_line(monkeypatch):
 
 
 def test_equal_steps_table_curves_and_skip_when_finished(tmp_path, tiny_ppo, capsys):
-    assert run(tmp_path) == 0
+    assert run(tmp_path) == 0  # --budget on-policy, the default
     results = read_csv(tmp_path / "results.csv")
-    assert {(r["agent"], r["seed"]) for r in results} == {(a, s) for a in benchmark.AGENTS for s in ("0", "1")}
+    assert {(r["agent"], r["seed"]) for r in results} == {(a, s) for a in ON_POLICY for s in ("0", "1")}
     assert {int(r["env_steps"]) for r in results} == {BUDGET}  # svpg counts all particles' steps
     table = table_rows((tmp_path / "results.md").read_text())
-    for agent in benchmark.AGENTS:
+    for agent in ON_POLICY:
         assert table[agent][1:3] == ["2", "1,600"]
     assert "(n=2)" in table["svgd"][5]  # a paired difference to PPO over both seeds
     curves = read_csv(tmp_path / "curves.csv")
-    assert {r["agent"] for r in curves} == set(benchmark.AGENTS)
+    assert {r["agent"] for r in curves} == set(ON_POLICY)
     assert max(int(r["total_steps"]) for r in curves) == BUDGET
     assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
     for r in results:  # svpg: the particle chosen on training returns, and the mean over both particles
@@ -156,24 +272,56 @@ class Interrupt:
 
 
 def job(tmp_path, agent, total=BUDGET):
-    extra = {"svpg_options": json.loads(SVPG_TINY)} if agent in benchmark.SVPG_AGENTS else {}
+    tiny = SAC_TINY if agent.endswith("-sac") else SVPG_TINY
+    extra = {"svpg_options": json.loads(tiny)} if agent in benchmark.SVPG_AGENTS else {}
     return {"out": str(tmp_path), "task": "Pendulum-v1", "agent": agent, "seed": 0, "total_steps": total,
             "eval_episodes": 2, **extra}
 
 
-def test_svpg_resumes_bit_for_bit(tmp_path, monkeypatch):
-    straight = benchmark.run_job(job(tmp_path / "straight", "svgd"))
-    Interrupt(monkeypatch, benchmark.WALL, 2)  # killed in the second of two iterations, after the first checkpoint
+# svgd-sac: the harness's path to the SAC estimator's checkpoints (their own exact resume is tested with the estimator)
+@pytest.mark.parametrize("agent, total", [("svgd", BUDGET), pytest.param("svgd-sac", 800, marks=pytest.mark.slow)])
+def test_svpg_resumes_bit_for_bit(tmp_path, monkeypatch, agent, total):
+    """Killed in the second of two iterations, after the first checkpoint (svgd-sac: its replay buffer in it)."""
+    straight = benchmark.run_job(job(tmp_path / "straight", agent, total))
+    Interrupt(monkeypatch, benchmark.WALL, 2)
     with pytest.raises(KeyboardInterrupt):
-        benchmark.run_job(job(tmp_path / "cut", "svgd"))
-    folder = benchmark.run_folder(tmp_path / "cut", "Pendulum-v1", "svgd", 0)
+        benchmark.run_job(job(tmp_path / "cut", agent, total))
+    folder = benchmark.run_folder(tmp_path / "cut", "Pendulum-v1", agent, 0)
     assert not (folder / benchmark.RESULT).exists() and (folder / "checkpoints").exists()
     monkeypatch.undo()
-    resumed = benchmark.run_job(job(tmp_path / "cut", "svgd"))
-    for key in ("env_steps", "final", "final_particle_mean", "best_particle"):
+    resumed = benchmark.run_job(job(tmp_path / "cut", agent, total))
+    for key in ("env_steps", "final", "final_particle_mean", "best_particle", "auc"):
         assert resumed[key] == straight[key]
     steps = [int(r["total_steps"]) for r in read_csv(folder / benchmark.WALL)]
-    assert steps == [800, 1600]  # the interrupted iteration's row was dropped and written again once
+    assert steps == [total // 2, total]  # the interrupted iteration's row was dropped and written again once
+
+
+def test_sb3_sac_resumes_from_its_checkpoint_with_the_replay_buffer(tmp_path, monkeypatch, tiny_off_policy):
+    """SB3 SAC: model.zip and replay_buffer.pkl every tenth of the budget; a resumed run loads both."""
+    from stable_baselines3 import SAC
+
+    total = 400  # a checkpoint after every 40 steps, a progress row every 4
+    Interrupt(monkeypatch, benchmark.PROGRESS, 30)
+    with pytest.raises(KeyboardInterrupt):
+        benchmark.run_job(job(tmp_path, "sac", total))
+    folder = benchmark.run_folder(tmp_path, "Pendulum-v1", "sac", 0)
+    at = json.loads((folder / "checkpoint" / "state.json").read_text())["total_steps"]
+    assert 0 < at < total and (folder / "checkpoint" / benchmark.REPLAY_BUFFER).exists()
+    monkeypatch.undo()
+    monkeypatch.setitem(benchmark.ZOO["sac"], "Pendulum-v1", {**SB3_OFF_TINY, "learning_rate": 1e-3})
+    loaded = []
+    load = SAC.load_replay_buffer
+
+    def load_and_count(self, path, **kwargs):
+        load(self, path, **kwargs)
+        loaded.append(self.replay_buffer.size())
+
+    monkeypatch.setattr(SAC, "load_replay_buffer", load_and_count)
+    result = benchmark.run_job(job(tmp_path, "sac", total))
+    assert result["env_steps"] == total and loaded == [at]  # the checkpoint's transitions are back
+    steps = [int(r["total_steps"]) for r in read_csv(folder / benchmark.PROGRESS)]
+    assert steps == sorted(set(steps)) and steps[-1] == total  # rows after the checkpoint were redone once
+    assert not (folder / "checkpoint" / benchmark.REPLAY_BUFFER).exists()  # finished: the buffer is gone
 
 
 @pytest.mark.slow
@@ -194,7 +342,9 @@ def test_sb3_resumes_from_its_checkpoint(tmp_path, monkeypatch, tiny_ppo):
 
 
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
-    for argv, message in ((["--tasks", "Walker2d-v5"], "--tasks"), (["--agents", "sac"], "--agents"),
+    for argv, message in ((["--tasks", "Humanoid-v5"], "--tasks"), (["--agents", "sac"], "--agents"),
+                          (["--budget", "off-policy", "--agents", "ppo"], "--budget on-policy's"),
+                          (["--budget", "off-policy", "--svpg-options", '{"estimator": "ppo"}'], "estimator"),
                           (["--seeds", "3-110"], "mixes reported seeds"),
                           (["--svpg-options", '{"method": "svgd"}'], "--svpg-options"),
                           (["--svpg-options", '{"alpha": -1}'], "alpha")):
