@@ -28,11 +28,13 @@ def tmp_runs(tmp_path):
 @pytest.fixture(autouse=True)
 def registries_restored():
     """Whatever a test registers (the recipes of docs/architecture.md and tests/test_registries.py add a bandit
-    problem and a data set), the next test sees the registries as they were."""
+    problem, a data set and an estimator), the next test sees the registries as they were."""
     from svpg.bandits import problem_registry
+    from svpg.rl import estimators
     from svpg.supervised import data
 
-    tables = (problem_registry.PROBLEMS, data.DATASETS, data.DATA_FILES, data.UCI_SETS, data.STANDARD_SPLIT_ROWS)
+    tables = (problem_registry.PROBLEMS, data.DATASETS, data.DATA_FILES, data.UCI_SETS, data.STANDARD_SPLIT_ROWS,
+              estimators.ESTIMATORS)
     saved = [dict(table) for table in tables]
     yield
     for table, before in zip(tables, saved):

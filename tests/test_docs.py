@@ -66,22 +66,8 @@ def test_every_python_fence_is_collected():
         assert not tags & {"py", "python3", "pycon", "ipython"}, f"{path.name}: use ```python so the example is tested"
 
 
-@pytest.fixture
-def registries():
-    """The how-to-add examples register an estimator, a problem, a data set: undone after each example."""
-    from svpg.bandits.problem_registry import PROBLEMS
-    from svpg.rl.estimators import ESTIMATORS
-    from svpg.supervised.data import DATASETS
-
-    saved = [(registry, dict(registry)) for registry in (ESTIMATORS, PROBLEMS, DATASETS)]
-    yield
-    for registry, entries in saved:
-        registry.clear()
-        registry.update(entries)
-
-
 @pytest.mark.parametrize("path, code", list(python_examples()))
-def test_python_example_runs(path, code, tmp_path, monkeypatch, cartpole_run, registries):
+def test_python_example_runs(path, code, tmp_path, monkeypatch, cartpole_run):
     monkeypatch.chdir(tmp_path)
     if "runs/cartpole" in code:
         shutil.copytree(cartpole_run, tmp_path / "runs" / "cartpole")

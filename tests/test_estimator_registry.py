@@ -43,16 +43,14 @@ def test_an_estimator_added_from_outside_the_package_trains():
             returns = discounted_returns(batch.rewards, batch.dones, self.gamma)
             return standardize(returns, dims=(0, 2)), None, {}
 
-    try:
-        model = svpg.SVPG("CartPole-v1", estimator="reward-to-go", samples_per_particle=500, verbose=0, seed=1)
-        before = model.policy.theta.detach().clone()
-        model.learn(4000)
-        assert isinstance(model.estimator, RewardToGo) and not torch.equal(model.policy.theta, before)
-        assert SVPGConfig(estimator="reward-to-go").validate().estimator == "reward-to-go"
-        parser = build_parser("train.py")
-        assert parser.parse_args(["--estimator", "reward-to-go"]).estimator == "reward-to-go"
-    finally:
-        del REGISTRY["reward-to-go"]
+    model = svpg.SVPG("CartPole-v1", estimator="reward-to-go", samples_per_particle=500, verbose=0, seed=1)
+    before = model.policy.theta.detach().clone()
+    model.learn(4000)
+    assert isinstance(model.estimator, RewardToGo) and not torch.equal(model.policy.theta, before)
+    assert SVPGConfig(estimator="reward-to-go").validate().estimator == "reward-to-go"
+    parser = build_parser("train.py")
+    assert parser.parse_args(["--estimator", "reward-to-go"]).estimator == "reward-to-go"
+    del REGISTRY["reward-to-go"]  # (conftest restores the registry after every test in any case)
     with pytest.raises(ValueError, match="--estimator 'reward-to-go': choose from reinforce, a2c, ppo, sac"):
         SVPGConfig(estimator="reward-to-go").validate()
 
