@@ -376,3 +376,21 @@ def test_mujoco_hopper_steps_and_renders_headless():
         pytest.skip(f"no headless OpenGL here (MUJOCO_GL={env['MUJOCO_GL']}): {done.stderr.strip().splitlines()[-1]}")
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["(480,", "480,", "3)", "uint8", "1"]
+
+
+def test_the_off_policy_report_table(tmp_path):
+    """docs/benchmarks.md's off-policy table (python -m svpg.report): a row per task and agent of the budget,
+    "not measured yet" until runs are gathered into its result file, then task_table's cells."""
+    from svpg.report import _tables, write_rows
+
+    table = _tables()["benchmark-off-policy"]
+    rows = table_rows(table.render())
+    assert rows["task"][1:3] == ["agent", "seeds"] and "AUC − SAC (95 % CI)" in rows["task"]
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    run = {"env_steps": 300000, "final": 3000.0, "final_particle_mean": 2500.0, "best_particle": 1, "wall_s": 600.0,
+           "task": "Walker2d-v5", "agent": "s2vgd-sac", "seed": 0, "eval_episodes": 10, "auc": 1500.0}
+    write_rows(tmp_path / table.source, [run])
+    text = table.render(tmp_path)
+    line = next(line for line in text.splitlines() if line.startswith("| Walker2d-v5 | s2vgd-sac |"))
+    assert "| 1 | 300,000 | 3000.0 | 2500.0 | – | 1500.0 | – | 10.00 |" in line
+    assert "| Walker2d-v5 | sac | not measured yet |" in text and "1 runs, 0.2 core-hours" in text
