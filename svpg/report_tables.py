@@ -362,7 +362,7 @@ register(
                 "Salas et al. T1 (reward / optimal)",
             ],
             [
-                ["**s2vgd**", "5", "1.42 ± 0.04", "0.988 ± 0.000", "", "75", "", ""],
+                ["**s2vgd**", M, M, M, "", M, "", ""],
                 ["svgd", M, M, M, M, M, "", ""],
                 ["bbb", M, M, M, M, M, "1.01 ± 0.01 (Diag)", "0.69 ± 0.11 (BBB)"],
                 ["vmg", M, M, M, M, M, "", ""],
@@ -380,7 +380,7 @@ register(
             "lrrrrrrr",
         ),
         command="python train.py bandit --problem statlog --rounds 43500 --num-seeds 5 --agents $AGENTS --run-name showdown-statlog-full; python -m svpg.report gather runs/showdown-statlog-full --into bench/results/bandit_showdown.csv",
-        compute="1,671 s of agent time",
+        compute="about 30 minutes of agent time, an estimate",
     )
 )
 
@@ -402,7 +402,7 @@ register(
                 "Salas et al. T1 (reward / optimal)",
             ],
             [
-                ["**s2vgd**", "5", "31.89 ± 0.13", "0.726 ± 0.001", "", "111", "", ""],
+                ["**s2vgd**", M, M, M, "", M, "", ""],
                 ["svgd", M, M, M, M, M, "", ""],
                 ["bbb", M, M, M, M, M, "28.42 ± 0.30 (Diag)", "0.43 ± 0.05 (BBB)"],
                 ["vmg", M, M, M, M, M, "", ""],
@@ -420,7 +420,7 @@ register(
             "lrrrrrrr",
         ),
         command="python train.py bandit --problem covertype --rounds 50000 --num-seeds 5 --agents $AGENTS --run-name showdown-covertype-full; python -m svpg.report gather runs/showdown-covertype-full --into bench/results/bandit_showdown.csv",
-        compute="2,248 s of agent time",
+        compute="about 35 minutes of agent time, an estimate",
     )
 )
 
@@ -442,7 +442,7 @@ register(
                 "Salas et al. T1 (reward / optimal)",
             ],
             [
-                ["**s2vgd**", "10", "13.76 ± 0.33", "0.861 ± 0.003", "", "11", "", ""],
+                ["**s2vgd**", M, M, M, "", M, "", ""],
                 ["svgd", M, M, M, M, M, "", ""],
                 ["bbb", M, M, M, M, M, "7.43 ± 0.57 (Diag)", "0.09 ± 0.15 (BBB)"],
                 ["vmg", M, M, M, M, M, "", ""],
@@ -460,7 +460,7 @@ register(
             "lrrrrrrr",
         ),
         command="python train.py bandit --problem financial --rounds 3713 --num-seeds 10 --agents $AGENTS --run-name showdown-financial; python -m svpg.report gather runs/showdown-financial --into bench/results/bandit_showdown.csv",
-        compute="487 s of agent time",
+        compute="about 10 minutes of agent time, an estimate",
     )
 )
 
@@ -482,7 +482,7 @@ register(
                 "Salas et al. T1 (reward / optimal)",
             ],
             [
-                ["**s2vgd**", "5", "75.55 ± 0.15", "0.299 ± 0.001", "", "126", "", ""],
+                ["**s2vgd**", M, M, M, "", M, "", ""],
                 ["svgd", M, M, M, M, M, "", ""],
                 ["bbb", M, M, M, M, M, "76.32 ± 0.09 (Diag)", "0.12 ± 0.01 (BBB)"],
                 ["vmg", M, M, M, M, M, "", ""],
@@ -500,7 +500,7 @@ register(
             "lrrrrrrr",
         ),
         command="python train.py bandit --problem adult --rounds 45222 --num-seeds 5 --agents $AGENTS --run-name showdown-adult-full; python -m svpg.report gather runs/showdown-adult-full --into bench/results/bandit_showdown.csv",
-        compute="2,590 s of agent time",
+        compute="about 45 minutes of agent time, an estimate",
     )
 )
 
@@ -522,7 +522,7 @@ register(
                 "Salas et al. T1 (reward / optimal)",
             ],
             [
-                ["**s2vgd**", "2", "3.94 ± 0.81", "0.960 ± 0.008", "", "633", "", ""],
+                ["**s2vgd**", M, M, M, "", M, "", ""],
                 ["kflow-linear", M, M, M, M, M, "5.88 ± 0.35 (K-Linear)", ""],
                 ["neural-greedy", M, M, M, M, M, "6.08 ± 0.47 (SGD)", "0.91 ± 0.02 (Greedy)"],
                 ["uniform", M, M, M, M, M, "", "-0.00 ± 0.01 (Uniform)"],
@@ -530,7 +530,7 @@ register(
             "lrrrrrrr",
         ),
         command="the command above; python -m svpg.report gather runs/showdown-financial-tables --into bench/results/bandit_showdown.csv",
-        compute="2,255 s of agent time for two seeds",
+        compute="about 20 minutes of agent time per seed, an estimate",
     )
 )
 
