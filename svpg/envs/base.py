@@ -119,10 +119,13 @@ class BatchedEnv:
 
     @property
     def action_dim(self) -> int:
-        """Number of actions for ``Discrete`` (policy logits), action vector length for ``Box``."""
+        """The policy's outputs per action: number of actions for ``Discrete`` (logits), ``sum(nvec)`` for
+        ``MultiDiscrete`` (every component's logits), ``n`` for ``MultiBinary``, action vector length for ``Box``."""
         space = self.single_action_space
         if isinstance(space, gym.spaces.Discrete):
             return int(space.n)
+        if isinstance(space, gym.spaces.MultiDiscrete):
+            return int(space.nvec.sum())
         assert space.shape is not None  # a Box
         return int(space.shape[0])
 

@@ -5,7 +5,9 @@ factory's environments, or a user's vector env) with same-step autoreset and con
 at every step (a host round trip, so this path is for coverage, not speed). With ``vec_env="async"``
 the same environments run in worker processes (:mod:`svpg.envs.parallel`), a group per process.
 Observations are flattened (``Discrete`` observations are one-hot encoded); ``Box`` actions are clipped
-to the action space before they are applied, as Stable-Baselines3 does.
+to the action space before they are applied, as Stable-Baselines3 does; ``Discrete``, ``MultiDiscrete``
+and ``MultiBinary`` actions reach the environment as arrays of the space's dtype, (num_envs,) and
+(num_envs, n).
 """
 
 from __future__ import annotations
@@ -22,6 +24,17 @@ from .envpool_env import EnvPoolVectorEnv
 from .parallel import GroupedAsyncVectorEnv, VectorFactory
 
 VEC_ENVS = ("sync", "async", "envpool")
+#: the action spaces svpg's policies act in, as errors name them (svpg.rl.policies refuses the others with it)
+SUPPORTED_ACTIONS = "Discrete, MultiDiscrete, MultiBinary or flat Box"
+
+
+def supports_actions(space: gym.Space) -> bool:
+    """True for the action spaces svpg's policies act in: Discrete, flat MultiDiscrete, MultiBinary and Box."""
+    if isinstance(space, gym.spaces.Discrete):
+        return True
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return space.nvec.ndim == 1
+    return isinstance(space, (gym.spaces.MultiBinary, gym.spaces.Box)) and len(space.shape) == 1
 
 
 def env_name(env: gym.Env) -> str:
@@ -215,8 +228,8 @@ class GymVectorEnv(BatchedEnv):
             )
         else:
             raise ValueError(f"{self.env_id}: only Box and Discrete observation spaces are supported, got {obs_space}")
-        if not isinstance(act_space, (gym.spaces.Discrete, gym.spaces.Box)):
-            raise ValueError(f"{self.env_id}: only Discrete and Box action spaces are supported, got {act_space}")
+        if not supports_actions(act_space):
+            raise ValueError(f"{self.env_id}: svpg policies support {SUPPORTED_ACTIONS} action spaces, got {act_space}")
         self.single_action_space = act_space
 
     def _to_torch(self, obs: np.ndarray) -> torch.Tensor:
@@ -244,6 +257,8 @@ class GymVectorEnv(BatchedEnv):
         acts = actions.detach().cpu().numpy()
         if isinstance(space, gym.spaces.Discrete):
             acts = acts.reshape(self.num_envs).astype(space.dtype)
+        elif isinstance(space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
+            acts = acts.reshape(self.num_envs, *space.shape).astype(space.dtype)
         else:
             box = cast(gym.spaces.Box, space)
             acts = np.clip(acts.reshape(self.num_envs, *box.shape), box.low, box.high).astype(box.dtype)

@@ -48,11 +48,12 @@ def evaluate_particles(
         max_episode_steps=max_episode_steps,
         env_kwargs=env_kwargs,
     )
-    if env.obs_dim != policy.spec.obs_dim or env.is_discrete != policy.spec.discrete:
+    if env.obs_dim != policy.spec.obs_dim or not policy.spec.acts_in(env.single_action_space):
+        env.close()
         raise ValueError(
-            f"{env_id} has observations of size {env.obs_dim} and {'discrete' if env.is_discrete else 'continuous'} "
-            f"actions, but the policy was trained for size {policy.spec.obs_dim} and "
-            f"{'discrete' if policy.spec.discrete else 'continuous'} actions: evaluate on the training env"
+            f"{env_id} has observations of size {env.obs_dim} and actions in {env.single_action_space}, but the "
+            f"policy was trained for size {policy.spec.obs_dim} and {policy.spec.describe_actions()}: "
+            f"evaluate on the training env"
         )
     weights = policy.fast_weights(policy.theta.detach()[idx])
     gen = torch_generator(seed, "action_noise", device=policy.device)

@@ -68,6 +68,53 @@ class AddGumbelNoise(nn.Module):
         return logits - torch.log(-torch.log(u))
 
 
+class ComponentArgmax(nn.Module):
+    """A MultiDiscrete head's logits (..., sum(nvec)) -> each component's action of highest logit
+    (..., K), int64, as :meth:`svpg.rl.policies.ParticlePolicy.component_logits` splits them.
+
+    :param index: (K, max n): where each component's logits are read from (``sum(nvec)``: −inf padding).
+    """
+
+    def __init__(self, index: torch.Tensor):
+        super().__init__()
+        self.register_buffer("index", index)
+        self.components, self.width = int(index.shape[0]), int(index.shape[1])
+
+    def forward(self, logits: torch.Tensor) -> torch.Tensor:
+        padded = torch.cat([logits, torch.full_like(logits[..., :1], float("-inf"))], -1)
+        # buffers: see AddGaussianNoise
+        rows = padded.index_select(-1, self.index.flatten())  # type: ignore[operator]
+        return rows.unflatten(-1, (self.components, self.width)).argmax(-1)
+
+
+class AddOffset(nn.Module):
+    """Actions counted from 0 -> counted from the action space's ``start``."""
+
+    def __init__(self, offset: torch.Tensor):
+        super().__init__()
+        self.register_buffer("offset", offset)
+
+    def forward(self, action: torch.Tensor) -> torch.Tensor:
+        # buffers: see AddGaussianNoise
+        return action + self.offset  # type: ignore[operator]
+
+
+class AddLogisticNoise(nn.Module):
+    """Bernoulli logits plus Logistic(0, 1) noise: where the sum is positive is a Bernoulli sample, drawn
+    as :meth:`svpg.rl.policies.ParticlePolicy.draw_noise` draws it."""
+
+    def forward(self, logits: torch.Tensor) -> torch.Tensor:
+        u = torch.rand_like(logits).clamp(1e-20, 1.0 - 1e-7)
+        return logits + torch.log(u) - torch.log1p(-u)
+
+
+class Positive(nn.Module):
+    """MultiBinary logits (..., n) -> 1 where the logit is positive (probability over ½), else 0; int64."""
+
+    def forward(self, logits: torch.Tensor) -> torch.Tensor:
+        return (logits > 0).long()
+
+
 class AddGaussianNoise(nn.Module):
     """Gaussian mean -> a sample ``mean + std * N(0, 1)``, with the particle's learned std."""
 
@@ -154,9 +201,10 @@ def to_module(
 
     :param policy: the ensemble (e.g. from ``svpg.load``).
     :param particle: which particle (default: ``policy.particle``, the best one at save time).
-    :param deterministic: the argmax action (categorical head) or the mean clipped to the action box
-        (Gaussian head), as ``policy.predict(obs, deterministic=True)``; False samples like
-        ``predict(obs, deterministic=False)`` (Gumbel-max / mean + σ ε, then clipped).
+    :param deterministic: the argmax action (categorical head, one per component of a MultiDiscrete), the
+        more probable value of each Bernoulli (MultiBinary) or the mean clipped to the action box (Gaussian
+        head), as ``policy.predict(obs, deterministic=True)``; False samples like
+        ``predict(obs, deterministic=False)`` (Gumbel-max / logistic noise / mean + σ ε, then clipped).
     :param raw: the network's output instead of an action: logits (B, n) or Gaussian means (B, A),
         not clipped; ``deterministic`` does not apply.
     :raises ValueError: for a particle index outside the ensemble.
@@ -182,8 +230,19 @@ def to_module(
         layers.append(linear)
     if raw:
         return nn.Sequential(*layers).requires_grad_(False)
-    if spec.discrete:
-        head: list[nn.Module] = [Argmax()] if deterministic else [AddGumbelNoise(), Argmax()]
+    if spec.binary:
+        head: list[nn.Module] = [Positive()] if deterministic else [AddLogisticNoise(), Positive()]
+    elif spec.discrete:
+        if spec.nvec:
+            nvec, total = spec.nvec, sum(spec.nvec)
+            width, first = max(nvec), [sum(nvec[:k]) for k in range(len(nvec))]
+            index = [[o + j if j < n else total for j in range(width)] for o, n in zip(first, nvec, strict=True)]
+            argmax: nn.Module = ComponentArgmax(torch.tensor(index))
+        else:
+            argmax = Argmax()
+        head = [argmax] if deterministic else [AddGumbelNoise(), argmax]
+        if any(spec.action_start()):
+            head.append(AddOffset(torch.tensor(spec.action_start())))
     elif spec.squashed:
         low, high = (torch.tensor(bound, dtype=torch.float32) for bound in (spec.action_low, spec.action_high))
         head = [SquashedGaussian((high + low) / 2, (high - low) / 2, deterministic)]
@@ -257,8 +316,13 @@ def _describe(policy: ParticlePolicy, particle: int, deterministic: bool, raw: b
     """What a deployer needs to know about an exported file's module."""
     spec = policy.spec
     action: dict[str, Any]
-    if spec.discrete:
-        action = {"discrete": spec.action_dim}
+    start = list(spec.action_start())
+    if spec.binary:
+        action = {"multi_binary": spec.action_dim}
+    elif spec.nvec:
+        action = {"multi_discrete": list(spec.nvec), "start": start}
+    elif spec.discrete:
+        action = {"discrete": spec.action_dim, **({"start": start[0]} if any(start) else {})}
     else:
         action = {"low": list(spec.action_low), "high": list(spec.action_high)}
     if raw:

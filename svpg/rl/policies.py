@@ -1,7 +1,7 @@
-"""M tanh-MLP policies ("particles") stored as one θ (M, D), with categorical or Gaussian heads.
+"""M tanh-MLP policies ("particles") stored as one θ (M, D), with categorical, Bernoulli or Gaussian heads.
 
-Sampling uses direct formulas on pre-drawn noise (Gumbel-max for categorical, μ + σ ε for Gaussian)
-rather than ``torch.distributions`` objects, which cost ~40× more per step.
+Sampling uses direct formulas on pre-drawn noise (Gumbel-max for categorical, logistic noise for
+Bernoulli, μ + σ ε for Gaussian) rather than ``torch.distributions`` objects, which cost ~40× more per step.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import torch
 from svpg.core.networks import LayerWeights, NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
 from svpg.core.probability import LOG_2PI, gaussian_log_prob
+from svpg.envs.generic import SUPPORTED_ACTIONS
 from svpg.seeding import torch_generator
 
 
@@ -23,13 +24,23 @@ from svpg.seeding import torch_generator
 class PolicySpec:
     """What fixes a policy ensemble's shape; stored in every checkpoint.
 
+    The head (:attr:`head`) follows from ``discrete``, ``nvec``, ``binary`` and ``squashed``, as
+    Stable-Baselines3 chooses its distribution from the action space: ``Discrete`` → one categorical,
+    ``MultiDiscrete`` → one categorical per component, ``MultiBinary`` → independent Bernoullis, ``Box``
+    → a Gaussian. Fields left at their defaults are not stored (:meth:`to_dict`), so files written
+    before a field existed read as they did.
+
     :param obs_dim: observation size.
-    :param discrete: categorical head (True) or Gaussian head with learned log-std (False).
-    :param action_dim: number of actions (discrete) or action dimensions (continuous).
-    :param network: the particle MLP (input obs_dim, output action_dim).
+    :param discrete: integer actions from logits (``Discrete``, ``MultiDiscrete``, ``MultiBinary``: True) or
+        a Gaussian head (``Box``: False).
+    :param action_dim: number of network outputs of a discrete head (``n``, ``sum(nvec)``, ``n``) or action
+        dimensions (continuous).
+    :param network: the particle MLP (input obs_dim, output action_dim; 2 action_dim when ``squashed``).
     :param num_particles: M.
-    :param action_low: lower bounds of a Box action space (clipping in :meth:`predict`).
-    :param action_high: upper bounds of a Box action space.
+    :param action_low: lower bounds of a Box action space (clipping in :meth:`predict`); for a
+        ``MultiDiscrete`` (or a ``Discrete`` with a non-zero ``start``), the space's ``start``, which
+        actions are counted from (empty: 0).
+    :param action_high: upper bounds of a Box action space; ``start + nvec − 1`` of a ``MultiDiscrete``.
     :param init_log_std: initial log σ of the Gaussian head.
     :param obs_scale: fixed per-feature multipliers of the observation (empty: none), folded into the
         first layer's effective weights, so the policy still takes the environment's raw observation.
@@ -37,6 +48,9 @@ class PolicySpec:
         Gaussian sample squashed by tanh into the action box (SAC's policy, Haarnoja et al. 2018,
         https://arxiv.org/abs/1801.01290, appendix C); False: a state-independent learned log-std, and
         actions clipped to the box.
+    :param nvec: the sizes of a ``MultiDiscrete``'s components (one categorical each, their logits
+        consecutive in the network's output); empty otherwise.
+    :param binary: a ``MultiBinary`` head: ``action_dim`` independent Bernoullis with logits.
     """
 
     obs_dim: int
@@ -49,8 +63,18 @@ class PolicySpec:
     init_log_std: float = 0.0
     obs_scale: tuple[float, ...] = field(default=())
     squashed: bool = False
+    nvec: tuple[int, ...] = field(default=())
+    binary: bool = False
 
     def __post_init__(self):
+        object.__setattr__(self, "nvec", tuple(int(n) for n in self.nvec))
+        if self.nvec and (not self.discrete or self.binary or sum(self.nvec) != self.action_dim or min(self.nvec) < 1):
+            raise ValueError(
+                f"a MultiDiscrete head needs discrete=True and action_dim = sum(nvec) with every n ≥ 1, got "
+                f"nvec={self.nvec}, action_dim={self.action_dim}, discrete={self.discrete}, binary={self.binary}"
+            )
+        if self.binary and not self.discrete:
+            raise ValueError("a MultiBinary head needs discrete=True")
         scale = tuple(float(s) for s in self.obs_scale)
         object.__setattr__(self, "obs_scale", scale)
         if scale and (len(scale) != self.obs_dim or not all(0 < s < float("inf") for s in scale)):
@@ -62,8 +86,9 @@ class PolicySpec:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["network"] = self.network.to_dict()
-        if not self.squashed:  # files of unsquashed policies read as they did before the head existed
-            del d["squashed"]
+        for name in ("squashed", "nvec", "binary"):  # a field at its default is not stored: older files read the same
+            if not d[name]:
+                del d[name]
         return d
 
     @classmethod
@@ -72,7 +97,49 @@ class PolicySpec:
         d["network"] = NetworkSpec(**d["network"])
         d["action_low"] = tuple(d.get("action_low", ()))
         d["action_high"] = tuple(d.get("action_high", ()))
+        d["nvec"] = tuple(d.get("nvec", ()))
         return cls(**d)
+
+    @property
+    def head(self) -> str:
+        """``"categorical"`` (Discrete), ``"multi_categorical"`` (MultiDiscrete), ``"bernoulli"``
+        (MultiBinary), ``"gaussian"`` or ``"squashed"`` (Box)."""
+        if self.discrete:
+            return "multi_categorical" if self.nvec else "bernoulli" if self.binary else "categorical"
+        return "squashed" if self.squashed else "gaussian"
+
+    @property
+    def action_shape(self) -> tuple[int, ...]:
+        """The shape of one action: () for Discrete, (components,) for MultiDiscrete, (n,) otherwise."""
+        if self.head == "categorical":
+            return ()
+        return (len(self.nvec),) if self.nvec else (self.action_dim,)
+
+    def action_start(self) -> tuple[int, ...]:
+        """What a discrete head's actions are counted from (a Gymnasium space's ``start``; empty: 0)."""
+        return tuple(int(x) for x in self.action_low) if self.discrete else ()
+
+    def describe_actions(self) -> str:
+        """The action space this head acts in, in Gymnasium's words (for messages)."""
+        start = self.action_start()
+        at = f", start={list(start)}" if any(start) else ""
+        if self.head == "categorical":
+            return f"Discrete({self.action_dim}{', start=' + str(start[0]) if at else ''})"
+        if self.head == "multi_categorical":
+            return f"MultiDiscrete({list(self.nvec)}{at})"
+        if self.head == "bernoulli":
+            return f"MultiBinary({self.action_dim})"
+        return f"Box actions of {self.action_dim} dimensions"
+
+    def acts_in(self, action_space: gym.Space) -> bool:
+        """Whether this head acts in ``action_space``: the same kind of space, sizes and ``start``."""
+        try:
+            other = PolicySpec.for_spaces(gym.spaces.Box(-1.0, 1.0, (self.obs_dim,)), action_space, {"hidden": ()}, 1)
+        except ValueError:
+            return False
+        fields = ("discrete", "binary", "nvec", "action_dim")
+        same = all(getattr(other, f) == getattr(self, f) for f in fields)
+        return same and (not self.discrete or other.action_start() == self.action_start())
 
     @classmethod
     def for_spaces(
@@ -93,8 +160,41 @@ class PolicySpec:
         hidden = tuple(network.pop("hidden"))
         if isinstance(action_space, gym.spaces.Discrete):
             n = int(action_space.n)
+            start = int(action_space.start)
             return cls(
-                obs_dim, True, n, NetworkSpec((obs_dim, *hidden, n), **network), num_particles, obs_scale=obs_scale
+                obs_dim,
+                True,
+                n,
+                NetworkSpec((obs_dim, *hidden, n), **network),
+                num_particles,
+                (float(start),) if start else (),  # a Discrete counted from 0 stores no bounds
+                (float(start + n - 1),) if start else (),
+                obs_scale=obs_scale,
+            )
+        if isinstance(action_space, gym.spaces.MultiDiscrete) and action_space.nvec.ndim == 1:
+            nvec = tuple(int(n) for n in action_space.nvec)
+            first = [int(k) for k in np.broadcast_to(getattr(action_space, "start", 0), action_space.nvec.shape)]
+            return cls(
+                obs_dim,
+                True,
+                sum(nvec),
+                NetworkSpec((obs_dim, *hidden, sum(nvec)), **network),
+                num_particles,
+                tuple(float(k) for k in first),
+                tuple(float(k + n - 1) for k, n in zip(first, nvec, strict=True)),
+                obs_scale=obs_scale,
+                nvec=nvec,
+            )
+        if isinstance(action_space, gym.spaces.MultiBinary) and len(action_space.shape) == 1:
+            n = int(action_space.shape[0])
+            return cls(
+                obs_dim,
+                True,
+                n,
+                NetworkSpec((obs_dim, *hidden, n), **network),
+                num_particles,
+                obs_scale=obs_scale,
+                binary=True,
             )
         if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
             a = action_space.shape[0]
@@ -114,7 +214,7 @@ class PolicySpec:
                 obs_scale=obs_scale,
                 squashed=squashed,
             )
-        raise ValueError(f"svpg policies support Discrete or flat Box action spaces, got {action_space}")
+        raise ValueError(f"svpg policies support {SUPPORTED_ACTIONS} action spaces, got {action_space}")
 
 
 def fold_obs_scale(weights: LayerWeights, obs_scale: tuple[float, ...]) -> LayerWeights:
@@ -163,6 +263,19 @@ class ParticlePolicy:
                 for b in (spec.action_low, spec.action_high)
             )
             self.action_centre, self.action_half = (high + low) / 2, (high - low) / 2
+        start = spec.action_start()
+        #: a discrete head's ``start`` (long, one per component), None when every action counts from 0
+        self.action_offset = torch.tensor(start, device=self.theta.device) if any(start) else None
+        #: MultiDiscrete components of unequal sizes: where each padded logit (K, max n) is read from the
+        #: network's output (index sum(nvec): the -inf padding) and which of them are padding
+        self._component_index: torch.Tensor | None = None
+        self._component_pad: torch.Tensor | None = None
+        nvec = spec.nvec
+        if nvec and len(set(nvec)) > 1:
+            width, offsets = max(nvec), np.cumsum((0, *nvec[:-1]))
+            index = [[o + j if j < n else sum(nvec) for j in range(width)] for o, n in zip(offsets, nvec, strict=True)]
+            self._component_index = torch.tensor(index, device=self.theta.device)
+            self._component_pad = self._component_index == sum(nvec)
 
     def preprocess(self, obs: torch.Tensor) -> torch.Tensor:
         """Raw environment observations → what the particles read (the frozen normalisation, if any)."""
@@ -196,12 +309,35 @@ class ParticlePolicy:
         return self.net.fast_weights(layer_weights), log_std
 
     def draw_noise(self, shape: tuple[int, ...], generator: torch.Generator | None) -> torch.Tensor:
-        """Noise for :meth:`sample`: Gumbel(0, 1) for categorical heads, N(0, 1) for Gaussian ones."""
+        """Noise for :meth:`sample`: Gumbel(0, 1) for categorical heads, Logistic(0, 1) for Bernoulli
+        ones, N(0, 1) for Gaussian ones; (*shape, action_dim)."""
         full = (*shape, self.spec.action_dim)
+        if self.spec.binary:
+            u = torch.rand(full, generator=generator, device=self.device).clamp_(1e-20, 1.0 - 1e-7)
+            return torch.log(u) - torch.log1p(-u)
         if self.spec.discrete:
             u = torch.rand(full, generator=generator, device=self.device).clamp_(1e-20, 1.0)
             return -torch.log(-torch.log(u))
         return torch.randn(full, generator=generator, device=self.device)
+
+    def component_logits(self, out: torch.Tensor) -> torch.Tensor:
+        """A MultiDiscrete head's output (..., sum(nvec)) → one row of logits per component (..., K, max n),
+        the rows of smaller components padded with −inf."""
+        nvec = self.spec.nvec
+        if self._component_index is None:
+            return out.unflatten(-1, (len(nvec), nvec[0]))
+        padded = torch.cat([out, out.new_full((*out.shape[:-1], 1), -math.inf)], -1)
+        return padded[..., self._component_index]
+
+    def _discrete_action(self, scores: torch.Tensor) -> torch.Tensor:
+        """Actions of a discrete head from (perturbed) logits: argmax per categorical, sign per Bernoulli,
+        counted from the space's ``start``."""
+        if self.spec.binary:
+            return (scores > 0).long()
+        if self.spec.nvec:
+            scores = self.component_logits(scores)
+        action = scores.argmax(-1)
+        return action if self.action_offset is None else action + self.action_offset
 
     def sample(self, weights, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
         """Actions for obs (M, N, obs_dim) given :meth:`fast_weights` and noise from :meth:`draw_noise`:
@@ -209,7 +345,8 @@ class ParticlePolicy:
         layer_weights, log_std = weights
         out = self.net.fast_forward(layer_weights, obs)
         if self.spec.discrete:
-            return torch.argmax(out + noise, dim=-1)  # Gumbel-max: exact categorical sample
+            # Gumbel-max: an exact categorical sample; x + logistic noise > 0: an exact Bernoulli(σ(x)) one
+            return self._discrete_action(out + noise)
         if self.spec.squashed:
             return self.squashed_sample(out, noise)[0]
         return torch.addcmul(out, log_std.exp().unsqueeze(1), noise)
@@ -235,15 +372,20 @@ class ParticlePolicy:
         return torch.addcmul(self.action_centre, self.action_half, squash), logp
 
     def mode(self, weights, obs: torch.Tensor) -> torch.Tensor:
-        """Deterministic actions (argmax / mean) for obs (M, N, obs_dim), given :meth:`fast_weights`."""
+        """Deterministic actions (argmax / mean; a Bernoulli's 1 where its probability is over ½) for obs
+        (M, N, obs_dim), given :meth:`fast_weights`."""
         layer_weights, _ = weights
         out = self.net.fast_forward(layer_weights, obs)
         if self.spec.squashed:
             return torch.addcmul(self.action_centre, self.action_half, torch.tanh(out.chunk(2, dim=-1)[0]))
-        return out.argmax(-1) if self.spec.discrete else out
+        return self._discrete_action(out) if self.spec.discrete else out
 
     def log_prob_entropy(self, theta: torch.Tensor, obs: torch.Tensor, actions: torch.Tensor):
-        """log π(a|s) (M, B) and the mean entropy per particle (M,), differentiable in θ."""
+        """log π(a|s) (M, B) and the mean entropy per particle (M,), differentiable in θ.
+
+        Several independent components (MultiDiscrete's categoricals, MultiBinary's Bernoullis, a Box's
+        Gaussians) add their log-probabilities and their entropies, as Stable-Baselines3 counts them.
+        """
         layer_weights, log_std = self.fast_weights(theta)
         out = self.net.fast_forward(layer_weights, obs)
         if self.spec.squashed:
@@ -251,7 +393,23 @@ class ParticlePolicy:
                 "a tanh-squashed policy is trained by the off-policy estimators (sac), which draw their own "
                 "actions; its log-probabilities of given actions are not used"
             )
+        if self.spec.binary:  # log σ(x) = x − softplus(x), log(1 − σ(x)) = −softplus(x)
+            softplus = torch.nn.functional.softplus(out)
+            logp = (actions.to(out.dtype) * out - softplus).sum(-1)
+            entropy = (softplus - torch.sigmoid(out) * out).sum(-1).mean(-1)
+            return logp, entropy
         if self.spec.discrete:
+            if self.action_offset is not None:
+                actions = actions - self.action_offset
+            if self.spec.nvec:
+                logits = torch.log_softmax(self.component_logits(out), dim=-1)  # (M, B, K, max n)
+                if self._component_pad is not None:  # padding: probability 0, and 0 · log 0 counted as 0
+                    logits = logits.masked_fill(self._component_pad, 0.0)
+                    probs = logits.exp().masked_fill(self._component_pad, 0.0)
+                else:
+                    probs = logits.exp()
+                logp = logits.gather(-1, actions.unsqueeze(-1)).squeeze(-1).sum(-1)
+                return logp, -(probs * logits).sum((-1, -2)).mean(-1)
             logits = torch.log_softmax(out, dim=-1)
             logp = logits.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
             entropy = -(logits.exp() * logits).sum(-1).mean(-1)
@@ -277,6 +435,9 @@ class ParticlePolicy:
 
         :param observation: array (obs_dim,) or (n_envs, obs_dim).
         :param deterministic: argmax / mean action instead of a sample.
+        :returns: actions (n_envs, *action_shape), or one action for one observation: int64 for discrete
+            heads (() for Discrete, (components,) for MultiDiscrete, (n,) for MultiBinary), float32 in
+            the box for Box ones.
         """
         obs = np.asarray(observation, dtype=np.float32)
         single = obs.ndim == 1
@@ -301,7 +462,9 @@ class ParticlePolicy:
 
     def __repr__(self) -> str:
         net = self.spec.network
-        head = "categorical" if self.spec.discrete else "squashed gaussian" if self.spec.squashed else "gaussian"
+        head = {"squashed": "squashed gaussian", "multi_categorical": "multi-categorical"}.get(
+            self.spec.head, self.spec.head
+        )
         return (
             f"ParticlePolicy(M={self.num_particles}, sizes={net.sizes}, K={net.householder}, "
             f"scales={net.learn_scales}, prior={net.prior}, head={head}, D={self.layout.size})"
