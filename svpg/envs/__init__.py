@@ -110,11 +110,10 @@ def make_batched(
     if vec_env not in VEC_ENVS:
         raise ValueError(f"vec_env must be one of {VEC_ENVS}, got {vec_env!r}")
     env_kwargs = dict(env_kwargs or {})
-    if not isinstance(env_id, str):
-        if env_kwargs:
-            raise ValueError("env_kwargs apply to environment ids only: pass them to your factory instead")
+
+    def generic(name: str) -> GymVectorEnv:  # the Gymnasium path, its errors naming the env
         return _guarded(
-            factory_name(env_id),
+            name,
             lambda: GymVectorEnv(
                 env_id,
                 num_envs,
@@ -124,28 +123,21 @@ def make_batched(
                 seed=seed,
                 vec_env=vec_env,
                 n_workers=n_workers,
+                **env_kwargs,
             ),
         )
+
+    if not isinstance(env_id, str):
+        if env_kwargs:
+            raise ValueError("env_kwargs apply to environment ids only: pass them to your factory instead")
+        return generic(factory_name(env_id))
     env_id = _ALIASES.get(env_id, env_id)
     if env_id in FAST_ENVS:
         if env_kwargs:
             raise ValueError(f"{env_id} takes no env_kwargs (got {sorted(env_kwargs)})")
         return FAST_ENVS[env_id](num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed)
     check_registered(env_id)
-    return _guarded(
-        env_id,
-        lambda: GymVectorEnv(
-            env_id,
-            num_envs,
-            device=device,
-            dtype=dtype,
-            max_episode_steps=max_episode_steps,
-            seed=seed,
-            vec_env=vec_env,
-            n_workers=n_workers,
-            **env_kwargs,
-        ),
-    )
+    return generic(env_id)
 
 
 def _guarded(env_id, make):

@@ -275,11 +275,16 @@ class A2C(OnPolicyEstimator):
 
     @classmethod
     def from_model(cls, model: TrainingModel) -> A2C:
+        return cls(**cls.options(model))
+
+    @classmethod
+    def options(cls, model: TrainingModel) -> dict[str, Any]:
+        """The constructor's arguments for ``model``'s configuration, spaces, seeds and device."""
         cfg = model.config
-        return cls(
-            model.spec.obs_dim,
-            model.policy.num_particles,
-            cfg.gamma,
+        return dict(
+            obs_dim=model.spec.obs_dim,
+            num_particles=model.policy.num_particles,
+            gamma=cfg.gamma,
             gae_lambda=cfg.gae_lambda,
             hidden=cfg.critic_hidden,
             lr=cfg.critic_lr,
@@ -383,24 +388,14 @@ class PPO(A2C):
         self.epochs, self.minibatches, self.clip_range = epochs, minibatches, clip_range
 
     @classmethod
-    def from_model(cls, model: TrainingModel) -> PPO:
+    def options(cls, model: TrainingModel) -> dict[str, Any]:
         cfg = model.config
-        return cls(
-            model.spec.obs_dim,
-            model.policy.num_particles,
-            cfg.gamma,
-            gae_lambda=cfg.gae_lambda,
-            hidden=cfg.critic_hidden,
-            lr=cfg.critic_lr,
-            value_steps=cfg.value_steps,
-            value_epochs=cfg.value_epochs,
-            device=model.device,
-            seed=model.seeds,
-            obs_scale=cfg.obs_scale,
-            epochs=cfg.ppo_epochs,
-            minibatches=cfg.ppo_minibatches,
-            clip_range=cfg.clip_range,
-        )
+        return {
+            **super().options(model),
+            "epochs": cfg.ppo_epochs,
+            "minibatches": cfg.ppo_minibatches,
+            "clip_range": cfg.clip_range,
+        }
 
     def policy_update(self, model: TrainingModel, batch: Rollout, advantages: torch.Tensor) -> dict[str, torch.Tensor]:
         """PPO's epochs of minibatch steps on the clipped surrogate, each minibatch one SVGD step of all
