@@ -194,3 +194,28 @@ def test_sb3_ppo_trains_on_the_registered_env():
     obs = model.get_env().reset()
     action, _ = model.predict(obs, deterministic=True)
     assert action.shape == (1, 1)
+
+
+class _Shifted(gym.Env):
+    """Discrete observations 10, 11, 12 (a Discrete space with start=10): the state is the step count."""
+
+    observation_space = gym.spaces.Discrete(3, start=10)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return 10, {}
+
+    def step(self, action):
+        self.t += 1
+        return 10 + self.t, 0.0, self.t == 2, False, {}
+
+
+def test_discrete_observations_with_a_start_are_one_hot_from_the_start():
+    from svpg import envs
+
+    env = envs.make_batched(_Shifted, 2, seed=0)
+    first = env.reset()
+    second = env.step(torch.zeros(2, dtype=torch.long)).obs
+    assert first.tolist() == [[1.0, 0.0, 0.0]] * 2 and second.tolist() == [[0.0, 1.0, 0.0]] * 2

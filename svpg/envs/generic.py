@@ -218,6 +218,7 @@ class GymVectorEnv(BatchedEnv):
             self.env_id = self._names[0]  # the environment's id or class, known once one is built
         if isinstance(obs_space, gym.spaces.Discrete):
             self._obs_n: int | None = int(obs_space.n)
+            self._obs_start = int(obs_space.start)  # Discrete(n, start=s) holds s … s + n − 1
             self.single_observation_space = gym.spaces.Box(0.0, 1.0, (self._obs_n,), np.float32)
         elif isinstance(obs_space, gym.spaces.Box):
             self._obs_n = None
@@ -234,7 +235,7 @@ class GymVectorEnv(BatchedEnv):
 
     def _to_torch(self, obs: np.ndarray) -> torch.Tensor:
         if self._obs_n is not None:
-            obs = np.eye(self._obs_n, dtype=np.float32)[np.asarray(obs, dtype=np.int64)]
+            obs = np.eye(self._obs_n, dtype=np.float32)[np.asarray(obs, dtype=np.int64) - self._obs_start]
         obs = np.asarray(obs).reshape(self.num_envs, -1)
         return torch.as_tensor(obs, device=self.device).to(self.dtype)
 
