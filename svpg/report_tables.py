@@ -1167,110 +1167,48 @@ register(
 )
 
 
-register(
-    Table(
-        name="ablation-swingup",
-        doc="docs/rl.md",
-        source="bench/results/rl_ablation.csv",
-        build=_layout(
-            [
-                "estimator",
-                "cell",
-                "peak best",
-                "Δ peak best",
-                "final mean",
-                "Δ final mean",
-                "iterations to τ (reached)",
-                "action KL",
-            ],
-            [
-                ["reinforce", "`s2vgd-K1-flat-a300`", M, M, M, M, M, M],
-                ["reinforce", "`svgd`", M, M, M, M, M, M],
-                ["reinforce", "`svgd-star`", M, M, M, M, M, M],
-                ["reinforce", "`svgd-a300`", M, M, M, M, M, M],
-                ["a2c", "`s2vgd-K1-flat-a300`", M, M, M, M, M, M],
-                ["a2c", "`svgd`", M, M, M, M, M, M],
-                ["a2c", "`svgd-star`", M, M, M, M, M, M],
-                ["a2c", "`svgd-a300`", M, M, M, M, M, M],
-            ],
-            "llrrrrrr",
-        ),
-        command="the ablation command above; python -m svpg.report gather runs/<out> --into bench/results/rl_ablation.csv",
-        compute="see the ablation's compute above",
-    )
+_ABLATION_CELLS = ("`s2vgd-K1-flat-a300`", "`svgd`", "`svgd-star`", "`svgd-a300`")
+_ABLATION_COMMAND = (
+    "the ablation command above; python -m svpg.report gather runs/<out> --into bench/results/rl_ablation.csv"
 )
-
-
-register(
-    Table(
-        name="ablation-swingup-time",
-        doc="docs/rl.md",
-        source="bench/results/rl_ablation.csv",
-        build=_layout(
-            ["estimator", "`s2vgd-K1-flat-a300`", "`svgd`", "`svgd-star`", "`svgd-a300`"],
-            [
-                ["REINFORCE", M, M, M, M],
-                ["A2C", M, M, M, M],
-            ],
-            "lrrrr",
-        ),
-        command="the ablation command above; python -m svpg.report gather runs/<out> --into bench/results/rl_ablation.csv",
-        compute="the same runs",
+for _task in ("swingup", "double-pendulum"):  # the same two tables for each task
+    register(
+        Table(
+            name=f"ablation-{_task}",
+            doc="docs/rl.md",
+            source="bench/results/rl_ablation.csv",
+            build=_layout(
+                [
+                    "estimator",
+                    "cell",
+                    "peak best",
+                    "Δ peak best",
+                    "final mean",
+                    "Δ final mean",
+                    "iterations to τ (reached)",
+                    "action KL",
+                ],
+                [[estimator, cell, M, M, M, M, M, M] for estimator in ("reinforce", "a2c") for cell in _ABLATION_CELLS],
+                "llrrrrrr",
+            ),
+            command=_ABLATION_COMMAND,
+            compute="see the ablation's compute above",
+        )
     )
-)
-
-
-register(
-    Table(
-        name="ablation-double-pendulum",
-        doc="docs/rl.md",
-        source="bench/results/rl_ablation.csv",
-        build=_layout(
-            [
-                "estimator",
-                "cell",
-                "peak best",
-                "Δ peak best",
-                "final mean",
-                "Δ final mean",
-                "iterations to τ (reached)",
-                "action KL",
-            ],
-            [
-                ["reinforce", "`s2vgd-K1-flat-a300`", M, M, M, M, M, M],
-                ["reinforce", "`svgd`", M, M, M, M, M, M],
-                ["reinforce", "`svgd-star`", M, M, M, M, M, M],
-                ["reinforce", "`svgd-a300`", M, M, M, M, M, M],
-                ["a2c", "`s2vgd-K1-flat-a300`", M, M, M, M, M, M],
-                ["a2c", "`svgd`", M, M, M, M, M, M],
-                ["a2c", "`svgd-star`", M, M, M, M, M, M],
-                ["a2c", "`svgd-a300`", M, M, M, M, M, M],
-            ],
-            "llrrrrrr",
-        ),
-        command="the ablation command above; python -m svpg.report gather runs/<out> --into bench/results/rl_ablation.csv",
-        compute="see the ablation's compute above",
+    register(
+        Table(
+            name=f"ablation-{_task}-time",
+            doc="docs/rl.md",
+            source="bench/results/rl_ablation.csv",
+            build=_layout(
+                ["estimator", *_ABLATION_CELLS],
+                [["REINFORCE", M, M, M, M], ["A2C", M, M, M, M]],
+                "lrrrr",
+            ),
+            command=_ABLATION_COMMAND,
+            compute="the same runs",
+        )
     )
-)
-
-
-register(
-    Table(
-        name="ablation-double-pendulum-time",
-        doc="docs/rl.md",
-        source="bench/results/rl_ablation.csv",
-        build=_layout(
-            ["estimator", "`s2vgd-K1-flat-a300`", "`svgd`", "`svgd-star`", "`svgd-a300`"],
-            [
-                ["REINFORCE", M, M, M, M],
-                ["A2C", M, M, M, M],
-            ],
-            "lrrrr",
-        ),
-        command="the ablation command above; python -m svpg.report gather runs/<out> --into bench/results/rl_ablation.csv",
-        compute="the same runs",
-    )
-)
 
 
 register(
