@@ -633,9 +633,10 @@ class SAC(Estimator):
         next_noise = torch.cat([torch.randn((m, b, a_dim), generator=g, device=device) for g in update_noise])
         with torch.no_grad():
             layer_weights = policy.fast_weights(policy.theta.detach())[0]
-            _, logp = policy.squashed_sample(policy.net.fast_forward(layer_weights, obs), noise)
         ent_loss = obs.new_zeros(self.seeds)
         if self.auto_entropy:  # −log α_i (log π_i + H̄): α_i grows while the entropy is below its target
+            with torch.no_grad():
+                _, logp = policy.squashed_sample(policy.net.fast_forward(layer_weights, obs), noise)
             per_particle_loss = -(self.log_ent_coef * (logp + self.target_entropy).mean(1))
             self.ent_optimizer.zero_grad(set_to_none=True)
             per_particle_loss.sum().backward()
