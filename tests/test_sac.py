@@ -187,6 +187,8 @@ def test_the_command_line_takes_sac_and_its_defaults(tmp_path):
         (dict(buffer_size=10**13), "lower buffer_size"),
         (dict(normalize_obs=True), "normalize_obs=False"),
         (dict(ent_coef="hot"), "--ent-coef must be"),
+        (dict(critics="shared", batch_size=30), "30 is not a multiple of --num-particles 4"),
+        (dict(gradient_steps=0), "--gradient-steps must be ≥ 1 or -1"),
     ],
 )
 def test_bad_settings_are_refused_in_one_line(options, message):
@@ -236,3 +238,42 @@ def test_pendulum_best_particle_reaches_minus_250_within_30000_steps_with_the_de
     returns = evaluate_particles(model.policy, "Pendulum-v1", 10, seed=11, deterministic=True).mean(1)
     assert model.scalars[0]["rollout/ep_rew_max"] >= -250, model.scalars[0]
     assert returns.max() >= -250, returns
+
+
+def test_shared_critics_are_one_pair_per_seed_read_by_every_particle_on_its_share_of_the_minibatch():
+    model = tiny(seed=2, critics="shared", num_seeds=2)
+    est: SAC = model.estimator
+    assert est.critic.shape[0] == 2 * 2  # one twin pair per seed
+    obs, actions = torch.randn(8, 5, 3), torch.rand(8, 5, 1)
+    q = est.q_values(est.net.weights(est.critic.detach()), obs, actions)
+    for row in range(8):  # particle row r (seed r // 4) is scored by its seed's pair, sample by sample
+        seed = row // 4
+        x = torch.cat([obs[row], actions[row]], -1)
+        for k in range(2):
+            pair = est.critic.detach()[2 * seed + k : 2 * seed + k + 1]
+            expected = est.net.forward(est.net.weights(pair), x.unsqueeze(0)).view(5)
+            torch.testing.assert_close(q[row, k], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_shared_critics_resume_bit_for_bit_and_a_seed_batch_equals_its_single_seed_runs(tmp_path):
+    straight = tiny(seed=4, critics="shared", gradient_steps=-1)
+    straight.learn(400)
+    first = tiny(seed=4, critics="shared", gradient_steps=-1)
+    first.learn(200)
+    resumed = svpg.SVPG.load(first.save(tmp_path / "shared"), verbose=0)
+    resumed.learn(200, reset_num_timesteps=False)
+    assert torch.equal(resumed.policy.theta, straight.policy.theta)
+    assert torch.equal(resumed.estimator.critic, straight.estimator.critic)
+    batched = tiny(seed=4, critics="shared", gradient_steps=-1, num_seeds=2)
+    batched.learn(400)
+    torch.testing.assert_close(batched.policy.theta[:4], straight.policy.theta, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(batched.estimator.critic[:2], straight.estimator.critic, rtol=1e-4, atol=1e-5)
+
+
+def test_gradient_steps_minus_one_makes_one_update_per_environment_step():
+    model = tiny(gradient_steps=-1, learning_starts=0, train_freq=1)
+    calls = []
+    step = model.estimator.gradient_step
+    model.estimator.gradient_step = lambda *a: calls.append(1) or step(*a)
+    model.train_iteration()  # 50 steps of 4 particles, one environment each
+    assert len(calls) == 200

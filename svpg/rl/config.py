@@ -14,6 +14,9 @@ from svpg.cli import option as _f
 from svpg.core.priors import PRIORS
 from svpg.core.svgd import OPTIMIZERS
 from svpg.envs.generic import VEC_ENVS
+
+#: the off-policy estimator's critics: each particle's own, or one pair per run that all particles read
+CRITICS = ("per-particle", "shared")
 from svpg.rl.estimators import BASELINES
 from svpg.rl.estimators import ESTIMATORS as ESTIMATOR_CLASSES
 from svpg.runtime import DEFAULT_THREADS
@@ -132,7 +135,18 @@ class SVPGConfig:
     batch_size: int = _f(256, "sac: minibatch size of every particle's critic and actor updates")
     tau: float = _f(0.005, "sac: Polyak coefficient of the target critics")
     train_freq: int = _f(1, "sac: update every this many steps of all particles' environments")
-    gradient_steps: int = _f(1, "sac: gradient steps (each one SVGD step of all particles) per update")
+    gradient_steps: int = _f(
+        1,
+        "sac: gradient steps (each one SVGD step of all particles) per update; -1: as many as the environment "
+        "steps of all particles since the last update (SB3's -1)",
+    )
+    critics: str = _f(
+        "per-particle",
+        "sac: per-particle (each particle's own twin critics of its own policy, on its own minibatch) | shared (one "
+        "twin pair per run trained on every particle's targets; each particle's actor step reads batch_size / M "
+        "of the minibatch's states, so an update costs one SAC update)",
+        choices=CRITICS,
+    )
     ent_coef: str = _f(
         "auto", "sac: entropy temperature of each particle: auto (tuned, from 1), auto_<initial> or a fixed number"
     )
@@ -205,9 +219,18 @@ class SVPGConfig:
             problems.append(f"--method {self.method!r}: choose from {', '.join(POLICY_METHODS)}")
         if self.estimator not in ESTIMATOR_CLASSES:
             problems.append(f"--estimator {self.estimator!r}: choose from {', '.join(ESTIMATOR_CLASSES)}")
-        for name in ("num_particles", "num_seeds", "buffer_size", "batch_size", "train_freq", "gradient_steps"):
+        for name in ("num_particles", "num_seeds", "buffer_size", "batch_size", "train_freq"):
             if getattr(self, name) < 1:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 1, got {getattr(self, name)}")
+        if self.gradient_steps < 1 and self.gradient_steps != -1:
+            problems.append(f"--gradient-steps must be ≥ 1 or -1 (one per environment step), got {self.gradient_steps}")
+        if self.critics not in CRITICS:
+            problems.append(f"--critics {self.critics!r}: choose from {', '.join(CRITICS)}")
+        elif self.critics == "shared" and self.batch_size % self.num_particles:
+            problems.append(
+                f"--critics shared splits --batch-size among the particles: {self.batch_size} is not a multiple "
+                f"of --num-particles {self.num_particles}"
+            )
         for name in (
             "iterations",
             "total_steps",

@@ -465,9 +465,14 @@ class SAC(Estimator):
     SAC's actor objective min_k Q_ik(s, ã) − α_i log π_i(ã|s), ã ~ π_i(·|s) reparameterised. The kernel,
     the priors and S²VGD's structured layers are those of the on-policy estimators.
 
-    Each particle has its own twin critics (Q_i1, Q_i2: Q^{π_i} of its own policy, learned from everyone's
-    transitions) with Polyak-averaged targets, and its own entropy temperature α_i tuned towards the
-    target entropy as SAC does. The critics are one (2·M, D) particle tensor (one ``baddbmm`` per layer).
+    With ``critics="per-particle"`` (the default) each particle has its own twin critics (Q_i1, Q_i2:
+    Q^{π_i} of its own policy, learned from everyone's transitions), one (2·M, D) particle tensor (one
+    ``baddbmm`` per layer). With ``critics="shared"`` the run has one twin pair, as CEM-RL's population of
+    actors shares one critic (Pourchot & Sigaud 2019, https://arxiv.org/abs/1810.01222): each update draws
+    one minibatch of ``batch_size`` transitions and gives each particle batch_size / M of its states, for
+    its targets (its own next action and temperature) and its actor step, so an update of all M particles
+    costs one SAC update. Either way the critics have Polyak-averaged targets, and every particle has its
+    own entropy temperature α_i tuned towards the target entropy as SAC does.
     Stable-Baselines3's names and defaults for ``buffer_size``, ``learning_starts``, ``batch_size``,
     ``tau``, ``train_freq``, ``gradient_steps``, ``ent_coef`` and ``target_entropy``.
 
@@ -514,6 +519,7 @@ class SAC(Estimator):
             cfg.gradient_steps,
         )
         self.save_replay_buffer = cfg.save_replay_buffer
+        self.shared = cfg.critics == "shared"
         rows = model.policy.num_particles  # S·M
         obs_dim, action_dim = spec.obs_dim, spec.action_dim
         device = model.device
@@ -530,14 +536,14 @@ class SAC(Estimator):
                 f"{needed / 2**20:,.0f} MiB preallocated on {device}"
             )
         self.buffer = ReplayBuffer(self.seeds, cfg.buffer_size, obs_dim, action_dim, device)
-        # the critics: two per particle, rows (seed, particle, k), so each seed's are consecutive
+        # the critics: two per particle, rows (seed, particle, k), or two per seed (shared): each seed's consecutive
         self.layout = ParticleLayout()
         self.net = ParticleMLP(
             self.layout,
             NetworkSpec((obs_dim + action_dim, *cfg.critic_hidden, 1), activation="relu", prior="flat"),
             name="q",
         )
-        theta = torch.empty(2 * rows, self.layout.size, device=device)
+        theta = torch.empty(2 * (self.seeds if self.shared else rows), self.layout.size, device=device)
         for block, seed in zip(theta.chunk(self.seeds), model.seeds):
             self.net.init_(block, torch_generator(seed, "critic_init", device=device))
         self.critic = torch.nn.Parameter(theta)
@@ -556,11 +562,16 @@ class SAC(Estimator):
 
     # -- the critics -----------------------------------------------------------------------------
     def q_values(self, weights, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """Both critics of each particle: obs (R, B, d), actions (R, B, A) with critic weights of 2R rows
-        → (R, 2, B)."""
-        x = torch.cat([obs, actions], -1).repeat_interleave(2, dim=0)
-        q = self.net.forward(weights, x)
-        return q.view(obs.shape[0], 2, obs.shape[1])
+        """Both critics of each particle row: obs (R, B, d), actions (R, B, A) → (R, 2, B), with critic
+        weights of 2R rows (per-particle) or of 2 rows per seed whose M particle rows are in obs (shared:
+        one pass of the pair over all its particles' samples)."""
+        rows, b = obs.shape[:2]
+        x = torch.cat([obs, actions], -1)
+        if not self.shared:
+            return self.net.forward(weights, x.repeat_interleave(2, dim=0)).view(rows, 2, b)
+        runs, m = rows // self.particles, self.particles
+        q = self.net.forward(weights, x.reshape(runs, m * b, -1).repeat_interleave(2, dim=0))
+        return q.view(runs, 2, m, b).transpose(1, 2).reshape(rows, 2, b)
 
     # -- an iteration ----------------------------------------------------------------------------
     def train_iteration(
@@ -574,6 +585,8 @@ class SAC(Estimator):
         obs = model.reset_environments()
         action_noise = model.streams("action_noise")
         minibatches, update_noise = model.streams("replay_minibatch"), model.streams("sac_noise")
+        # SB3's gradient_steps=-1: one gradient step per environment step (of all particles) since the last update
+        gradient_steps = self.gradient_steps if self.gradient_steps > 0 else self.train_freq * m * n
         recorded: dict[str, list[torch.Tensor]] = {k: [] for k in ("obs", "actions", "rewards", "term", "trunc")}
         info: dict[str, torch.Tensor] | None = None
         weights = None
@@ -604,7 +617,7 @@ class SAC(Estimator):
                     recorded[key].append(value)
                 obs = res.obs
                 if self.buffer.added >= self.learning_starts and (t + 1) % self.train_freq == 0:
-                    for _ in range(self.gradient_steps):
+                    for _ in range(gradient_steps):
                         info = self.gradient_step(model, minibatches, update_noise)
                     weights = None
         shape = (steps, rows, n)
@@ -626,7 +639,8 @@ class SAC(Estimator):
         """One SAC update of every particle (Stable-Baselines3's order): temperature, critics, one SVGD
         step of the actors, Polyak-averaged targets."""
         policy, m = model.policy, self.particles
-        b, a_dim, device = self.batch_size, model.spec.action_dim, model.device
+        b = self.batch_size // m if self.shared else self.batch_size  # each particle row's share
+        a_dim, device = model.spec.action_dim, model.device
         indices = torch.cat([torch.randint(self.buffer.size, (m, b), generator=g, device=device) for g in minibatches])
         obs, actions, rewards, next_obs, terminated = self.buffer.sample(indices, m)
         noise = torch.cat([torch.randn((m, b, a_dim), generator=g, device=device) for g in update_noise])
@@ -653,13 +667,16 @@ class SAC(Estimator):
         q = self.q_values(self.net.weights(self.critic), obs, actions)
         per_particle_q_loss = 0.5 * (q - y.unsqueeze(1)).square().mean(2).sum(1)
         self.critic_optimizer.zero_grad(set_to_none=True)
-        per_particle_q_loss.sum().backward()  # each particle's critics get their own loss's gradient
+        if self.shared:  # each seed's pair: SAC's loss, the mean over its whole minibatch
+            per_particle_q_loss.view(self.seeds, m).mean(1).sum().backward()
+        else:  # each particle's critics get their own loss's gradient
+            per_particle_q_loss.sum().backward()
         self.critic_optimizer.step()
         # the actors: one SVGD step on the sum over each particle's minibatch of min_k Q_ik(s, ã) − α_i log π_i(ã|s)
         critic_weights = self.net.weights(self.critic.detach())
 
         def surrogate(block, particle_rows, k):
-            two = slice(2 * particle_rows.start, 2 * particle_rows.stop)
+            two = slice(2 * k, 2 * k + 2) if self.shared else slice(2 * particle_rows.start, 2 * particle_rows.stop)
             o = obs[particle_rows]
             out = policy.net.fast_forward(policy.fast_weights(block)[0], o)
             a, logp_pi = policy.squashed_sample(out, noise[particle_rows])
