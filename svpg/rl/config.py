@@ -14,12 +14,12 @@ from svpg.cli import option as _f
 from svpg.core.priors import PRIORS
 from svpg.core.svgd import OPTIMIZERS
 from svpg.envs.generic import VEC_ENVS
-
-#: the off-policy estimator's critics: each particle's own, or one pair per run that all particles read
-CRITICS = ("per-particle", "shared")
 from svpg.rl.estimators import BASELINES
 from svpg.rl.estimators import ESTIMATORS as ESTIMATOR_CLASSES
 from svpg.runtime import DEFAULT_THREADS
+
+#: the off-policy estimator's critics: each particle's own, or one pair per run that all particles read
+CRITICS = ("per-particle", "shared")
 
 #: the policy-training methods (``--method``): method → what it trains (shown by --help)
 POLICY_METHODS = {
