@@ -265,7 +265,7 @@ def _dataclass_defaults(cls) -> dict:
 
 #: columns that identify a unit, per kind of run: rows with the same values are one unit
 UNIT_KEYS = {
-    "benchmark": ("task", "agent", "seed"),
+    "benchmark": ("task", "agent", "options", "seed"),  # options: tuning runs of other svpg options apart
     "bandit": ("problem", "rounds", "options", "agent", "seed"),
     "supervised": ("dataset", "protocol", "options", "method", "split"),
     "rl": ("env_id", "method", "options", "seed"),

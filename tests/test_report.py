@@ -128,6 +128,13 @@ def test_gather_benchmark_runs(tmp_path):
     assert rows[0]["options"] == '{"lr": 0.001}' and rows[0]["machine"] == "test" and rows[0]["commit"] == "abc"
     assert gather([out], into, "test", "abc") == 2  # gathered again: the same units are replaced, not added
     assert len(read_rows(into)) == 2
+    other = tmp_path / "other-options" / "Pendulum-v1" / "s2vgd__seed0"  # a tuning run of other options: a unit of its own
+    other.mkdir(parents=True)
+    job = json.loads((out / "Pendulum-v1" / "s2vgd__seed0" / "job.json").read_text())
+    (other / "job.json").write_text(json.dumps({**job, "svpg_options": {"lr": 0.01}}))
+    (other / "result.json").write_text((out / "Pendulum-v1" / "s2vgd__seed0" / "result.json").read_text())
+    assert gather([tmp_path / "other-options"], into, "test", "abc") == 1
+    assert sorted(r["options"] for r in read_rows(into)) == ['{"lr": 0.001}', '{"lr": 0.001}', '{"lr": 0.01}']
 
 
 def test_gather_bandit_run(tmp_path):
