@@ -1,4 +1,4 @@
-"""The benchmark harness (svpg.rl.benchmark): rl-zoo3's table, equal budgets, the report, resume."""
+"""The benchmark harness (svpg.studies.benchmark): rl-zoo3's table, equal budgets, the report, resume."""
 import csv
 import json
 import math
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from svpg.rl import benchmark
+from svpg.studies import benchmark
 from svpg.rl.config import load_preset
 
 # Tiny runs: 2 particles × 400 steps (2 Pendulum episodes) per svpg iteration; SB3 PPO shrunk to 2 envs × 32 steps,

@@ -1,7 +1,7 @@
 """The RL reproduction harness: overrides reach every run, outputs are written, re-runs resume."""
 import json
 
-from svpg.rl import experiments as harness
+from svpg.studies import experiments as harness
 
 TINY = ["--iterations", "2", "--samples-per-particle", "500", "--num-particles", "2", "--alpha", "3",
         "--methods", "s2vgd,independent", "--estimators", "reinforce", "--num-seeds", "1", "--jobs", "1"]

@@ -1,6 +1,6 @@
-"""The cells of the structure ablation (:mod:`svpg.rl.ablation`): their names, the settings they stand
+"""The cells of the structure ablation (:mod:`svpg.studies.ablation`): their names, the settings they stand
 for, the controls, and where a cell's timing file lies; shared by the harness and its analysis
-(:mod:`svpg.rl.ablation_analysis`)."""
+(:mod:`svpg.studies.ablation_analysis`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Does structure help policy search? An ablation of S²VGD's structural weight uncertainty against SVGD.
 
-    python -m svpg.rl.ablation --task swingup --seeds 100-104                  # tuning stage: the whole grid
-    python -m svpg.rl.ablation --task swingup --seeds 100-104 --select         # prints the winning cell
-    python -m svpg.rl.ablation --task swingup --seeds 0-9 --cells <winner>,svgd,svgd-star   # report stage
+    python -m svpg.studies.ablation --task swingup --seeds 100-104                  # tuning stage: the whole grid
+    python -m svpg.studies.ablation --task swingup --seeds 100-104 --select         # prints the winning cell
+    python -m svpg.studies.ablation --task swingup --seeds 0-9 --cells <winner>,svgd,svgd-star   # report stage
 
 S²VGD (Zhang, Li, Chen, Carin, AISTATS 2018, https://proceedings.mlr.press/v84/zhang18a.html, §5.4 and
 Figure 4) reports that structural weight uncertainty, W = P Λ1 C Λ2 Qᵀ with K Householder reflections per
@@ -20,7 +20,7 @@ A cell name is ``<method>[-K<k>][-flat|-mvg][-a<α>]``; a part left out takes th
 the grid. The seeds of a (cell, estimator) train as one seed batch (``train.py --num-seeds``), one job
 each, on ``--jobs`` local processes or as Ray Tune trials (:mod:`svpg.grid`); run folders are
 ``<cell>__<estimator>__seed<s>`` under ``--out``, finished runs are skipped and interrupted ones resume
-from their last checkpoint, exactly as in :mod:`svpg.rl.experiments`. Every training option of
+from their last checkpoint, exactly as in :mod:`svpg.studies.experiments`. Every training option of
 ``train.py`` except the cell's own (``--householder``, ``--prior``, ``--alpha``) overrides the preset for
 all runs. Writes to ``--out``:
 
@@ -31,8 +31,8 @@ all runs. Writes to ``--out``:
   the controls, mean ± std over seeds, as the paper's Figure 4,
 * ``timing/``     wall-clock of every training call (seconds and iterations per seed batch).
 
-This module trains; :mod:`svpg.rl.ablation_analysis` turns the run folders into those tables and figures;
-the cells and the files of a cell are :mod:`svpg.rl.ablation_cells`.
+This module trains; :mod:`svpg.studies.ablation_analysis` turns the run folders into those tables and figures;
+the cells and the files of a cell are :mod:`svpg.studies.ablation_cells`.
 
 Definitions (also in docs/rl.md, "Structure ablation"), per run, on the curves smoothed by a trailing
 ``--window``-iteration mean: *best* = max over particles of each particle's average episode return (the
@@ -54,11 +54,11 @@ from pathlib import Path
 
 from svpg.grid import add_backend_arguments
 from svpg.io import atomic_write
-from svpg.rl import experiments
-from svpg.rl.ablation_cells import CELL_FORM, CONTROLS, PRIOR_NAMES, Cell, timing_file
 from svpg.rl.config import ESTIMATORS, ON_POLICY_ESTIMATORS, PAPER_TASKS
-from svpg.rl.experiments import finished_iterations, job_label, run_folder, unfinished
 from svpg.stats import parse_range_list
+from svpg.studies import experiments
+from svpg.studies.ablation_cells import CELL_FORM, CONTROLS, PRIOR_NAMES, Cell, timing_file
+from svpg.studies.experiments import finished_iterations, job_label, run_folder, unfinished
 
 #: config fields a cell sets; typed as training options they are refused with the grid flag to use instead
 CELL_FIELDS = {
@@ -213,10 +213,10 @@ def train_cell(job: dict, report=None) -> dict:
 # -- the command line -------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     from svpg.cli import Parser
-    from svpg.rl import ablation_analysis as analysis
     from svpg.rl.config import load_preset
+    from svpg.studies import ablation_analysis as analysis
 
-    p = Parser(prog="python -m svpg.rl.ablation", description=__doc__, allow_abbrev=False)
+    p = Parser(prog="python -m svpg.studies.ablation", description=__doc__, allow_abbrev=False)
     p.add_argument("--task", choices=PAPER_TASKS, required=True)
     p.add_argument(
         "--seeds",
@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{len(cells)} cells × {len(estimators)} estimators × {len(seeds)} seeds: {', '.join(c.name for c in cells)}"
         )
         status = experiments.run_grid(
-            p.prog, jobs, out, args.backend, args.jobs, fn="svpg.rl.ablation:train_cell", gpus=args.gpus_per_job
+            p.prog, jobs, out, args.backend, args.jobs, fn="svpg.studies.ablation:train_cell", gpus=args.gpus_per_job
         )
         if status:
             return status
@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
 def select(prog: str, out: Path, task: str, cells, estimators, seeds, overrides, window, threshold, reference) -> int:
     """Print the winning s2vgd cell (stdout: its name only, for the report stage's --cells) and the
     ranking (stderr); refuses while any run of the plan is unfinished."""
-    from svpg.rl.ablation_analysis import analyse, seeds_text
+    from svpg.studies.ablation_analysis import analyse, seeds_text
 
     jobs = plan(out, task, cells, estimators, seeds, overrides)
     missing = sum(len(s) for j in jobs for s in unfinished(j).values())

@@ -2,12 +2,12 @@
 (S²VGD and SVGD with PPO's surrogate against SB3 PPO and A2C) and the off-policy one (svpg's SAC
 estimator against SB3 SAC and TD3, ``--budget off-policy``).
 
-    python -m svpg.rl.benchmark --tasks Pendulum-v1 --seeds 0-4                       # every agent, reported seeds
-    python -m svpg.rl.benchmark --tasks Pendulum-v1 --agents ppo,a2c --seeds 0-4 --jobs 2 --backend local
-    python -m svpg.rl.benchmark --tasks Hopper-v5 --seeds 100-104 --svpg-options '{"lr": 0.01}'   # tuning seeds
-    python -m svpg.rl.benchmark --tasks all --seeds 0-4 --backend ray                  # Ray Tune trials (RAY_ADDRESS: a cluster)
-    python -m svpg.rl.benchmark --budget off-policy --tasks all --seeds 0-4           # the off-policy table
-    python -m svpg.rl.benchmark --report-only --out runs/benchmark                     # rebuild the table and plots
+    python -m svpg.studies.benchmark --tasks Pendulum-v1 --seeds 0-4                       # every agent, reported seeds
+    python -m svpg.studies.benchmark --tasks Pendulum-v1 --agents ppo,a2c --seeds 0-4 --jobs 2 --backend local
+    python -m svpg.studies.benchmark --tasks Hopper-v5 --seeds 100-104 --svpg-options '{"lr": 0.01}'   # tuning seeds
+    python -m svpg.studies.benchmark --tasks all --seeds 0-4 --backend ray                  # Ray Tune trials (RAY_ADDRESS: a cluster)
+    python -m svpg.studies.benchmark --budget off-policy --tasks all --seeds 0-4           # the off-policy table
+    python -m svpg.studies.benchmark --report-only --out runs/benchmark                     # rebuild the table and plots
 
 Each run is one (task, agent, seed): its own folder ``<out>/<task>/<agent>__seed<s>/``, trained for the
 budget's environment steps (on-policy: the task's, :data:`TASK_BUDGETS`; off-policy: 300,000,
@@ -304,7 +304,9 @@ def sb3_settings(agent: str, task: str) -> tuple[int, dict | None, dict]:
     from stable_baselines3.common.utils import LinearSchedule
 
     if agent not in ZOO or task not in ZOO[agent]:
-        raise ValueError(f"no rl-zoo3 hyperparameters for {agent} on {task}: add an entry to svpg.rl.benchmark.ZOO")
+        raise ValueError(
+            f"no rl-zoo3 hyperparameters for {agent} on {task}: add an entry to svpg.studies.benchmark.ZOO"
+        )
     entry = dict(ZOO[agent][task])
     n_envs = entry.pop("n_envs", 1)
     normalize = entry.pop("normalize", False)
@@ -490,7 +492,7 @@ def eval_seed(seed: int) -> int:
 
 
 def _train_svpg(job: dict, folder: Path) -> dict:
-    import svpg
+    from svpg.rl import SVPG
     from svpg.rl.callbacks import PROGRESS_FILE, BaseCallback, CheckpointCallback, ProgressCSV
     from svpg.rl.checkpoints import find_resume_point, listed
 
@@ -515,12 +517,12 @@ def _train_svpg(job: dict, folder: Path) -> dict:
 
     if listed(folder):
         point, _ = find_resume_point(folder, ProgressCSV.count(folder / PROGRESS_FILE))
-        model = svpg.SVPG.load(point.path, verbose=0, threads=1)
+        model = SVPG.load(point.path, verbose=0, threads=1)
         resumed = True
     else:
         options = svpg_options(job["task"], job.get("svpg_options"), job["agent"])
         method = SVPG_AGENT_SETTINGS[job["agent"]][0]
-        model = svpg.SVPG(job["task"], method=method, seed=job["seed"], verbose=0, threads=1, **options)
+        model = SVPG(job["task"], method=method, seed=job["seed"], verbose=0, threads=1, **options)
         resumed = False
     target = math.ceil(job["total_steps"] / model.steps_per_update)
     planned = target * model.steps_per_update
@@ -814,7 +816,7 @@ def run_grid(jobs: list[dict], backend: str | None, workers: int, prog: str, gpu
         else:
             out = Path(jobs[0]["out"]) if jobs else Path(".")
             run_jobs(
-                "svpg.rl.benchmark:run_job",
+                "svpg.studies.benchmark:run_job",
                 todo if backend == "local" else jobs,
                 backend=backend,
                 workers=workers,
@@ -1058,7 +1060,7 @@ def main(argv: list[str] | None = None) -> int:
     from svpg.grid import add_backend_arguments
     from svpg.stats import parse_range_list
 
-    p = Parser(prog="python -m svpg.rl.benchmark", description=__doc__)
+    p = Parser(prog="python -m svpg.studies.benchmark", description=__doc__)
     p.add_argument(
         "--budget",
         default="on-policy",

@@ -1,7 +1,7 @@
 """Stable-Baselines3 A2C and PPO on the same registered tasks, added to the reproduction table.
 
-    python -m svpg.rl.sb3 --task swingup --seeds 5
-    python -m svpg.rl.sb3 --task double-pendulum --seeds 3 --steps 1000000
+    python -m svpg.studies.sb3 --task swingup --seeds 5
+    python -m svpg.studies.sb3 --task double-pendulum --seeds 3 --steps 1000000
 
 Each agent trains with ``--steps`` environment steps (default: the SVPG preset's budget *per particle*,
 iterations × samples per particle = 5 M for swing-up; the whole 16-particle ensemble uses 16× that),

@@ -1,9 +1,9 @@
 """Reproduce the S²VGD paper's RL comparison (§5.4, Figure 4) on one task, resumably.
 
-    python -m svpg.rl.experiments --task swingup --num-seeds 5
-    python -m svpg.rl.experiments --task double-pendulum --num-seeds 5 --jobs 2 --out runs/repro-double-pendulum
-    python -m svpg.rl.experiments --task swingup --alpha 1 --anneal-lr true   # any train.py option overrides the preset
-    python -m svpg.rl.experiments --task double-pendulum --num-seeds 5 --backend ray      # Ray Tune trials (RAY_ADDRESS: a cluster)
+    python -m svpg.studies.experiments --task swingup --num-seeds 5
+    python -m svpg.studies.experiments --task double-pendulum --num-seeds 5 --jobs 2 --out runs/repro-double-pendulum
+    python -m svpg.studies.experiments --task swingup --alpha 1 --anneal-lr true   # any train.py option overrides the preset
+    python -m svpg.studies.experiments --task double-pendulum --num-seeds 5 --backend ray      # Ray Tune trials (RAY_ADDRESS: a cluster)
 
 Runs {s2vgd, svgd, svgd-star, independent} × {reinforce, a2c} × seeds with the task's paper preset,
 one run folder each under ``--out`` (``<method>__<estimator>__seed<s>``). The seeds of each (method,
@@ -53,7 +53,7 @@ def run_folder(out: Path, label: str, estimator: str, seed: int) -> Path:
 
 
 def job_label(job: dict) -> str:
-    """The label of a job's run folders: its ablation cell (:mod:`svpg.rl.ablation`), else its method."""
+    """The label of a job's run folders: its ablation cell (:mod:`svpg.studies.ablation`), else its method."""
     return job.get("cell", job["method"])
 
 
@@ -308,7 +308,7 @@ def run_grid(
     out: Path,
     backend: str,
     workers: int,
-    fn: str = "svpg.rl.experiments:train_batch",
+    fn: str = "svpg.studies.experiments:train_batch",
     gpus: float | None = None,
 ) -> int:
     """Validate every job's configuration, then train the unfinished seeds of every job (one seed batch
@@ -392,7 +392,7 @@ def _run_with_bar(prog, jobs, out, backend, workers, fn, devices, gpus) -> int:
 def main(argv: list[str] | None = None) -> int:
     from svpg.cli import Parser
 
-    p = Parser(prog="python -m svpg.rl.experiments", description=__doc__)
+    p = Parser(prog="python -m svpg.studies.experiments", description=__doc__)
     p.add_argument("--task", choices=PAPER_TASKS, required=True)
     p.add_argument(
         "--num-seeds",

@@ -1,9 +1,9 @@
 """The structure ablation's analysis: per-run metrics, the tables, the paired differences and the figure,
-from the run folders that :mod:`svpg.rl.ablation` trains.
+from the run folders that :mod:`svpg.studies.ablation` trains.
 
 Statistics follow :mod:`svpg.stats`: mean ± standard error over seeds, and paired differences (cell −
 reference on the same seed) with 95 % t-intervals; every table says so in its header. The metrics are
-defined in :mod:`svpg.rl.ablation`'s docstring (and docs/rl.md, "Structure ablation"). Every file is
+defined in :mod:`svpg.studies.ablation`'s docstring (and docs/rl.md, "Structure ablation"). Every file is
 written atomically (:func:`svpg.io.atomic_write`).
 """
 
@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import cast
 
 from svpg.io import atomic_write, write_csv
-from svpg.rl import experiments
-from svpg.rl.ablation_cells import CONTROLS, Cell, timing_file
 from svpg.rl.config import ESTIMATORS
-from svpg.rl.experiments import run_folder
 from svpg.stats import mean_se, paired_difference
+from svpg.studies import experiments
+from svpg.studies.ablation_cells import CONTROLS, Cell, timing_file
+from svpg.studies.experiments import run_folder
 
 METRICS = ("peak_best", "final_best", "peak_mean", "final_mean")  # compared with the reference, seed by seed
 DIVERSITY = ("theta_distance", "action_kl", "action_mean_distance")
