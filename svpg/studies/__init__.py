@@ -5,5 +5,6 @@
     python -m svpg.studies.ablation      # the structure ablation (K × prior × α) and its analysis
     python -m svpg.studies.sb3           # the paper grid's SB3 A2C and PPO baselines
 
-The studies import the library (``svpg.rl`` and below); nothing in the library imports them.
+:mod:`svpg.studies.sb3` is the one SB3 runner the benchmark and the baselines share. The studies import
+the library (``svpg.rl`` and below); nothing in the library imports them.
 """

@@ -45,19 +45,18 @@ and 100 and above tuning seeds; one invocation takes one kind and one budget, ea
 
 from __future__ import annotations
 
-import csv
 import json
 import math
-import shutil
 import signal
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from svpg.io import atomic_write, write_csv
 from svpg.rl.config import load_preset
+from svpg.studies import sb3
 
 #: the benchmark's tasks, each with a preset of the same name (``svpg/rl/presets/<task>.json``) that holds
 #: its budget (``total_steps``: for svpg all particles' steps count) and svpg's settings for it
@@ -83,8 +82,8 @@ SVPG_AGENT_SETTINGS: dict[str, tuple[str, str | None]] = {
     "svgd-sac": ("svgd", "sac"),
 }
 SVPG_AGENTS = tuple(SVPG_AGENT_SETTINGS)
-SB3_AGENTS = ("ppo", "a2c", "sac", "td3")
-SB3_OFF_POLICY = ("sac", "td3")  # with a replay buffer
+SB3_AGENTS = sb3.AGENTS
+SB3_OFF_POLICY = sb3.OFF_POLICY  # with a replay buffer
 AGENTS = SVPG_AGENTS + SB3_AGENTS
 REFERENCE = "ppo"  # the paired differences of the on-policy comparison are svpg − this agent
 OFF_POLICY_STEPS = 300_000
@@ -277,7 +276,7 @@ ZOO: dict[str, dict[str, dict[str, Any]]] = {
 ACTIVATIONS = ("relu", "tanh", "elu", "gelu", "leaky_relu")
 
 RESULT, JOB, PROGRESS, WALL = "result.json", "job.json", "progress.csv", "wall.csv"
-REPLAY_BUFFER = "replay_buffer.pkl"  # SB3 SAC's and TD3's, in their checkpoint
+REPLAY_BUFFER = sb3.REPLAY_BUFFER  # SB3 SAC's and TD3's, in their checkpoint
 CHECKPOINTS_PER_RUN = 10  # SVPG and SB3 save every tenth of the budget (and SVPG at the end)
 TUNING_SEEDS = 100  # seeds from here on are tuning seeds
 OWN_OPTIONS = (
@@ -428,32 +427,6 @@ def run_folder(out, task: str, agent: str, seed: int) -> Path:
     return Path(out) / task / f"{agent}__seed{seed}"
 
 
-def _append_rows(path: Path, rows: list[dict]) -> None:
-    new = not path.exists() or path.stat().st_size == 0
-    with open(path, "a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        if new:
-            w.writeheader()
-        w.writerows(rows)
-
-
-def _read_rows(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    with open(path, newline="") as f:
-        return [r for r in csv.DictReader(f) if None not in r.values()]
-
-
-def _keep_rows(path: Path, up_to_step: int) -> float:
-    """Drop the rows of ``path`` after environment step ``up_to_step`` (work a resume redoes); returns
-    the cumulative wall-clock of the last kept row (0 when none)."""
-    rows = [r for r in _read_rows(path) if int(r["total_steps"]) <= up_to_step]
-    path.unlink(missing_ok=True)
-    if rows:
-        _append_rows(path, rows)
-    return float(rows[-1]["wall_s"]) if rows else 0.0
-
-
 def run_job(job: dict, report=None) -> dict:
     """Train (or continue) one run of :func:`plan`, evaluate it and write ``result.json``; returns the result."""
     import torch
@@ -467,11 +440,11 @@ def run_job(job: dict, report=None) -> dict:
         _write_json(folder / JOB, job_record(job))
     train = _train_svpg if job["agent"] in SVPG_AGENTS else _train_sb3
     result = train(job, folder)
-    result["auc"] = area_under_curve(curve_rows(job["agent"], _read_rows(folder / PROGRESS)))
+    result["auc"] = area_under_curve(curve_rows(job["agent"], sb3.read_rows(folder / PROGRESS)))
     result.update(task=job["task"], agent=job["agent"], seed=job["seed"], eval_episodes=job["eval_episodes"])
     _write_json(folder / RESULT, result)
     # a finished run is never resumed: its replay buffer (hundreds of MB on MuJoCo) goes
-    (folder / "checkpoint" / REPLAY_BUFFER).unlink(missing_ok=True)
+    (folder / sb3.CHECKPOINT / REPLAY_BUFFER).unlink(missing_ok=True)
     return result
 
 
@@ -504,7 +477,7 @@ def _train_svpg(job: dict, folder: Path) -> dict:
             self.start, self.t0 = start, time.perf_counter()
 
         def _on_rollout_end(self) -> None:
-            _append_rows(
+            sb3.append_rows(
                 folder / WALL,
                 [
                     {
@@ -532,7 +505,7 @@ def _train_svpg(job: dict, folder: Path) -> dict:
             f"past the budget of {job['total_steps']:,} (whole iterations of {model.steps_per_update:,} steps)",
             flush=True,
         )
-    start = _keep_rows(folder / WALL, model.num_timesteps)
+    start = sb3.keep_rows(folder / WALL, model.num_timesteps)
     if model.iteration < target:
         # off-policy checkpoints hold the replay buffer: only the newest two are kept
         keep = 0 if SVPG_AGENT_SETTINGS[job["agent"]][1] is None else 2
@@ -552,7 +525,7 @@ def _train_svpg(job: dict, folder: Path) -> dict:
         policy, job["task"], job["eval_episodes"], seed=eval_seed(job["seed"]), deterministic=True
     )
     per_particle = returns.mean(1)
-    wall = _read_rows(folder / WALL)
+    wall = sb3.read_rows(folder / WALL)
     return {
         "env_steps": model.num_timesteps,
         "final": float(per_particle[policy.particle]),
@@ -583,127 +556,14 @@ def _train_sb3(job: dict, folder: Path) -> dict:
 
 
 def _train_sb3_locked(job: dict, folder: Path) -> dict:
-    from stable_baselines3 import A2C, PPO, SAC, TD3
-    from stable_baselines3.common.base_class import BaseAlgorithm
-    from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.evaluation import evaluate_policy
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    from svpg.seeding import int_seed
-
     agent, task, seed, total = job["agent"], job["task"], job["seed"], job["total_steps"]
-    classes: dict[str, type[BaseAlgorithm]] = {"ppo": PPO, "a2c": A2C, "sac": SAC, "td3": TD3}
-    cls = classes[agent]
-    off_policy = agent in SB3_OFF_POLICY
     n_envs, normalize, kwargs = sb3_settings(agent, task)
-    ckpt = folder / "checkpoint"
-    if not ckpt.exists() and (folder / "checkpoint.old").exists():  # killed while replacing the checkpoint
-        (folder / "checkpoint.old").rename(ckpt)
-    shutil.rmtree(folder / "checkpoint.tmp", ignore_errors=True)
-    state = json.loads((ckpt / "state.json").read_text()) if (ckpt / "state.json").exists() else None
-    at = state["total_steps"] if state else 0
-    # a resumed run's environments start from seeds of their own (not the first segment's start states again)
-    venv = make_vec_env(task, n_envs=n_envs, seed=seed if not state else int_seed(seed, "sb3_resume", at) % 2**31)
-    if state:
-        if normalize is not None:
-            venv = VecNormalize.load(str(ckpt / "vecnormalize.pkl"), venv)
-        model = cls.load(ckpt / "model.zip", env=venv, device="cpu")
-        if off_policy:  # the replay buffer as it was at the checkpoint; a fresh noise process
-            cast(SAC | TD3, model).load_replay_buffer(ckpt / REPLAY_BUFFER)
-            if "action_noise" in kwargs:
-                cast(TD3, model).action_noise = kwargs["action_noise"]
-        model.set_random_seed(int_seed(seed, "sb3_resume_model", at) % 2**31)
-    else:
-        if normalize is not None:
-            venv = VecNormalize(venv, **normalize)
-        model = cls("MlpPolicy", venv, seed=seed, device="cpu", verbose=0, **kwargs)
-    start = _keep_rows(folder / PROGRESS, at)
-    log_every = max(1, total // 100)
-    save_every = max(1, total // CHECKPOINTS_PER_RUN)
-
-    class Recorder(BaseCallback):
-        """Training returns every ``log_every`` steps (``progress.csv``); a checkpoint at the first
-        rollout boundary after every ``save_every`` steps (after the update, so nothing is lost)."""
-
-        returns: list[float]
-        lengths: list[int]
-
-        def _on_training_start(self) -> None:
-            self.t0, self.returns, self.lengths, self.last_row = time.perf_counter(), [], [], at
-            self.next_log = (self.num_timesteps // log_every + 1) * log_every
-            self.next_save = (self.num_timesteps // save_every + 1) * save_every
-
-        def wall(self) -> float:
-            return start + time.perf_counter() - self.t0
-
-        def _on_step(self) -> bool:
-            for info in self.locals["infos"]:
-                if "episode" in info:
-                    self.returns.append(float(info["episode"]["r"]))
-                    self.lengths.append(int(info["episode"]["l"]))
-            if self.num_timesteps >= self.next_log:
-                self.row()
-                self.next_log = (self.num_timesteps // log_every + 1) * log_every
-            return True
-
-        def row(self) -> None:
-            if self.num_timesteps == self.last_row:  # a checkpoint on a logging boundary: one row
-                return
-            self.last_row = self.num_timesteps
-            mean = sum(self.returns) / len(self.returns) if self.returns else math.nan
-            _append_rows(
-                folder / PROGRESS,
-                [
-                    {
-                        "total_steps": self.num_timesteps,
-                        "ep_rew_mean": mean,
-                        "episodes": len(self.returns),
-                        "wall_s": self.wall(),
-                    }
-                ],
-            )
-            self.returns, self.lengths = [], []
-
-        def _on_rollout_start(self) -> None:
-            self.num_timesteps = self.model.num_timesteps
-            if self.num_timesteps >= self.next_save and self.num_timesteps < total:
-                self.row()  # the wall-clock at the checkpoint, kept on resume
-                tmp = folder / "checkpoint.tmp"
-                tmp.mkdir(exist_ok=True)
-                self.model.save(tmp / "model.zip")
-                if normalize is not None:
-                    cast(VecNormalize, self.model.get_env()).save(str(tmp / "vecnormalize.pkl"))
-                if off_policy:
-                    cast(SAC | TD3, self.model).save_replay_buffer(tmp / REPLAY_BUFFER)
-                (tmp / "state.json").write_text(json.dumps({"total_steps": self.num_timesteps}))  # tmp renamed whole
-                if ckpt.exists():  # replaced whole: a kill leaves either checkpoint complete
-                    ckpt.rename(folder / "checkpoint.old")
-                tmp.rename(ckpt)
-                shutil.rmtree(folder / "checkpoint.old", ignore_errors=True)
-                self.next_save = (self.num_timesteps // save_every + 1) * save_every
-
-        def _on_training_end(self) -> None:
-            self.row()
-
-    if model.num_timesteps < total:
-        model.learn(total - model.num_timesteps, callback=Recorder(), reset_num_timesteps=not state)
-    # deterministic evaluation on fresh episodes, normalisation statistics frozen
-    eval_env = make_vec_env(task, n_envs=1, seed=eval_seed(seed))
-    if normalize is not None:
-        train_env = cast(VecNormalize, model.get_env())
-        eval_env = VecNormalize(
-            eval_env, training=False, norm_reward=False, **{k: v for k, v in normalize.items() if k != "gamma"}
-        )
-        eval_env.obs_rms = train_env.obs_rms.copy() if hasattr(train_env.obs_rms, "copy") else train_env.obs_rms
-    # return_episode_rewards=True: the returns of every episode, a list
-    returns = cast(
-        "list[float]",
-        evaluate_policy(
-            model, eval_env, n_eval_episodes=job["eval_episodes"], deterministic=True, return_episode_rewards=True
-        )[0],
+    model = sb3.train_resumably(
+        agent, task, seed, total, folder, n_envs, normalize, kwargs, progress=PROGRESS, checkpoints=CHECKPOINTS_PER_RUN
     )
-    rows = _read_rows(folder / PROGRESS)
+    # deterministic evaluation on fresh episodes, normalisation statistics frozen
+    returns = sb3.evaluate(model, sb3.evaluation_env(task, eval_seed(seed), model, normalize), job["eval_episodes"])
+    rows = sb3.read_rows(folder / PROGRESS)
     final = sum(returns) / len(returns)
     return {
         "env_steps": int(model.num_timesteps),
@@ -852,7 +712,7 @@ def collect(out) -> tuple[list[dict], list[dict]]:
                 continue
             if (folder / RESULT).exists():
                 results.append(json.loads((folder / RESULT).read_text()))
-            for r in curve_rows(agent, _read_rows(folder / PROGRESS)):
+            for r in curve_rows(agent, sb3.read_rows(folder / PROGRESS)):
                 curves.append({"task": task, "agent": agent, "seed": int(seed), **r})
     order = {a: i for i, a in enumerate(AGENTS)}
     results.sort(key=lambda r: (list(TASK_BUDGETS).index(r["task"]), order[r["agent"]], r["seed"]))
@@ -964,9 +824,9 @@ def write_table(results: list[dict], path: Path, budget: str = "on-policy") -> s
     from svpg.stats import convention, markdown_table
 
     comparison = BUDGETS[budget]
-    sb3 = " and ".join(a.upper() for a in comparison.agents if a in SB3_AGENTS)
+    baselines = " and ".join(a.upper() for a in comparison.agents if a in SB3_AGENTS)
     lines = [
-        f"# svpg against SB3 {sb3} at equal environment steps",
+        f"# svpg against SB3 {baselines} at equal environment steps",
         "",
         "Final return: deterministic, on fresh episodes; svpg acts with the particle of the highest training return",
         f"in its last iteration. {_sentence(convention('seeds', paired=comparison.reference.upper()))}.",
