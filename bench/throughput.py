@@ -10,7 +10,7 @@ beside Stable-Baselines3 A2C's steps per second measured in the same run.
 
 With ``--num-seeds S`` the S²VGD rows compare S seeds trained as one batched computation
 (``train.py --num-seeds S``; steps of all seeds count) with a single seed, instead of S²VGD with
-plain SVGD. With ``--cells`` the rows are cells of the structure ablation (:mod:`svpg.rl.ablation`
+plain SVGD. With ``--cells`` the rows are cells of the structure ablation (:mod:`svpg.studies.ablation`
 names) trained on the task's preset, and the cost of an iteration is given relative to the first cell;
 SB3 is not run.
 """
@@ -116,7 +116,7 @@ def main() -> None:
     p.add_argument("--num-seeds", type=int, default=1, help="compare S seeds batched with 1 seed (S²VGD) instead of "
                    "S²VGD with plain SVGD (default: 1)")
     p.add_argument("--cells", default=None, help="time these structure-ablation cells on the task's preset, e.g. "
-                   "svgd,svgd-star,s2vgd-K4-mvg (see python -m svpg.rl.ablation), instead of S²VGD against SVGD")
+                   "svgd,svgd-star,s2vgd-K4-mvg (see python -m svpg.studies.ablation), instead of S²VGD against SVGD")
     args = p.parse_args()
     env_id = TASKS[args.task]
     torch.set_num_threads(args.threads)
@@ -150,7 +150,7 @@ def main() -> None:
 
 def compare_cells(parser, args) -> None:
     """Steps/s and seconds per iteration of ablation cells on the task's preset, in alternating blocks."""
-    from svpg.rl.ablation import parse_cells
+    from svpg.studies.ablation import parse_cells
     from svpg.rl.config import PRESETS, load_preset
 
     if args.task not in PRESETS:

@@ -30,9 +30,9 @@ DESCRIPTION = """``python -m svpg.compare RUN RUN …``: finished runs of one ki
 The kind of every run comes from its config.json: a run of ``train.py bandit`` (agents paired by seed:
 normalised regret and reward / optimal reward), of ``train.py supervised`` (methods paired by split:
 test RMSE and log-likelihood, or error, NLL and ECE), or of ``train.py`` (one seed per run folder; a
-folder of run folders, such as the ``--out`` of ``python -m svpg.rl.experiments``, stands for its runs;
+folder of run folders, such as the ``--out`` of ``python -m svpg.studies.experiments``, stands for its runs;
 runs that differ only in the seed form one arm: final returns, mean and max over particles; the runs of
-``python -m svpg.rl.benchmark``, ``<out>/<task>/``, give one arm per agent: the final evaluation return). Runs of
+``python -m svpg.studies.benchmark``, ``<out>/<task>/``, give one arm per agent: the final evaluation return). Runs of
 different kinds, or that did not play the same problem, data and splits, or environment and length,
 are refused with a one-line error. Every table shows mean ± standard error over seeds or splits and
 each row's paired difference to ``--reference`` with its 95 % Student-t interval over the seeds or
@@ -88,7 +88,7 @@ def is_rl_run(path: Path) -> bool:
 
 
 def is_benchmark_run(path: Path) -> bool:
-    """A finished run of ``python -m svpg.rl.benchmark``."""
+    """A finished run of ``python -m svpg.studies.benchmark``."""
     return (Path(path) / "result.json").is_file() and (Path(path) / "job.json").is_file()
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
 import warnings
 from collections.abc import Callable
 
@@ -24,3 +26,24 @@ def renamed(module: str, aliases: dict[str, str], namespace: dict) -> Callable[[
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+def moved(former: str, current: str, namespace: dict) -> None:
+    """Make the module ``former`` (its ``globals()`` is ``namespace``) a former name of the module ``current``:
+    ``import former`` and ``from former import x`` give ``current`` itself (warning at the first import, at the
+    importer's line), and ``python -m former`` runs ``current``'s ``main()`` (where it has one)::
+
+        moved("svpg.rl.benchmark", "svpg.studies.benchmark", globals())   # the whole of svpg/rl/benchmark.py
+    """
+    run = namespace["__name__"] == "__main__"
+    warnings.warn(
+        f"{'python -m ' if run else ''}{former} is deprecated: use {'python -m ' if run else ''}{current} "
+        "(the same module)",
+        DeprecationWarning,
+        # the importer's line (the import machinery's frames are skipped); run as a script, the module's own
+        stacklevel=2 if run else 3,
+    )
+    module = importlib.import_module(current)
+    if run and hasattr(module, "main"):
+        sys.exit(module.main())
+    sys.modules[former] = module

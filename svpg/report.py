@@ -14,7 +14,7 @@ cell that differs (document, table, row, column, the files' value and the docume
 a table that no file supports fails ``make test``.
 
 ``gather`` exports the finished units of run folders into a result file: runs of
-``python -m svpg.rl.benchmark`` (its ``--out`` or single run folders), of ``train.py bandit`` (one row per
+``python -m svpg.studies.benchmark`` (its ``--out`` or single run folders), of ``train.py bandit`` (one row per
 agent and seed), of ``train.py supervised`` (one per method and split) and of ``train.py`` (one per run,
 at its last finished iteration). Each row carries the unit's setting (options that differ from the
 defaults), its metrics, budget and wall-clock, the machine (``--machine``) and the commit (``--commit``;
@@ -273,7 +273,7 @@ UNIT_KEYS = {
 
 
 def _benchmark_rows(run: Path) -> list[dict]:
-    from svpg.rl.benchmark import JOB, RESULT
+    from svpg.studies.benchmark import JOB, RESULT
 
     result = json.loads((run / RESULT).read_text())
     job = json.loads((run / JOB).read_text())
@@ -392,10 +392,10 @@ def run_units(path: Path) -> tuple[str, list[Path]]:
             return "benchmark", runs
         if not any(benchmark):
             return "rl", runs
-        raise ReportError(f"{path} holds runs of python -m svpg.rl.benchmark and of train.py: gather them apart")
+        raise ReportError(f"{path} holds runs of python -m svpg.studies.benchmark and of train.py: gather them apart")
     raise ReportError(
         f"{path} is not a run folder of train.py, train.py bandit, train.py supervised or "
-        "python -m svpg.rl.benchmark, and holds none: pass runs/<run-name> or a grid's --out"
+        "python -m svpg.studies.benchmark, and holds none: pass runs/<run-name> or a grid's --out"
     )
 
 

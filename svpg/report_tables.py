@@ -18,7 +18,7 @@ VM = "on the 2-core VM"
 NOT_YET = "not measured yet"
 
 
-# -- RL: python -m svpg.rl.benchmark (docs/benchmarks.md) -----------------------------------------------
+# -- RL: python -m svpg.studies.benchmark (docs/benchmarks.md) -----------------------------------------------
 def _benchmark_rows(rows: list[dict]) -> list[dict]:
     """The result file's rows with numbers as numbers (an empty cell, e.g. the AUC of a row gathered before
     runs recorded it, is NaN)."""
@@ -39,11 +39,11 @@ def _core_hours(rows: list[dict]) -> str:
 
 
 def _benchmark_task(task: str, marks: dict[str, str] | None = None):
-    """The per-task table of docs/benchmarks.md: :func:`svpg.rl.benchmark.task_table`'s cells; ``marks``
+    """The per-task table of docs/benchmarks.md: :func:`svpg.studies.benchmark.task_table`'s cells; ``marks``
     appends a footnote mark to an agent's wall-clock cell."""
 
     def build(rows: list[dict]) -> str:
-        from svpg.rl.benchmark import task_table
+        from svpg.studies.benchmark import task_table
 
         header, table = task_table(_benchmark_rows(rows), task)
         wall = header.index("wall-clock per run (min)")
@@ -70,7 +70,7 @@ for _task, _slug, _marks in (
             doc="docs/benchmarks.md",
             source=BENCHMARK_FILE,
             build=_benchmark_task(_task, _marks),
-            command=f"python -m svpg.rl.benchmark --tasks {_task} --seeds 0-4 --out runs/benchmark && "
+            command=f"python -m svpg.studies.benchmark --tasks {_task} --seeds 0-4 --out runs/benchmark && "
             f"python -m svpg.report gather runs/benchmark --into {BENCHMARK_FILE}",
             compute=_core_hours,
             select={"task": _task},
@@ -79,7 +79,7 @@ for _task, _slug, _marks in (
 
 
 def _benchmark_summary(rows: list[dict]) -> str:
-    from svpg.rl.benchmark import SOLVED, TASK_BUDGETS, task_table
+    from svpg.studies.benchmark import SOLVED, TASK_BUDGETS, task_table
 
     results = _benchmark_rows(rows)
     header = [
@@ -127,7 +127,7 @@ register(
         doc="docs/benchmarks.md",
         source=BENCHMARK_FILE,
         build=_benchmark_summary,
-        command="python -m svpg.rl.benchmark --tasks all --seeds 0-4 --out runs/benchmark && "
+        command="python -m svpg.studies.benchmark --tasks all --seeds 0-4 --out runs/benchmark && "
         f"python -m svpg.report gather runs/benchmark --into {BENCHMARK_FILE}",
         compute=_core_hours,
     )
@@ -136,9 +136,9 @@ register(
 
 def _off_policy_table(rows: list[dict]) -> str:
     """The off-policy table of docs/benchmarks.md: one row per (task, agent) of ``--budget off-policy``,
-    :func:`svpg.rl.benchmark.task_table`'s cells (AUC and the paired differences against SAC included);
+    :func:`svpg.studies.benchmark.task_table`'s cells (AUC and the paired differences against SAC included);
     an agent without runs in the file says *not measured yet*."""
-    from svpg.rl.benchmark import BUDGETS, task_table
+    from svpg.studies.benchmark import BUDGETS, task_table
 
     budget = BUDGETS["off-policy"]
     results = _benchmark_rows(rows)
@@ -162,7 +162,7 @@ register(
         doc="docs/benchmarks.md",
         source=OFF_POLICY_FILE,
         build=_off_policy_table,
-        command="python -m svpg.rl.benchmark --budget off-policy --tasks all --seeds 0-4 && "
+        command="python -m svpg.studies.benchmark --budget off-policy --tasks all --seeds 0-4 && "
         f"python -m svpg.report gather runs/benchmark-off-policy --into {OFF_POLICY_FILE}",
         compute=lambda rows: _core_hours(rows) if rows else f"60 runs, {NOT_YET}",
     )

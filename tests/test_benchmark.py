@@ -1,4 +1,4 @@
-"""The benchmark harness (svpg.rl.benchmark): rl-zoo3's table, equal budgets, the report, resume."""
+"""The benchmark harness (svpg.studies.benchmark): rl-zoo3's table, equal budgets, the report, resume."""
 import csv
 import json
 import math
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from svpg.rl import benchmark
+from svpg.studies import benchmark, sb3
 from svpg.rl.config import load_preset
 
 # Tiny runs: 2 particles × 400 steps (2 Pendulum episodes) per svpg iteration; SB3 PPO shrunk to 2 envs × 32 steps,
@@ -260,8 +260,8 @@ class Interrupt:
     """Raises KeyboardInterrupt at the n-th row written to a run's ``name`` file, as a kill would."""
 
     def __init__(self, monkeypatch, name, n):
-        self.calls, self.name, self.n, self.write = 0, name, n, benchmark._append_rows
-        monkeypatch.setattr(benchmark, "_append_rows", self)
+        self.calls, self.name, self.n, self.write = 0, name, n, sb3.append_rows
+        monkeypatch.setattr(sb3, "append_rows", self)  # the benchmark's and the SB3 runner's rows
 
     def __call__(self, path, rows):
         if path.name == self.name:

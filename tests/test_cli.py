@@ -198,7 +198,7 @@ def test_renaming_an_unknown_field_is_refused():
 
 
 def test_experiments_harness_keeps_its_old_seed_count_option(capsys):
-    from svpg.rl import experiments
+    from svpg.studies import experiments
 
     with pytest.raises(SystemExit):
         experiments.main(["--help"])

@@ -1,7 +1,7 @@
 """The RL reproduction harness: overrides reach every run, outputs are written, re-runs resume."""
 import json
 
-from svpg.rl import experiments as harness
+from svpg.studies import experiments as harness
 
 TINY = ["--iterations", "2", "--samples-per-particle", "500", "--num-particles", "2", "--alpha", "3",
         "--methods", "s2vgd,independent", "--estimators", "reinforce", "--num-seeds", "1", "--jobs", "1"]
@@ -22,3 +22,33 @@ def test_harness_overrides_the_preset_writes_reports_and_skips_finished_runs(tmp
     capsys.readouterr()
     assert harness.main(["--task", "balance", "--out", str(out), *TINY]) == 0
     assert "2 already finished; running 0" in capsys.readouterr().out
+
+
+def test_sb3_baselines_write_their_curves_and_section_and_skip_finished_seeds(tmp_path, monkeypatch):
+    """python -m svpg.studies.sb3: SB3 A2C through the studies' SB3 runner, evaluated every 200 of 400 steps."""
+    import csv
+
+    from svpg.studies import sb3
+
+    out = tmp_path / "repro"
+    argv = ["--task", "swingup", "--seeds", "1", "--algos", "a2c", "--steps", "400", "--eval-every", "200",
+            "--out", str(out)]
+    out.mkdir()
+    (out / "results.md").write_text("# the grid's results\n")  # as python -m svpg.studies.experiments leaves it
+    assert sb3.main(argv) == 0
+    with open(out / "sb3" / "curves.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["algo"], r["seed"], r["total_steps"]) for r in rows] == [("a2c", "0", "200"), ("a2c", "0", "400")]
+    assert (out / "sb3" / "a2c__seed0.zip").exists()
+    final, peak = float(rows[-1]["eval_mean"]), max(float(r["eval_mean"]) for r in rows)
+    text = (out / "results.md").read_text()
+    assert text.startswith("# the grid's results\n\n## Stable-Baselines3 baselines (400 steps per agent, default "
+                           "hyperparameters, 8 envs)\n")
+    assert f"| SB3 A2C | 1 | {final:.1f} ± 0.0 | {peak:.1f} |" in text
+
+    def train_again(*args):
+        raise AssertionError("a finished seed was trained again")
+
+    monkeypatch.setattr(sb3, "train_one", train_again)
+    assert sb3.main(argv) == 0
+    assert (out / "results.md").read_text() == text  # the section is replaced, not appended

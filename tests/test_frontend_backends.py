@@ -18,7 +18,7 @@ import torch
 from safetensors.torch import load_file
 
 from svpg.bandits import cli as bandit_cli
-from svpg.rl import experiments as harness
+from svpg.studies import experiments as harness
 from svpg.supervised import cli as supervised_cli
 
 pytest.importorskip("ray")

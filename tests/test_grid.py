@@ -18,7 +18,7 @@ TINY = ["--task", "balance", "--iterations", "2", "--samples-per-particle", "500
 @pytest.mark.slow
 def test_a_driver_killed_mid_grid_resumes_without_redoing_finished_trials(tmp_path):
     out = tmp_path / "grid"
-    args = [sys.executable, "-m", "svpg.rl.experiments", *TINY, "--iterations", "6", "--jobs", "1",
+    args = [sys.executable, "-m", "svpg.studies.experiments", *TINY, "--iterations", "6", "--jobs", "1",
             "--backend", "ray", "--out", str(out)]
     driver = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     first = out / "s2vgd__reinforce__seed1" / "checkpoints" / "iter_000006.safetensors"

@@ -7,8 +7,8 @@ import pytest
 
 from svpg import grid
 from svpg.bandits import cli as bandit_cli
-from svpg.rl import ablation
-from svpg.rl import experiments as harness
+from svpg.studies import ablation
+from svpg.studies import experiments as harness
 from svpg.supervised import cli as supervised_cli
 
 
@@ -78,7 +78,7 @@ def test_an_interrupted_grid_says_how_to_resume_in_one_line(monkeypatch, capsys,
     monkeypatch.setattr(harness, "run_jobs", run_jobs)
     assert harness.main([*RL[:-2], "--methods", "svgd", "--out", str(tmp_path / "grid")]) == status
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1] == ("python -m svpg.rl.experiments: interrupted; every run keeps its last checkpoint, "
+    assert err[-1] == ("python -m svpg.studies.experiments: interrupted; every run keeps its last checkpoint, "
                        "and the same command resumes the grid")
     assert not any("Traceback" in line for line in err)
 

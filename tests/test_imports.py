@@ -1,6 +1,8 @@
 """The import graph of svpg/, read with ast (every import statement, also those inside functions and under
-``if TYPE_CHECKING``): no circle between modules, the low modules never import a front end, and no module
-of a subpackage goes up through the top-level ``svpg`` package. ``make lint`` runs this file as a script.
+``if TYPE_CHECKING``): no circle between modules, the low modules never import a front end, no module
+of a subpackage goes up through the top-level ``svpg`` package, the library never imports the studies
+(``svpg/studies/``: they import the library), and no module imports a former module name kept for users
+(a module that calls ``svpg.deprecation.moved``). ``make lint`` runs this file as a script.
 
     python tests/test_imports.py      # prints every finding, exit status 1 if there is one
 """
@@ -15,6 +17,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "svpg"
 FRONT_ENDS = ("svpg.rl", "svpg.bandits", "svpg.supervised")
 #: the modules below the front ends: they may import each other, never a front end or the top-level package
 LOW = ("svpg.core", "svpg.envs", "svpg.io", "svpg.seeding", "svpg.stats", "svpg.comparing", "svpg.deprecation")
+#: the studies (benchmark, paper grid, ablation, SB3 baselines): they import the library, never the other way
+STUDIES = "svpg.studies"
+#: the modules outside the studies that may import them: the ``svpg report`` command rebuilds the documents'
+#: tables, the benchmark's with the benchmark's own table code and run-folder file names
+STUDY_READERS = ("svpg.report", "svpg.report_tables")
 
 # Known import circles, as the import (importer, imported) that closes each one; the check ignores these
 # imports. Each is owned by whoever works on those files: fix the circle, then delete its entry here (an
@@ -27,7 +34,6 @@ KNOWN_CYCLE_IMPORTS = {
 # submodule instead (``from svpg.envs import make_batched``, ``from svpg.rl import load``), then delete the entry.
 KNOWN_UPWARD = {
     "svpg.rl.environments",  # from svpg import envs
-    "svpg.rl.benchmark",  # import svpg (svpg.SVPG)
     "svpg.rl.export",  # import svpg (svpg.load)
 }
 
@@ -64,6 +70,20 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> list[tuple[str, in
             for alias in node.names:
                 full = f"{source}.{alias.name}"
                 found.append((full if full in known else _owner(source, known), node.lineno, source == "svpg"))
+    return found
+
+
+def former_names(path: Path) -> dict[str, str]:
+    """{former module: current module} of every ``moved("former", "current", …)`` call in ``path``."""
+    found = {}
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", getattr(node.func, "attr", None)) == "moved"
+            and len(node.args) >= 2
+            and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args[:2])
+        ):
+            found[node.args[0].value] = node.args[1].value
     return found
 
 
@@ -116,6 +136,7 @@ def findings(root: Path = PACKAGE, known_cycles=KNOWN_CYCLE_IMPORTS, known_upwar
     """Every problem of the import graph of the package at ``root``, one line each (empty when it is clean)."""
     known = modules(root)
     edges = {name: imports(name, path, known) for name, path in known.items()}
+    former = {old: new for path in known.values() for old, new in former_names(path).items()}
     problems = []
     graph: dict[str, set[str]] = {name: set() for name in known}
     for name, found in edges.items():
@@ -125,6 +146,14 @@ def findings(root: Path = PACKAGE, known_cycles=KNOWN_CYCLE_IMPORTS, known_upwar
             where = f"{known[name].relative_to(root.parent)}:{line}"
             if _within(name, LOW) and (_within(target, FRONT_ENDS) or target == "svpg"):
                 problems.append(f"{where}: low module {name} imports {target}; a front end may import it, not back")
+            if _within(target, (STUDIES,)) and not _within(name, (STUDIES, *STUDY_READERS)):
+                problems.append(
+                    f"{where}: {name} imports {target}; the studies import the library, not the other way round"
+                )
+            if target in former and target != name:
+                problems.append(
+                    f"{where}: {name} imports {target}, a former name kept for users: import {former[target]}"
+                )
             if top_level and name.count(".") >= 2 and name not in known_upward:
                 problems.append(
                     f"{where}: {name} imports the top-level svpg package; import the submodule it needs directly"
@@ -152,7 +181,7 @@ def test_the_import_graph_has_no_circles_and_no_upward_imports():
     assert findings() == []
 
 
-def test_the_check_finds_circles_low_modules_importing_front_ends_and_upward_imports(tmp_path):
+def test_the_check_finds_circles_low_modules_importing_front_ends_upward_imports_and_studies(tmp_path):
     root = tmp_path / "svpg"
     files = {
         "__init__.py": "from svpg.rl import SVPG\n",
@@ -163,17 +192,27 @@ def test_the_check_finds_circles_low_modules_importing_front_ends_and_upward_imp
         "rl/c.py": "from svpg import envs\n",
         "bandits/__init__.py": "",
         "bandits/cli.py": "import numpy\n",
+        # the studies import the library; a library module that imports a study, or the former name of one, is found
+        "studies/__init__.py": "",
+        "studies/bench.py": "from svpg.rl import a\nfrom svpg.rl.c import x\n",
+        "rl/bench.py": 'from svpg.deprecation import moved\nmoved("svpg.rl.bench", "svpg.studies.bench", globals())\n',
+        "rl/d.py": "def f():\n    from svpg.studies.bench import main\n",
+        "bandits/e.py": "import svpg.rl.bench\n",
     }
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
     found = findings(root, known_cycles=set(), known_upward=set())
-    assert len(found) == 3, found
+    assert len(found) == 5, found
     assert any(f.startswith("svpg/stats.py:2: low module svpg.stats imports svpg.bandits.cli") for f in found)
     assert any(f.startswith("svpg/rl/c.py:1: svpg.rl.c imports the top-level svpg package") for f in found)
     assert any(f.startswith("import circle among svpg.rl.a, svpg.rl.b: svpg.rl.a -> svpg.rl.b") for f in found)
+    assert ("svpg/rl/d.py:2: svpg.rl.d imports svpg.studies.bench; the studies import the library, "
+            "not the other way round") in found
+    assert ("svpg/bandits/e.py:1: svpg.bandits.e imports svpg.rl.bench, a former name kept for users: "
+            "import svpg.studies.bench") in found
     # a known circle is left out, and an entry whose import is gone is reported
-    assert len(findings(root, known_cycles={("svpg.rl.b", "svpg.rl.a")}, known_upward={"svpg.rl.c"})) == 1
+    assert len(findings(root, known_cycles={("svpg.rl.b", "svpg.rl.a")}, known_upward={"svpg.rl.c"})) == 3
     stale = findings(
         root, known_cycles={("svpg.rl.b", "svpg.rl.a"), ("svpg.rl.c", "svpg.rl.a")}, known_upward={"svpg.rl.c"}
     )
@@ -185,5 +224,5 @@ def test_the_check_finds_circles_low_modules_importing_front_ends_and_upward_imp
 
 if __name__ == "__main__":
     lines = findings()
-    print("\n".join(lines) if lines else "import graph: no circles, no upward imports")
+    print("\n".join(lines) if lines else "import graph: no circles, no upward imports, the library imports no study")
     sys.exit(1 if lines else 0)

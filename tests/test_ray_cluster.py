@@ -69,7 +69,7 @@ def head():
 def test_a_grid_runs_on_a_head_node_named_by_its_address(head, tmp_path):
     address, env = head
     out = tmp_path / "grid"
-    driver = subprocess.run([sys.executable, "-m", "svpg.rl.experiments", *TINY, "--out", str(out)], cwd=ROOT,
+    driver = subprocess.run([sys.executable, "-m", "svpg.studies.experiments", *TINY, "--out", str(out)], cwd=ROOT,
                             env=env | {"RAY_ADDRESS": address}, capture_output=True, text=True, timeout=300)
     assert driver.returncode == 0, driver.stderr[-3000:]
     assert (out / "s2vgd__reinforce__seed0" / "model.safetensors").is_file()

@@ -109,7 +109,7 @@ def test_first_difference_names_the_cell():
 
 # -- gather: one front end each -------------------------------------------------------------------------------
 def test_gather_benchmark_runs(tmp_path):
-    """Run folders of python -m svpg.rl.benchmark become rows of benchmark_results.csv's columns."""
+    """Run folders of python -m svpg.studies.benchmark become rows of benchmark_results.csv's columns."""
     out = tmp_path / "benchmark"
     for seed, final in ((0, -150.0), (1, -170.0)):
         run = out / "Pendulum-v1" / f"s2vgd__seed{seed}"

@@ -1,4 +1,4 @@
-"""The structure ablation (python -m svpg.rl.ablation): cell names, the plan, the statistics, and a tiny
+"""The structure ablation (python -m svpg.studies.ablation): cell names, the plan, the statistics, and a tiny
 ablation end to end whose paired differences are recomputed by hand from its curves.csv."""
 import csv
 import json
@@ -9,10 +9,10 @@ import statistics
 import pytest
 import torch
 
-from svpg.rl import ablation
-from svpg.rl import ablation_analysis as analysis
-from svpg.rl.ablation import Cell
-from svpg.rl.experiments import job_label, run_folder, unfinished
+from svpg.studies import ablation
+from svpg.studies import ablation_analysis as analysis
+from svpg.studies.ablation import Cell
+from svpg.studies.experiments import job_label, run_folder, unfinished
 
 T_975_DF1 = 12.706204736174707  # Student's t, 97.5 % quantile, 1 degree of freedom (two seeds → one df)
 TINY = ["--task", "swingup", "--seeds", "0-1", "--cells", "s2vgd-K2-mvg-a100,svgd", "--estimators", "reinforce",

@@ -1,10 +1,10 @@
 """Compare RL runs paired by seed: the RL side of ``python -m svpg.compare``.
 
-A run folder of ``train.py`` (also those of ``python -m svpg.rl.experiments`` and the ablation) trains
+A run folder of ``train.py`` (also those of ``python -m svpg.studies.experiments`` and the ablation) trains
 one seed of one configuration; runs whose configurations differ only in the seed (and in how they were
 run: folder, threads, device, checkpoints) form one *arm*, named by the options in which the arms
 differ (``s2vgd``, or ``method=svgd, estimator=a2c``). Every run is read at its last finished iteration
-(``progress.csv``). Runs of ``python -m svpg.rl.benchmark`` (``<out>/<task>/<agent>__seed<s>/``) are read
+(``progress.csv``). Runs of ``python -m svpg.studies.benchmark`` (``<out>/<task>/<agent>__seed<s>/``) are read
 from their ``result.json``, one arm per agent. Every arm is paired with the reference arm on the seeds
 both have; runs of another environment, or of another length, are refused.
 """
@@ -50,7 +50,7 @@ def expand(paths: list[str | Path]) -> list[Path]:
         if not inner:
             raise CompareError(
                 f"{path} is not an RL run folder (no config.json of train.py) and holds none: pass "
-                "runs/<run-name> or the --out folder of python -m svpg.rl.experiments or benchmark"
+                "runs/<run-name> or the --out folder of python -m svpg.studies.experiments or benchmark"
             )
         runs += inner
     return runs
@@ -76,7 +76,7 @@ def load_runs(paths: list[str | Path]) -> tuple[dict, dict[str, dict[int, dict]]
         return _load_benchmark_runs(runs)
     if any(benchmark):
         raise CompareError(
-            f"{runs[benchmark.index(True)]} is a run of python -m svpg.rl.benchmark and "
+            f"{runs[benchmark.index(True)]} is a run of python -m svpg.studies.benchmark and "
             f"{runs[benchmark.index(False)]} one of train.py: compare runs of one command"
         )
     records = []
