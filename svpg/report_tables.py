@@ -38,9 +38,9 @@ def _core_hours(rows: list[dict]) -> str:
     return f"{len(rows)} runs, {hours:.1f} core-hours of training {VM}"
 
 
-def _benchmark_task(task: str, marks: dict[str, str] | None = None):
+def _benchmark_task(task: str, marks: dict[str, str] | None = None, expected: Sequence[str] = ()):
     """The per-task table of docs/benchmarks.md: :func:`svpg.studies.benchmark.task_table`'s cells; ``marks``
-    appends a footnote mark to an agent's wall-clock cell."""
+    appends a footnote mark to an agent's wall-clock cell; an ``expected`` agent without runs says so."""
 
     def build(rows: list[dict]) -> str:
         from svpg.studies.benchmark import task_table
@@ -52,27 +52,36 @@ def _benchmark_task(task: str, marks: dict[str, str] | None = None):
             row = [doc_number(c) if isinstance(c, str) else c for c in row]
             row[wall] = f"{row[wall]}{(marks or {}).get(row[0], '')}"
             cells.append(row)
+        done = {row[0] for row in table}
+        cells += [[agent, NOT_YET, *[""] * (len(header) - 2)] for agent in expected if agent not in done]
         return render_table(header, cells)
 
     return build
 
 
-for _task, _slug, _marks in (
-    ("InvertedDoublePendulum-v5", "idp", {"a2c": "¹"}),
-    ("Hopper-v5", "hopper", {"a2c": "¹"}),
-    ("HalfCheetah-v5", "halfcheetah", None),
-    ("MountainCarContinuous-v0", "mcc", None),
-    ("Pendulum-v1", "pendulum", None),
+def _task_compute(expected_runs: int):
+    return lambda rows: _core_hours(rows) if rows else f"{expected_runs} runs, {NOT_YET}"
+
+
+for _task, _slug, _marks, _agents in (
+    ("InvertedDoublePendulum-v5", "idp", {"a2c": "¹"}, ""),
+    ("Hopper-v5", "hopper", {"a2c": "¹"}, ""),
+    ("HalfCheetah-v5", "halfcheetah", None, ""),
+    ("MountainCarContinuous-v0", "mcc", None, ""),
+    ("Pendulum-v1", "pendulum", None, ""),
+    ("Walker2d-v5", "walker2d", None, "s2vgd,ppo"),
+    ("Ant-v5", "ant", None, "s2vgd,ppo"),
 ):
     register(
         Table(
             name=f"benchmark-{_slug}",
             doc="docs/benchmarks.md",
             source=BENCHMARK_FILE,
-            build=_benchmark_task(_task, _marks),
-            command=f"python -m svpg.studies.benchmark --tasks {_task} --seeds 0-4 --out runs/benchmark && "
+            build=_benchmark_task(_task, _marks, _agents.split(",") if _agents else ()),
+            command=f"python -m svpg.studies.benchmark --tasks {_task} "
+            f"{f'--agents {_agents} ' if _agents else ''}--seeds 0-4 --out runs/benchmark && "
             f"python -m svpg.report gather runs/benchmark --into {BENCHMARK_FILE}",
-            compute=_core_hours,
+            compute=_task_compute(5 * len(_agents.split(",")) if _agents else 20),
             select={"task": _task},
         )
     )
@@ -130,6 +139,74 @@ register(
         command="python -m svpg.studies.benchmark --tasks all --seeds 0-4 --out runs/benchmark && "
         f"python -m svpg.report gather runs/benchmark --into {BENCHMARK_FILE}",
         compute=_core_hours,
+    )
+)
+
+
+SCREEN_FILE = "bench/results/halfcheetah_screen.csv"
+#: the on-policy HalfCheetah-v5 screen's candidates: svpg options on top of the preset → what each tests
+SCREEN_CANDIDATES = {
+    "": "none (the defaults)",
+    '{"ppo_epochs": 20, "ppo_minibatches": 64}': "4 × the SVGD steps",
+    '{"hidden": [256, 256]}': "PPO's network width",
+}
+
+
+def _screen_table(rows: list[dict]) -> str:
+    """The HalfCheetah-v5 screen of docs/benchmarks.md: S²VGD with each candidate's options on the tuning
+    seeds, one row per candidate (mean ± s.e. over seeds); a candidate without runs says so."""
+    import json
+
+    from svpg.rl.config import SVPGConfig, load_preset
+    from svpg.stats import cell
+
+    results = _benchmark_rows(rows)
+    header = [
+        "options on top of the defaults",
+        "seeds",
+        "env steps",
+        "final return",
+        "mean over particles",
+        "AUC (mean training return)",
+        "wall-clock per run (min)",
+        "policy network, SVGD steps",
+    ]
+    table = []
+    for options, label in SCREEN_CANDIDATES.items():
+        own = [r for r in results if r.get("options", "") == options]
+        if not own:
+            table.append([label, NOT_YET, *[""] * (len(header) - 2)])
+            continue
+        preset = {k: v for k, v in load_preset("HalfCheetah-v5").items() if not k.startswith("_")}
+        config = SVPGConfig(**{**preset, **(json.loads(options) if options else {})})
+        steps = max(r["env_steps"] for r in own)
+        svgd_steps = steps // (config.num_particles * config.samples_per_particle) * config.ppo_epochs
+        auc = [r["auc"] for r in own if r["auc"] == r["auc"]]
+        table.append(
+            [
+                label,
+                ", ".join(str(r["seed"]) for r in sorted(own, key=lambda r: r["seed"])),
+                f"{steps:,}",
+                doc_number(cell([r["final"] for r in own])),
+                doc_number(cell([r["final_particle_mean"] for r in own])),
+                doc_number(cell(auc)) if auc else "–",
+                doc_number(cell([r["wall_s"] / 60 for r in own], digits=2)),
+                f"{' × '.join(map(str, config.hidden))} tanh, {svgd_steps * config.ppo_minibatches:,}",
+            ]
+        )
+    return render_table(header, table, "lrrrrrrr")
+
+
+register(
+    Table(
+        name="halfcheetah-screen",
+        doc="docs/benchmarks.md",
+        source=SCREEN_FILE,
+        build=_screen_table,
+        command="python -m svpg.studies.benchmark --tasks HalfCheetah-v5 --agents s2vgd --total-steps 300000 "
+        "--seeds 100-101 --out runs/cheetah-tuning/<candidate> --svpg-options '<options>' && "
+        f"python -m svpg.report gather runs/cheetah-tuning/* --into {SCREEN_FILE}",
+        compute=lambda rows: _core_hours(rows) if rows else f"6 runs, {NOT_YET}",
     )
 )
 
