@@ -33,7 +33,7 @@ lint: install
 	$(PY) -m ruff check svpg
 	$(PY) -m ruff format --check svpg
 	$(PY) -m mypy
-	$(PY) tests/test_imports.py
+	$(PY) tests/core/test_imports.py
 
 # the wheel installed (not editable) into a fresh venv, and `svpg train` run outside the checkout
 package-check: install

@@ -27,7 +27,7 @@ def tmp_runs(tmp_path):
 
 @pytest.fixture(autouse=True)
 def registries_restored():
-    """Whatever a test registers (the recipes of docs/architecture.md and tests/test_registries.py add a bandit
+    """Whatever a test registers (the recipes of docs/architecture.md and tests/core/test_registries.py add a bandit
     problem, a data set and an estimator), the next test sees the registries as they were."""
     from svpg.bandits import problem_registry
     from svpg.rl import estimators

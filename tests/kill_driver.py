@@ -1,4 +1,4 @@
-"""Run ``train.py`` and SIGKILL this process at a chosen moment (used by tests/test_rl_faults.py).
+"""Run ``train.py`` and SIGKILL this process at a chosen moment (used by tests/rl/test_faults.py).
 
     python tests/kill_driver.py replace:<k>:before|after  -- <train.py arguments>
     python tests/kill_driver.py time:<seconds>           -- <train.py arguments>

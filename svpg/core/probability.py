@@ -3,7 +3,7 @@
 Variances are passed as log-variances (or variances), and the Gamma / Inv-Gamma hyperpriors are
 densities of the *log* of their variable, Jacobian included, because the particles store
 log-variances and log-precisions (eq. 14 of S²VGD: every weight group's variance has an
-Inv-Gamma(a, b) hyperprior). Checked against ``torch.distributions`` in ``tests/test_probability.py``.
+Inv-Gamma(a, b) hyperprior). Checked against ``torch.distributions`` in ``tests/core/test_probability.py``.
 """
 
 from __future__ import annotations

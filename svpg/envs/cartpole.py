@@ -12,7 +12,7 @@ batched task runs it on numpy or torch arrays, the single ``gym.make("svpg/CartP
 Python floats. The only differences to Gymnasium are floating point ones: the divisions by the total
 mass are folded into the coefficients (``(f + c q) / m`` is computed as ``f / m + (c / m) q``) so that
 a step is ~20 array ops; with ``dtype=torch.float64`` the trajectories agree with Gymnasium's to
-~1e-13 (see ``tests/test_envs_cartpole.py``). With the default float32 the state is also *integrated* in float32,
+~1e-13 (see ``tests/envs/test_cartpole.py``). With the default float32 the state is also *integrated* in float32,
 whereas Gymnasium integrates in float64 and only casts the observation.
 """
 

@@ -13,9 +13,9 @@ from svpg.rl import checkpoints
 from svpg.rl.config import SVPGConfig
 from svpg.rl.policies import load_policy
 from svpg.rl.trainer import ProgressCSV, SVPGTrainer
-from conftest import CLASSIC, CLASSIC_ARGS
+from tests.conftest import CLASSIC, CLASSIC_ARGS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ITERATIONS, EVERY = 6, 2
 SETTINGS = CLASSIC | dict(num_particles=2, samples_per_particle=200, iterations=ITERATIONS, checkpoint_every=EVERY,
                 eval_episodes=0, progress=False, threads=1)

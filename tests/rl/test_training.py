@@ -5,7 +5,7 @@ import torch
 from svpg.rl.config import SVPGConfig
 from svpg.rl.evaluation import evaluate_particles
 from svpg.rl.trainer import SVPGTrainer
-from conftest import CLASSIC
+from tests.conftest import CLASSIC
 
 
 def small_config(tmp_runs, **kw):

@@ -1,4 +1,4 @@
-"""Eq. 14 priors against torch.distributions (the densities themselves: tests/test_probability.py).
+"""Eq. 14 priors against torch.distributions (the densities themselves: tests/core/test_probability.py).
 
 The log-variances s = log v are particle coordinates, so the density of s is the Inv-Gamma density of
 v = e^s times the Jacobian |dv/ds| = e^s:  log p(s) = InverseGamma(a, b).log_prob(e^s) + s.

@@ -13,7 +13,7 @@ from svpg.io import CheckpointError
 from svpg.rl.config import SVPGConfig
 from svpg.rl.policies import ParticlePolicy, PolicySpec, load_policy, save_policy
 from svpg.rl.trainer import SVPGTrainer
-from conftest import CLASSIC
+from tests.conftest import CLASSIC
 
 
 @pytest.fixture(scope="module")

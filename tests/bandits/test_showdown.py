@@ -11,7 +11,7 @@ from svpg.bandits import make_problem, run
 from svpg.bandits.showdown import (ADULT_DATA, COVTYPE, MAX_ROUNDS, SHUTTLE_TRN, STOCKS, AdultBandit,
                                    CovertypeBandit, FinancialBandit, StatlogBandit)
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 pytestmark = pytest.mark.skipif(not (DATA / SHUTTLE_TRN.path).is_file(), reason="the shared offline data are not present")
 
 

@@ -238,7 +238,7 @@ def test_sigkill_between_a_model_file_and_its_row_resumes_bit_identical(csv_file
     """Killed while split 1's row is saved (6th atomic write: config, then model, row and results.json
     of each split): split 1's model file has no row and a temporary is left; --resume redoes split 1."""
     run = tmp_path / "run"
-    driver = Path(__file__).with_name("kill_driver.py")
+    driver = Path(__file__).resolve().parents[1] / "kill_driver.py"
     done = subprocess.run([sys.executable, str(driver), "replace:6:before", "--", "supervised",
                            *options(csv_file, tmp_path, "run")], capture_output=True, text=True, timeout=120)
     assert done.returncode == -signal.SIGKILL, done.stderr

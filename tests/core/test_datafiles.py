@@ -13,7 +13,7 @@ import pytest
 from svpg import datafiles
 from svpg.datafiles import DataFile, fetch
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 NAMES = "bandits/adult/adult.names"
 NAMES_SHA = "c248284c0b5de30c9e1958d6cdd168a34a654758b620e68f46aefa83fc0a576a"  # /work/shared/data/README.md
 

@@ -15,9 +15,9 @@ from PIL import Image
 
 import svpg
 from svpg.rl.config import load_preset
-from conftest import CLASSIC, CLASSIC_ARGS
+from tests.conftest import CLASSIC, CLASSIC_ARGS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 REQUIRED_TAGS = {
     "rollout/ep_rew_mean", "rollout/ep_rew_max", "rollout/ep_rew_min", "rollout/ep_len_mean",

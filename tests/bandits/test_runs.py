@@ -20,7 +20,7 @@ import svpg.bandits.runfolder as runfolder
 from svpg.bandits.cli import main
 from svpg.io import WriteError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SEEDS = 6
 OPTIONS = ["--problem", "wheel", "--delta", "0.7", "--agents", "s2vgd,linucb", "--rounds", "120", "--num-particles", "3",
            "--train-every", "30", "--train-steps", "2", "--log-points", "10", "--progress", "false", "--num-seeds", str(SEEDS)]

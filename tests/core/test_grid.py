@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("ray")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--task", "balance", "--iterations", "2", "--samples-per-particle", "500", "--num-particles", "2",
         "--methods", "s2vgd,independent", "--estimators", "reinforce", "--seeds", "2", "--jobs", "2"]
 

@@ -223,7 +223,7 @@ def test_wrong_context_dimension_is_a_clear_error():
 
 
 # ----------------------------------------------------------------------------- variational agents
-# the default suite plays one ELBO family and BADAM; every family's short fit is in tests/test_variational.py
+# the default suite plays one ELBO family and BADAM; every family's short fit is in tests/core/test_variational.py
 @pytest.mark.usefixtures("one_thread")
 @pytest.mark.parametrize("method", [m if m in ("vmg", "badam") else pytest.param(m, marks=pytest.mark.slow)
                                     for m in VARIATIONAL_METHODS])

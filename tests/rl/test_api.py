@@ -11,12 +11,12 @@ import pytest
 import torch
 
 import svpg
-from conftest import CLASSIC
+from tests.conftest import CLASSIC
 from svpg.rl.algorithm import NonFiniteError
 from svpg.rl.callbacks import BaseCallback
 from svpg.rl.policies import load_policy
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # the defaults (PPO, normalisation) with fewer minibatch steps, so that each iteration is cheap
 CHEAP_PPO = dict(ppo_epochs=2, ppo_minibatches=4, value_epochs=2, value_steps=4)
 SMALL = dict(num_particles=4, samples_per_particle=500, verbose=0, **CHEAP_PPO)
@@ -96,7 +96,7 @@ def test_learn_writes_nothing_unless_asked(tmp_path, monkeypatch):
 
 
 def test_an_unregistered_env_subclass_learns_past_a_threshold(tmp_path, monkeypatch):
-    # (docs/api.md trains the same task with lr 0.02 and tests/test_docs.py checks it reaches 18)
+    # (docs/api.md trains the same task with lr 0.02 and tests/core/test_docs.py checks it reaches 18)
     monkeypatch.chdir(tmp_path)
     model = svpg.SVPG(Chase, seed=0, estimator="reinforce", samples_per_particle=400, lr=0.01, verbose=0)
     start = model.train_iteration()["rollout/ep_rew_max"].item()

@@ -94,6 +94,6 @@ def test_one_local_job_at_a_time_runs_in_this_process_in_order():
     import os
 
     done = []
-    grid.run_jobs("test_grid_resources:record_pid", [{"k": k} for k in range(3)], backend="local", workers=1,
+    grid.run_jobs("tests.core.test_grid_resources:record_pid", [{"k": k} for k in range(3)], backend="local", workers=1,
                   on_done=lambda job, result: done.append((job["k"], result["job"], result["pid"])))
     assert done == [(0, 0, os.getpid()), (1, 1, os.getpid()), (2, 2, os.getpid())]

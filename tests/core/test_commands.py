@@ -9,7 +9,7 @@ import svpg.envs
 from svpg import commands
 from svpg.rl.config import TASKS, load_preset
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 

@@ -59,7 +59,7 @@ def fitted(sine):
     return fit
 
 
-# vmg's 1200 steps take several seconds: slow-marked (its core layer's short fit is in tests/test_variational.py)
+# vmg's 1200 steps take several seconds: slow-marked (its core layer's short fit is in tests/core/test_variational.py)
 FITTED = [pytest.param(m, marks=pytest.mark.slow) if m == "vmg" else m for m in VARIATIONAL]
 
 

@@ -19,7 +19,7 @@ from svpg.rl.policies import ParticlePolicy, PolicySpec, load_policy
 from svpg.rl.replay import ReplayBuffer
 from svpg.rl.trainer import ProgressCSV, SVPGTrainer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: a tiny SAC: 4 particles, 50-step Pendulum episodes (an iteration: 4 × 50 = 200 steps), an update every 2nd
 #: step from the 100th transition on
 TINY = dict(estimator="sac", hidden=(16,), critic_hidden=(16,), batch_size=32, learning_starts=100, train_freq=2,

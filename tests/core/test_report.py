@@ -12,7 +12,7 @@ import pytest
 
 from svpg.report import NOT_MEASURED, first_difference, gather, main, read_rows, rebuild
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_documents_match_their_result_files():

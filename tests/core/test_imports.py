@@ -4,7 +4,7 @@ of a subpackage goes up through the top-level ``svpg`` package, the library neve
 (``svpg/studies/``: they import the library), and no module imports a former module name kept for users
 (a module that calls ``svpg.deprecation.moved``). ``make lint`` runs this file as a script.
 
-    python tests/test_imports.py      # prints every finding, exit status 1 if there is one
+    python tests/core/test_imports.py      # prints every finding, exit status 1 if there is one
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import ast
 import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "svpg"
+PACKAGE = Path(__file__).resolve().parents[2] / "svpg"
 FRONT_ENDS = ("svpg.rl", "svpg.bandits", "svpg.supervised")
 #: the modules below the front ends: they may import each other, never a front end or the top-level package
 LOW = ("svpg.core", "svpg.envs", "svpg.io", "svpg.seeding", "svpg.stats", "svpg.comparing", "svpg.deprecation")
@@ -168,11 +168,11 @@ def findings(root: Path = PACKAGE, known_cycles=KNOWN_CYCLE_IMPORTS, known_upwar
         problems.append(f"import circle among {', '.join(component)}: {'; '.join(inside)}")
     for a, b in sorted(known_cycles):
         if a not in edges or all(target != b for target, _, _ in edges[a]):
-            problems.append(f"{a} no longer imports {b}: delete it from KNOWN_CYCLE_IMPORTS in tests/test_imports.py")
+            problems.append(f"{a} no longer imports {b}: delete it from KNOWN_CYCLE_IMPORTS in tests/core/test_imports.py")
     for name in sorted(known_upward):
         if name not in edges or not any(top for _, _, top in edges[name]):
             problems.append(
-                f"{name} no longer imports svpg itself: delete it from KNOWN_UPWARD in tests/test_imports.py"
+                f"{name} no longer imports svpg itself: delete it from KNOWN_UPWARD in tests/core/test_imports.py"
             )
     return problems
 
@@ -218,7 +218,7 @@ def test_the_check_finds_circles_low_modules_importing_front_ends_upward_imports
     )
     assert (
         stale[-1]
-        == "svpg.rl.c no longer imports svpg.rl.a: delete it from KNOWN_CYCLE_IMPORTS in tests/test_imports.py"
+        == "svpg.rl.c no longer imports svpg.rl.a: delete it from KNOWN_CYCLE_IMPORTS in tests/core/test_imports.py"
     )
 
 

@@ -8,7 +8,7 @@ import svpg
 from svpg.rl.config import SVPGConfig
 from svpg.rl.trainer import SVPGTrainer
 from svpg.seeding import int_seed
-from conftest import CLASSIC
+from tests.conftest import CLASSIC
 
 CASES = [  # (task, estimator, method, horizon)
     ("CartPole-v1", "reinforce", "s2vgd", 100),

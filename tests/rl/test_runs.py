@@ -18,9 +18,9 @@ from svpg.rl.config import SVPGConfig
 from svpg.rl.policies import load_policy, save_policy
 from svpg.rl.trainer import NonFiniteError, SVPGTrainer
 from svpg.seeding import int_seed, torch_generator
-from conftest import CLASSIC, CLASSIC_ARGS
+from tests.conftest import CLASSIC, CLASSIC_ARGS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SMALL = [*CLASSIC_ARGS, "--num-particles", "2", "--samples-per-particle", "200", "--eval-episodes", "0", "--progress", "false",
          "--threads", "1"]
 

@@ -8,7 +8,7 @@ from svpg.rl.config import SVPGConfig, load_preset, parameter_count, widen_to_ma
 from svpg.rl.evaluation import evaluate_particles
 from svpg.rl.returns import gae_advantages, standardize
 from svpg.rl.trainer import SVPGTrainer
-from conftest import CLASSIC
+from tests.conftest import CLASSIC
 
 
 def sb3_advantages(rewards, values, last_values, episode_starts, last_dones, gamma, lam):

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import CLASSIC
+from tests.conftest import CLASSIC
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 ALL_DOCS = [*EXAMPLE_DOCS, ROOT / "CHANGELOG.md", ROOT / "DEVELOPERS.md"]
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```", re.S | re.M)

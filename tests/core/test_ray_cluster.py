@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("ray")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).with_name("ray")
 TINY = ["--task", "balance", "--iterations", "1", "--samples-per-particle", "200", "--num-particles", "2",
         "--methods", "s2vgd", "--estimators", "reinforce", "--seeds", "1", "--jobs", "1", "--backend", "ray"]

@@ -124,7 +124,7 @@ def test_splits_are_seeded_disjoint_and_prefix_stable():
 
 
 #: the offline copies of the public data files (their README there); not part of the repository
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 UCI_SPLITS = SHARED / "uci_splits"
 needs_shared = pytest.mark.skipif(not (UCI_SPLITS / "yacht" / "data.txt").is_file(),
                                   reason="the shared offline data are not present")
