@@ -34,15 +34,14 @@ def test_each_seed_of_a_batch_is_its_single_seed_run(tmp_runs, env_id, estimator
                                   run_name=f"s{s}")) for s in (4, 5, 6)]
     # the first iteration's rollout is the same: identical discrete actions; Gaussian actions μ + σε
     # whose μ is computed by a batched product of another size (float summation order)
-    both = batched.collect()
+    both = batched.model.collect()
     for k, single in enumerate(singles):
-        alone = single.collect()
+        alone = single.model.collect()
         rows = slice(3 * k, 3 * k + 3)
         if alone.actions.is_floating_point():
             torch.testing.assert_close(both.actions[:, rows], alone.actions, rtol=0, atol=1e-5)
         else:
             assert torch.equal(both.actions[:, rows], alone.actions) and torch.equal(both.rewards[:, rows], alone.rewards)
-    batched.iteration = 0
     batched.train()
     for k, single in enumerate(singles):
         single.train()

@@ -563,7 +563,7 @@ class SVPG:
     # -- saving and loading ----------------------------------------------------------------------
     def seed_config(self, k: int = 0) -> SVPGConfig:
         """The single-seed configuration of seed k."""
-        return dataclasses.replace(self.config, seed=self.seeds[k], num_seeds=1)
+        return self.config.for_seed(self.seeds[k])
 
     def seed_state(self, k: int = 0) -> tuple[dict[str, torch.Tensor], dict]:
         """Seed k's whole training state as (tensors, JSON metadata): what :meth:`save` writes."""

@@ -48,7 +48,8 @@ class SVPGTrainer:
     >>> policy = trainer.train()
     >>> trainer = SVPGTrainer.resume(trainer.run_dir, iterations=10)   # continue it later
 
-    The model's attributes (``policy``, ``iteration``, ``seeds``, ``env``, …) are the trainer's too.
+    The algorithm is :attr:`model` (an :class:`svpg.SVPG`); :attr:`policy`, :attr:`iteration`,
+    :attr:`seeds` and :meth:`seed_policy` are the trainer's too.
 
     :param run_dirs: existing run folders to continue in, one per seed (used by :meth:`resume`); by
         default new folders under ``log_dir`` are created, and an existing one is refused.
@@ -63,8 +64,13 @@ class SVPGTrainer:
         seeds: list[int] | None = None,
         model: SVPG | None = None,
     ):
-        self.config = cfg = config.validate()
-        self.model = model if model is not None else SVPG.from_config(cfg, seeds=seeds)
+        if model is None:
+            model = SVPG.from_config(config, seeds=seeds)  # validates the config
+            config = model.config
+        else:  # a loaded model: the run folder's config, with the options that may change on resume
+            config = config.validate()
+        self.config = cfg = config
+        self.model = model
         spu = self.model.steps_per_update
         self.iterations = math.ceil(cfg.total_steps / spu) if cfg.total_steps else cfg.iterations
         self.resumed = False
@@ -75,11 +81,6 @@ class SVPGTrainer:
             run_dirs = self._create_run_dirs()
         self.run_dirs = [Path(p) for p in run_dirs]
 
-    def __getattr__(self, name: str):
-        if name == "model":
-            raise AttributeError(name)
-        return getattr(self.model, name)
-
     def _create_run_dirs(self) -> list[Path]:
         cfg = self.config
         names = [cfg.run_name or run_name(cfg.env_id.rpartition(":")[2], cfg.method, seed) for seed in self.model.seeds]
@@ -89,11 +90,10 @@ class SVPGTrainer:
             path = Path(cfg.log_dir) / name
             if path.exists() and (not path.is_dir() or any(path.iterdir())):
                 create_run_dir(cfg.log_dir, name)  # raises the one-line error
-        return [create_run_dir(cfg.log_dir, name, config=asdict(self.seed_config(k))) for k, name in enumerate(names)]
-
-    def seed_config(self, k: int) -> SVPGConfig:
-        """The single-seed configuration of seed k's run folder."""
-        return replace(self.config, seed=self.model.seeds[k], num_seeds=1)
+        return [
+            create_run_dir(cfg.log_dir, name, config=asdict(cfg.for_seed(seed)))
+            for name, seed in zip(names, self.model.seeds)
+        ]
 
     @property
     def run_dir(self) -> Path:
@@ -105,6 +105,24 @@ class SVPGTrainer:
     @property
     def finished(self) -> bool:
         return self.model.iteration >= self.iterations
+
+    @property
+    def iteration(self) -> int:
+        """The model's iteration (SVGD updates so far)."""
+        return self.model.iteration
+
+    @property
+    def seeds(self) -> list[int]:
+        return self.model.seeds
+
+    @property
+    def policy(self):
+        """All S·M particles (:meth:`seed_policy` gives one seed's)."""
+        return self.model.policy
+
+    def seed_policy(self, k: int = 0):
+        """Seed k's M particles, acting with its best one (:meth:`svpg.SVPG.seed_policy`)."""
+        return self.model.seed_policy(k)
 
     def lock(self) -> None:
         """Take every run folder's lock (a ValueError naming the holder if another process has one)."""
@@ -138,8 +156,8 @@ class SVPGTrainer:
         checkpoint = CheckpointCallback(cfg.checkpoint_every, self.run_dirs, keep_last=cfg.keep_checkpoints)
         checkpoint.locks = self.locks
         try:
-            for k, run_dir in enumerate(self.run_dirs):
-                write_json(run_dir / CONFIG_FILE, asdict(self.seed_config(k)))  # a resumed run may have been extended
+            for run_dir, seed in zip(self.run_dirs, model.seeds):
+                write_json(run_dir / CONFIG_FILE, asdict(cfg.for_seed(seed)))  # a resumed run may have been extended
             # the run folders get the TensorBoard events; a resumed run drops those logged after its checkpoint
             model._tb_dirs = self.run_dirs
             model._tb_purge_step = model.iteration * model.steps_per_update + 1 if self.resumed else None
