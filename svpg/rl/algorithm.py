@@ -29,19 +29,18 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 
 from svpg.core.svgd import SVGD
 from svpg.envs import make_batched
-from svpg.io import CheckpointError, flatten_state, load_tensors, save_tensors, unflatten_state
+from svpg.rl import checkpoints
 from svpg.rl.config import DEFAULT_HORIZON, SVPGConfig, default_horizon, load_preset, with_estimator_defaults
 from svpg.rl.environments import EnvSource, is_custom, resolve_env
 from svpg.rl.estimators import ESTIMATORS, Estimator, policy_gradient_surrogate
 from svpg.rl.normalize import Normalizer
-from svpg.rl.policies import POLICY_KIND, ParticlePolicy, PolicySpec
+from svpg.rl.policies import ParticlePolicy, PolicySpec
 from svpg.rl.returns import episode_statistics
 from svpg.rl.rollout import Rollout, collect_rollout
 from svpg.runtime import resolve_device
@@ -60,8 +59,6 @@ RUN_FIELDS = (
     "iterations",
     "total_steps",
 )
-#: the format tag of a saved model's metadata
-MODEL_FORMAT = "svpg-model-v1"
 
 # TensorBoard custom-scalars layout: mean ± std over particles (Figure 4 of S²VGD).
 CHART_LAYOUT = {
@@ -82,36 +79,6 @@ CHART_LAYOUT = {
 class NonFiniteError(RuntimeError):
     """θ, its gradient or the environment's output became NaN/inf; nothing was saved over the last
     good checkpoint."""
-
-
-def _split_rows(state, parts: int):
-    """Split every tensor of a (nested) state along its first axis into ``parts`` (per-seed optimizer
-    and critic state of a seed-batched run); other values are copied to every part."""
-    if parts == 1:
-        return [state]
-    if isinstance(state, torch.Tensor) and state.ndim >= 1:
-        return [t.clone() for t in state.chunk(parts)]
-    if isinstance(state, dict):
-        split = {k: _split_rows(v, parts) for k, v in state.items()}
-        return [{k: v[i] for k, v in split.items()} for i in range(parts)]
-    if isinstance(state, list):
-        split_items = [_split_rows(v, parts) for v in state]
-        return [[v[i] for v in split_items] for i in range(parts)]
-    return [state] * parts
-
-
-def _join_rows(states: list):
-    """The inverse of :func:`_split_rows`."""
-    if len(states) == 1:
-        return states[0]
-    first = states[0]
-    if isinstance(first, torch.Tensor) and first.ndim >= 1:
-        return torch.cat(states)
-    if isinstance(first, dict):
-        return {k: _join_rows([s[k] for s in states]) for k in first}
-    if isinstance(first, list):
-        return [_join_rows([s[i] for s in states]) for i in range(len(first))]
-    return first
 
 
 class SVPG:
@@ -265,7 +232,7 @@ class SVPG:
         self.steps_per_update = m * self.envs_per_particle * self.steps_per_iteration  # per seed: all particles' steps
         self.iteration = 0  # SVGD updates so far: also the position of every random stream
         self.num_timesteps = 0  # environment steps (of one seed) since the last reset_num_timesteps
-        self._schedule = (0, 0)  # the iterations the learning-rate schedule runs from and to
+        self.schedule = (0, 0)  # the iterations the learning-rate schedule of learn runs from and to
         self.last_returns = torch.zeros(s * m, device=self.device)  # per-particle returns of the latest iteration
         self.scalars: list[dict[str, float]] = []  # the latest iteration's logged scalars, one dict per seed
         self._tb_dirs: list[Path] | None = None  # set by the run-folder layer: log into the run folders
@@ -368,7 +335,7 @@ class SVPG:
         continues)."""
         if not self.config.anneal_lr:
             return self.config.lr
-        start, end = self._schedule
+        start, end = self.schedule
         return (1.0 - (self.iteration - start) / max(end - start, 1)) * self.config.lr
 
     # -- the loop ----------------------------------------------------------------------------
@@ -405,9 +372,9 @@ class SVPG:
         iterations = math.ceil(int(total_timesteps) / self.steps_per_update)
         if reset_num_timesteps:
             self.num_timesteps = 0
-            self._schedule = (self.iteration, self.iteration + iterations)
+            self.schedule = (self.iteration, self.iteration + iterations)
         else:
-            self._schedule = (self._schedule[0], self.iteration + iterations)
+            self.schedule = (self.schedule[0], self.iteration + iterations)
         target = self.iteration + iterations
         if self.verbose >= 1:
             extra = iterations * self.steps_per_update - int(total_timesteps)
@@ -566,39 +533,9 @@ class SVPG:
         return self.config.for_seed(self.seeds[k])
 
     def seed_state(self, k: int = 0) -> tuple[dict[str, torch.Tensor], dict]:
-        """Seed k's whole training state as (tensors, JSON metadata): what :meth:`save` writes."""
-        s = len(self.seeds)
-        optimizer = _split_rows(self.svgd.optimizer.state_dict(), s)[k]
-        estimator = _split_rows(self.estimator.state_dict(), s)[k]
-        policy = self.seed_policy(k)
-        opt_tensors, opt_skeleton = flatten_state(optimizer, "optimizer")
-        est_tensors, est_skeleton = flatten_state(estimator, "estimator")
-        tensors = {
-            "theta": policy.theta,
-            "last_returns": self._per_seed(self.last_returns)[k],
-            **opt_tensors,
-            **est_tensors,
-        }
-        if self.normalizer is not None:
-            tensors.update({f"normalizer.{name}": value[k] for name, value in self.normalizer.state_dict().items()})
-        if policy.obs_normalization is not None:  # what svpg.load's policy applies to raw observations
-            tensors.update(obs_norm_mean=policy.obs_normalization["mean"], obs_norm_std=policy.obs_normalization["std"])
-        metadata = {
-            "model_format": MODEL_FORMAT,
-            "spec": policy.spec.to_dict(),
-            "particle": policy.particle,
-            "config": dataclasses.asdict(self.seed_config(k)),
-            "env_id": self.config.env_id,
-            "env_kwargs": self.config.env_kwargs,
-            "iteration": self.iteration,
-            "num_timesteps": self.num_timesteps,
-            "schedule": list(self._schedule),
-            "optimizer": opt_skeleton,
-            "estimator": est_skeleton,
-        }
-        if policy.obs_normalization is not None:
-            metadata["obs_norm_clip"] = policy.obs_normalization["clip"]
-        return tensors, metadata
+        """Seed k's whole training state as (tensors, JSON metadata): what :meth:`save` writes
+        (:func:`svpg.rl.checkpoints.model_state`)."""
+        return checkpoints.model_state(self, k)
 
     def save(self, path, seed_index: int = 0) -> Path:
         """Write everything needed to continue training to ``path`` (``.safetensors`` appended if it
@@ -608,11 +545,7 @@ class SVPG:
 
         :param seed_index: with ``num_seeds`` > 1, which seed's run to save.
         """
-        path = Path(path)
-        if not path.suffix:
-            path = path.with_suffix(".safetensors")
-        tensors, metadata = self.seed_state(seed_index)
-        return save_tensors(path, tensors, POLICY_KIND, metadata)
+        return checkpoints.save_model(self, path, seed_index)
 
     @classmethod
     def load(
@@ -648,21 +581,7 @@ class SVPG:
     ) -> SVPG:
         """Several saved runs of one configuration that differ only in their seed, continued as one
         seed-batched model (what ``train.py --resume`` of several folders does)."""
-        refused = sorted(set(options) - {"threads"})
-        if refused:
-            raise ValueError(
-                f"{refused} cannot change when loading a model (it would be a different run); only threads can"
-            )
-        states = [read_model(p) for p in paths]
-        config = states[0][2]
-        for path, (_, _, other) in zip(paths[1:], states[1:]):
-            if dataclasses.replace(other, seed=config.seed, run_name=config.run_name) != config:
-                raise ValueError(f"{path} and {paths[0]} are runs of different configurations: load them separately")
-        iterations = {m["iteration"] for _, m, _ in states}
-        if len(iterations) > 1:
-            raise ValueError(f"the runs are at different iterations {sorted(iterations)}: load them separately")
-        device_option: dict[str, Any] = {"device": device} if device else {}
-        config = dataclasses.replace(config, **options, **device_option)
+        states, config = checkpoints.read_models(paths, device, options)
         if env is None:
             if is_custom(config.env_id):
                 raise ValueError(
@@ -677,42 +596,8 @@ class SVPG:
         model._init(
             config, source, seeds=[c.seed for _, _, c in states], tensorboard_log=tensorboard_log, verbose=verbose
         )
-        model._restore([(t, m) for t, m, _ in states], paths)
+        checkpoints.restore(model, [(t, m) for t, m, _ in states], paths)
         return model
-
-    def _restore(self, states: list[tuple[dict, dict]], paths: list) -> None:
-        for (_, meta), path in zip(states, paths):
-            try:
-                spec = PolicySpec.from_dict(meta["spec"])
-            except (KeyError, TypeError, ValueError) as e:
-                raise CheckpointError(f"{path}: its metadata does not describe a policy ({e})") from None
-            if spec != self.spec:
-                raise CheckpointError(
-                    f"{path} holds a different network ({spec}) than its config builds ({self.spec}) "
-                    f"on this environment: pass the environment it was trained on"
-                )
-        try:
-            with torch.no_grad():
-                self.policy.theta.copy_(torch.cat([t["theta"] for t, _ in states]).to(self.device))
-            self.svgd.optimizer.load_state_dict(_join_rows([unflatten_state(m["optimizer"], t) for t, m in states]))
-            self.estimator.load_state_dict(_join_rows([unflatten_state(m["estimator"], t) for t, m in states]))
-            self.last_returns = torch.cat([t["last_returns"] for t, _ in states]).to(self.device)
-            if self.normalizer is not None:
-                self.normalizer.load_state_dict(
-                    {
-                        name: torch.stack([t[f"normalizer.{name}"] for t, _ in states])
-                        for name in self.normalizer.state_dict()
-                    }
-                )
-        except (KeyError, RuntimeError, ValueError) as e:
-            raise CheckpointError(
-                f"{paths[0]} does not hold a whole training state ({e}); svpg.load(path) still "
-                f"loads its particles for acting"
-            ) from None
-        meta = states[0][1]
-        self.iteration, self.num_timesteps = int(meta["iteration"]), int(meta["num_timesteps"])
-        self._schedule = tuple(meta["schedule"])
-        self.policy.set_particle(int(meta.get("particle", 0)))
 
     def __repr__(self) -> str:
         seeds = f", seeds={self.seeds}" if len(self.seeds) > 1 else f", seed={self.seeds[0]}"
@@ -720,19 +605,3 @@ class SVPG:
             f"SVPG({self.config.env_id!r}, method={self.config.method!r}, estimator={self.config.estimator!r}, "
             f"num_particles={self.config.num_particles}{seeds}, iteration={self.iteration})"
         )
-
-
-def read_model(path) -> tuple[dict[str, torch.Tensor], dict, SVPGConfig]:
-    """(tensors, metadata, config) of a model written by :meth:`SVPG.save`; a CheckpointError for a
-    file that is not one (a policy-only file, a corrupt one)."""
-    tensors, meta, _ = load_tensors(path, expected_kind=POLICY_KIND)
-    if meta.get("model_format") != MODEL_FORMAT:
-        raise CheckpointError(
-            f"{path} holds particles only, not a training state: svpg.load(path) loads it for acting; "
-            f"to continue training, load a file written by SVPG.save or a run's checkpoint"
-        )
-    try:
-        config = SVPGConfig.from_dict(meta["config"], f"the config in {path}")
-    except (KeyError, ValueError) as e:
-        raise CheckpointError(f"{path}: unreadable config ({e})") from None
-    return tensors, meta, config

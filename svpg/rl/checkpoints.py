@@ -1,4 +1,11 @@
-"""RL checkpoints: one file per saved iteration, and the choice of where to resume.
+"""RL training states on disk: :meth:`svpg.SVPG.save` / :meth:`~svpg.SVPG.load` files, the run folder's
+checkpoints (one file per saved iteration), and the choice of where to resume.
+
+A saved model is a safetensors file (loading never unpickles): θ, the SVGD optimizer and the estimator's
+state (critics, replay buffer) flattened to tensors, the last returns and the normaliser's statistics,
+with JSON metadata holding the policy spec, the single-seed config, the env id and kwargs, the
+iteration (the position of every random stream) and the learning-rate schedule. A seed-batched model
+saves each seed's rows as that seed's single-seed run would.
 
 A checkpoint of iteration n is ``<run>/checkpoints/iter_<n>.safetensors``, a :meth:`svpg.SVPG.save`
 file (θ, the SVGD optimizer, the critics, the last returns, the config and the iteration) stamped with
@@ -10,17 +17,180 @@ resume), and ``progress.csv`` is never behind one.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from svpg.io import CheckpointError, load_tensors, save_tensors
-from svpg.rl.policies import POLICY_KIND
+from svpg.io import CheckpointError, flatten_state, load_tensors, save_tensors, unflatten_state
+from svpg.rl.config import SVPGConfig
+from svpg.rl.policies import POLICY_KIND, PolicySpec
 
+#: the format tag of a saved model's metadata
+MODEL_FORMAT = "svpg-model-v1"
+
+
+# -- a model's training state ------------------------------------------------------------------
+def _split_rows(state, parts: int):
+    """Split every tensor of a (nested) state along its first axis into ``parts`` (per-seed optimizer
+    and critic state of a seed-batched run); other values are copied to every part."""
+    if parts == 1:
+        return [state]
+    if isinstance(state, torch.Tensor) and state.ndim >= 1:
+        return [t.clone() for t in state.chunk(parts)]
+    if isinstance(state, dict):
+        split = {k: _split_rows(v, parts) for k, v in state.items()}
+        return [{k: v[i] for k, v in split.items()} for i in range(parts)]
+    if isinstance(state, list):
+        split_items = [_split_rows(v, parts) for v in state]
+        return [[v[i] for v in split_items] for i in range(parts)]
+    return [state] * parts
+
+
+def _join_rows(states: list):
+    """The inverse of :func:`_split_rows`."""
+    if len(states) == 1:
+        return states[0]
+    first = states[0]
+    if isinstance(first, torch.Tensor) and first.ndim >= 1:
+        return torch.cat(states)
+    if isinstance(first, dict):
+        return {k: _join_rows([s[k] for s in states]) for k in first}
+    if isinstance(first, list):
+        return [_join_rows([s[i] for s in states]) for i in range(len(first))]
+    return first
+
+
+def model_state(model, k: int = 0) -> tuple[dict[str, torch.Tensor], dict]:
+    """Seed k's whole training state of an :class:`svpg.SVPG` as (tensors, JSON metadata)."""
+    s = len(model.seeds)
+    optimizer = _split_rows(model.svgd.optimizer.state_dict(), s)[k]
+    estimator = _split_rows(model.estimator.state_dict(), s)[k]
+    policy = model.seed_policy(k)
+    opt_tensors, opt_skeleton = flatten_state(optimizer, "optimizer")
+    est_tensors, est_skeleton = flatten_state(estimator, "estimator")
+    tensors = {
+        "theta": policy.theta,
+        "last_returns": model.last_returns.view(s, -1)[k],
+        **opt_tensors,
+        **est_tensors,
+    }
+    if model.normalizer is not None:
+        tensors.update({f"normalizer.{name}": value[k] for name, value in model.normalizer.state_dict().items()})
+    if policy.obs_normalization is not None:  # what svpg.load's policy applies to raw observations
+        tensors.update(obs_norm_mean=policy.obs_normalization["mean"], obs_norm_std=policy.obs_normalization["std"])
+    metadata = {
+        "model_format": MODEL_FORMAT,
+        "spec": policy.spec.to_dict(),
+        "particle": policy.particle,
+        "config": dataclasses.asdict(model.seed_config(k)),
+        "env_id": model.config.env_id,
+        "env_kwargs": model.config.env_kwargs,
+        "iteration": model.iteration,
+        "num_timesteps": model.num_timesteps,
+        "schedule": list(model.schedule),
+        "optimizer": opt_skeleton,
+        "estimator": est_skeleton,
+    }
+    if policy.obs_normalization is not None:
+        metadata["obs_norm_clip"] = policy.obs_normalization["clip"]
+    return tensors, metadata
+
+
+def save_model(model, path, seed_index: int = 0) -> Path:
+    """:meth:`svpg.SVPG.save`: seed ``seed_index``'s training state to ``path`` (``.safetensors``
+    appended if it has no suffix)."""
+    path = Path(path)
+    if not path.suffix:
+        path = path.with_suffix(".safetensors")
+    tensors, metadata = model_state(model, seed_index)
+    return save_tensors(path, tensors, POLICY_KIND, metadata)
+
+
+def read_model(path) -> tuple[dict[str, torch.Tensor], dict, SVPGConfig]:
+    """(tensors, metadata, config) of a model written by :meth:`svpg.SVPG.save`; a CheckpointError for
+    a file that is not one (a policy-only file, a corrupt one)."""
+    tensors, meta, _ = load_tensors(path, expected_kind=POLICY_KIND)
+    if meta.get("model_format") != MODEL_FORMAT:
+        raise CheckpointError(
+            f"{path} holds particles only, not a training state: svpg.load(path) loads it for acting; "
+            f"to continue training, load a file written by SVPG.save or a run's checkpoint"
+        )
+    try:
+        config = SVPGConfig.from_dict(meta["config"], f"the config in {path}")
+    except (KeyError, ValueError) as e:
+        raise CheckpointError(f"{path}: unreadable config ({e})") from None
+    return tensors, meta, config
+
+
+def read_models(
+    paths: list, device: str | None = None, options: dict | None = None
+) -> tuple[list[tuple[dict, dict, SVPGConfig]], SVPGConfig]:
+    """The saved runs of one configuration that differ only in their seed, at one iteration (what
+    :meth:`svpg.SVPG.load_seeds` continues as one model): their (tensors, metadata, config) and the
+    config to build the model with (``device`` and ``options``, ``threads`` only, applied)."""
+    options = dict(options or {})
+    refused = sorted(set(options) - {"threads"})
+    if refused:
+        raise ValueError(
+            f"{refused} cannot change when loading a model (it would be a different run); only threads can"
+        )
+    states = [read_model(p) for p in paths]
+    config = states[0][2]
+    for path, (_, _, other) in zip(paths[1:], states[1:]):
+        if dataclasses.replace(other, seed=config.seed, run_name=config.run_name) != config:
+            raise ValueError(f"{path} and {paths[0]} are runs of different configurations: load them separately")
+    iterations = {m["iteration"] for _, m, _ in states}
+    if len(iterations) > 1:
+        raise ValueError(f"the runs are at different iterations {sorted(iterations)}: load them separately")
+    device_option: dict[str, Any] = {"device": device} if device else {}
+    return states, dataclasses.replace(config, **options, **device_option)
+
+
+def restore(model, states: list[tuple[dict, dict]], paths: list) -> None:
+    """Load the saved states (one per seed, in the model's seed order) into a model built from their
+    config: θ, the optimizer, the estimator, the last returns, the normaliser, the iteration and the
+    learning-rate schedule."""
+    for (_, meta), path in zip(states, paths):
+        try:
+            spec = PolicySpec.from_dict(meta["spec"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise CheckpointError(f"{path}: its metadata does not describe a policy ({e})") from None
+        if spec != model.spec:
+            raise CheckpointError(
+                f"{path} holds a different network ({spec}) than its config builds ({model.spec}) "
+                f"on this environment: pass the environment it was trained on"
+            )
+    try:
+        with torch.no_grad():
+            model.policy.theta.copy_(torch.cat([t["theta"] for t, _ in states]).to(model.device))
+        model.svgd.optimizer.load_state_dict(_join_rows([unflatten_state(m["optimizer"], t) for t, m in states]))
+        model.estimator.load_state_dict(_join_rows([unflatten_state(m["estimator"], t) for t, m in states]))
+        model.last_returns = torch.cat([t["last_returns"] for t, _ in states]).to(model.device)
+        if model.normalizer is not None:
+            model.normalizer.load_state_dict(
+                {
+                    name: torch.stack([t[f"normalizer.{name}"] for t, _ in states])
+                    for name in model.normalizer.state_dict()
+                }
+            )
+    except (KeyError, RuntimeError, ValueError) as e:
+        raise CheckpointError(
+            f"{paths[0]} does not hold a whole training state ({e}); svpg.load(path) still "
+            f"loads its particles for acting"
+        ) from None
+    meta = states[0][1]
+    model.iteration, model.num_timesteps = int(meta["iteration"]), int(meta["num_timesteps"])
+    model.schedule = tuple(meta["schedule"])
+    model.policy.set_particle(int(meta.get("particle", 0)))
+
+
+# -- a run folder's checkpoints ----------------------------------------------------------------
 CHECKPOINT_DIR = "checkpoints"
 MODEL_SUFFIX = ".safetensors"
 _NAME = re.compile(r"^iter_(\d+)\.safetensors$")
@@ -38,7 +208,7 @@ def theta_digest(theta: torch.Tensor) -> str:
 def save_checkpoint(run_dir: Path, model, seed_index: int, progress_rows: int) -> Path:
     """Write seed ``seed_index``'s state of ``model`` as the checkpoint of its iteration, then refresh
     ``model.safetensors``."""
-    tensors, metadata = model.seed_state(seed_index)
+    tensors, metadata = model_state(model, seed_index)
     metadata["stamp"] = {
         "iteration": int(model.iteration),
         "progress_rows": int(progress_rows),
