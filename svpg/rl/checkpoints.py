@@ -1,5 +1,5 @@
-"""RL training states on disk: :meth:`svpg.SVPG.save` / :meth:`~svpg.SVPG.load` files, the run folder's
-checkpoints (one file per saved iteration), and the choice of where to resume.
+"""RL training states on disk and the RL run folder: :meth:`svpg.SVPG.save` / :meth:`~svpg.SVPG.load`
+files, ``progress.csv``, the checkpoints (one file per saved iteration), and resuming.
 
 A saved model is a safetensors file (loading never unpickles): θ, the SVGD optimizer and the estimator's
 state (critics, replay buffer) flattened to tensors, the last returns and the normaliser's statistics,
@@ -7,29 +7,37 @@ with JSON metadata holding the policy spec, the single-seed config, the env id a
 iteration (the position of every random stream) and the learning-rate schedule. A seed-batched model
 saves each seed's rows as that seed's single-seed run would.
 
-A checkpoint of iteration n is ``<run>/checkpoints/iter_<n>.safetensors``, a :meth:`svpg.SVPG.save`
-file (θ, the SVGD optimizer, the critics, the last returns, the config and the iteration) stamped with
+A checkpoint of iteration n is ``<run>/checkpoints/iter_<n>.safetensors``, such a file stamped with
 ``{iteration, progress_rows, theta_sha256}``. It is written atomically after ``progress.csv`` is
 durable up to row n, and a run folder's ``model.safetensors`` is then a copy of it. A process killed at
 any moment therefore leaves complete checkpoints only (and perhaps a ``.*.tmp`` file, removed on
-resume), and ``progress.csv`` is never behind one.
+resume), and ``progress.csv`` is never behind one. Continuing from iteration n
+(:func:`prepare_run_dir`) moves later checkpoints and their progress rows aside, never deleting them;
+:func:`resume_points` picks the newest consistent checkpoint every seed's folder has.
+
+The folder itself (created or refused, locked, ``config.json``) is :mod:`svpg.runs`', shared by every
+front end; :class:`svpg.rl.trainer.SVPGTrainer` and :class:`~svpg.rl.callbacks.CheckpointCallback` use
+this module for everything RL-specific in it.
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import hashlib
+import os
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import torch
 
-from svpg.io import CheckpointError, flatten_state, load_tensors, save_tensors, unflatten_state
+from svpg.io import CheckpointError, WriteError, flatten_state, load_tensors, save_tensors, unflatten_state, write_csv
 from svpg.rl.config import SVPGConfig
 from svpg.rl.policies import POLICY_KIND, PolicySpec
+from svpg.runs import remove_stray_temporaries
 
 #: the format tag of a saved model's metadata
 MODEL_FORMAT = "svpg-model-v1"
@@ -190,6 +198,94 @@ def restore(model, states: list[tuple[dict, dict]], paths: list) -> None:
     model.policy.set_particle(int(meta.get("particle", 0)))
 
 
+# -- the run folder's progress rows ----------------------------------------------------------
+PROGRESS_FILE = "progress.csv"
+
+
+class ProgressCSV:
+    """Per-iteration scalars (SB3's progress.csv), one row appended per iteration.
+
+    Rows may run ahead of the last checkpoint; on resume the rows after it are dropped (or moved with
+    the later checkpoints), so the file and the checkpoint agree.
+    """
+
+    def __init__(self, path: Path, keep_until: int):
+        self.path = path
+        rows = self.read(path, keep_until)
+        self.rows = len(rows)
+        self.fieldnames = list(rows[0]) if rows else None
+        if rows or path.exists():  # rewrite without the rows of iterations after the checkpoint
+            self._rewrite(rows)
+        self.file: TextIO | None = None
+
+    @staticmethod
+    def read(path: Path, keep_until: int | None = None) -> list[dict]:
+        """Complete rows with iteration ≤ keep_until (a torn last line of a killed process is dropped)."""
+        if not path.exists():
+            return []
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            rows = [r for r in reader if None not in r.values() and None not in r]
+        out = []
+        for r in rows:
+            try:
+                it = int(r["iteration"])
+            except (KeyError, ValueError):
+                continue
+            if keep_until is None or it <= keep_until:
+                out.append(r)
+        return out
+
+    @classmethod
+    def count(cls, path: Path) -> int:
+        """Rows 1, 2, … present without a gap: how far the progress file backs a checkpoint."""
+        n = 0
+        for r in cls.read(path):
+            if int(r["iteration"]) == n + 1:
+                n += 1
+        return n
+
+    @classmethod
+    def set_aside(cls, path: Path, iteration: int, target: Path) -> None:
+        later = [r for r in cls.read(path) if int(r["iteration"]) > iteration]
+        if later:
+            write_csv(target, later)
+
+    def _rewrite(self, rows: list[dict]) -> None:
+        if rows:
+            write_csv(self.path, rows)
+        else:
+            self.path.unlink()
+
+    def append(self, row: dict) -> None:
+        try:
+            if self.file is None:
+                new = self.fieldnames is None
+                self.fieldnames = self.fieldnames or list(row)
+                self.file = open(self.path, "a", newline="")
+                self.writer = csv.DictWriter(self.file, fieldnames=self.fieldnames, extrasaction="ignore")
+                if new:
+                    self.writer.writeheader()
+            self.writer.writerow(row)
+            self.file.flush()  # live for readers; durable at the next sync()
+        except OSError as e:
+            raise WriteError(f"could not write {self.path} ({e.strerror or e})") from None
+        self.rows += 1
+
+    def sync(self) -> None:
+        """Make every appended row durable (before a checkpoint that counts them is written)."""
+        if self.file is not None:
+            try:
+                os.fsync(self.file.fileno())
+            except OSError as e:
+                raise WriteError(f"could not write {self.path} ({e.strerror or e})") from None
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+
+
 # -- a run folder's checkpoints ----------------------------------------------------------------
 CHECKPOINT_DIR = "checkpoints"
 MODEL_SUFFIX = ".safetensors"
@@ -339,3 +435,43 @@ def set_aside(run_dir: Path, iteration: int, later: list[Path]) -> Path:
     for p in later:
         shutil.move(str(p), target / p.name)
     return target
+
+
+def prepare_run_dir(run_dir: Path, iteration: int) -> list[str]:
+    """Make a run folder continue from ``iteration``: remove temporary files of an interrupted write,
+    and move the checkpoints after it (incomplete ones, or later ones when an earlier one was
+    chosen) with their progress rows to ``checkpoints/discarded_after_<n>/``, never deleting them.
+    Returns notes of what it did, for the user."""
+    notes = []
+    stray = remove_stray_temporaries(run_dir)
+    if stray:
+        notes.append(f"removed {len(stray)} temporary file(s) of an interrupted write")
+    later = files_after(run_dir, iteration)
+    if later:
+        aside = set_aside(run_dir, iteration, later)
+        ProgressCSV.set_aside(Path(run_dir) / PROGRESS_FILE, iteration, aside / PROGRESS_FILE)
+        notes.append(
+            f"moved {len(later)} checkpoint file(s) after iteration {iteration} (and their progress rows) to {aside}"
+        )
+    return notes
+
+
+def resume_points(run_dirs: list[Path], wanted: int | None, notes: list[str]) -> list[Checkpoint]:
+    """One verified checkpoint per run folder, all of the same iteration (empty: start over)."""
+    if wanted is None and not all(listed(d) for d in run_dirs):
+        if any(listed(d) for d in run_dirs):
+            notes.append("a seed has no complete checkpoint yet: every seed starts over")
+        return []
+    points = []
+    for run_dir in run_dirs:
+        rows = ProgressCSV.count(run_dir / PROGRESS_FILE)
+        point, found = find_resume_point(run_dir, rows, wanted)
+        points.append(point)
+        notes += [f"{run_dir}: {n}" if len(run_dirs) > 1 else n for n in found]
+    common = min(p.iteration for p in points)
+    if any(p.iteration != common for p in points):  # a kill between seeds' checkpoints: go back together
+        points = [
+            p if p.iteration == common else find_resume_point(d, ProgressCSV.count(d / PROGRESS_FILE), common)[0]
+            for d, p in zip(run_dirs, points)
+        ]
+    return points

@@ -15,7 +15,8 @@ from pathlib import Path
 from svpg.io import WriteError
 from svpg.rl import checkpoints
 from svpg.rl.algorithm import CHART_LAYOUT, SVPG, NonFiniteError
-from svpg.rl.callbacks import PROGRESS_FILE, CheckpointCallback, ProgressCSV, StopOnRequest
+from svpg.rl.callbacks import CheckpointCallback, StopOnRequest
+from svpg.rl.checkpoints import PROGRESS_FILE, ProgressCSV
 from svpg.rl.config import RESUMABLE_OPTIONS, SVPGConfig
 from svpg.runs import (
     CONFIG_FILE,
@@ -24,7 +25,6 @@ from svpg.runs import (
     create_run_dir,
     read_json_object,
     refuse_options,
-    remove_stray_temporaries,
     run_name,
     write_json,
 )
@@ -239,23 +239,11 @@ class SVPGTrainer:
                 locks.append(RunLock(run_dir).acquire())
             wanted = None if checkpoint is None else checkpoints.parse_checkpoint(str(checkpoint))
             notes: list[str] = []
-            points = _find_resume_points(run_dirs, wanted, notes)
+            points = checkpoints.resume_points(run_dirs, wanted, notes)
             start = points[0].iteration if points else 0
-            for run_dir in run_dirs:
+            for run_dir in run_dirs:  # incomplete checkpoints, or later ones when --from chose an earlier one
                 prefix = f"{run_dir}: " if len(run_dirs) > 1 else ""
-                stray = remove_stray_temporaries(run_dir)
-                if stray:
-                    notes.append(f"{prefix}removed {len(stray)} temporary file(s) of an interrupted write")
-                later = checkpoints.files_after(run_dir, start)
-                if (
-                    later
-                ):  # incomplete ones, or later ones when --from chose an earlier checkpoint: kept, out of the way
-                    aside = checkpoints.set_aside(run_dir, start, later)
-                    ProgressCSV.set_aside(run_dir / PROGRESS_FILE, start, aside / PROGRESS_FILE)
-                    notes.append(
-                        f"{prefix}moved {len(later)} checkpoint file(s) after iteration {start} "
-                        f"(and their progress rows) to {aside}"
-                    )
+                notes += [prefix + note for note in checkpoints.prepare_run_dir(run_dir, start)]
             if points:
                 model = SVPG.load_seeds([p.path for p in points], device=config.device, threads=config.threads)
                 trainer = cls(replace(config, env_id=model.config.env_id), run_dirs=run_dirs, seeds=seeds, model=model)
@@ -285,26 +273,3 @@ def _as_list(callback) -> list:
     if callback is None:
         return []
     return list(callback) if isinstance(callback, (list, tuple)) else [callback]
-
-
-def _find_resume_points(run_dirs: list[Path], wanted: int | None, notes: list[str]) -> list[checkpoints.Checkpoint]:
-    """One verified checkpoint per run folder, all of the same iteration (empty: start over)."""
-    if wanted is None and not all(checkpoints.listed(d) for d in run_dirs):
-        if any(checkpoints.listed(d) for d in run_dirs):
-            notes.append("a seed has no complete checkpoint yet: every seed starts over")
-        return []
-    points = []
-    for run_dir in run_dirs:
-        rows = ProgressCSV.count(run_dir / PROGRESS_FILE)
-        point, found = checkpoints.find_resume_point(run_dir, rows, wanted)
-        points.append(point)
-        notes += [f"{run_dir}: {n}" if len(run_dirs) > 1 else n for n in found]
-    common = min(p.iteration for p in points)
-    if any(p.iteration != common for p in points):  # a kill between seeds' checkpoints: go back together
-        points = [
-            p
-            if p.iteration == common
-            else checkpoints.find_resume_point(d, ProgressCSV.count(d / PROGRESS_FILE), common)[0]
-            for d, p in zip(run_dirs, points)
-        ]
-    return points
