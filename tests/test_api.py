@@ -185,6 +185,28 @@ def test_eval_callback_saves_the_best_and_stops_on_a_threshold(tmp_path):
     assert "rollout/particle_returns" in events.Tags()["histograms"]
 
 
+def test_the_logger_numbers_tensorboard_folders_and_logs_where_it_is_told(tmp_path, capsys):
+    from svpg.rl.callbacks import CheckpointCallback
+    from svpg.rl.checkpoints import ProgressCSV
+
+    model = svpg.SVPG("CartPole-v1", tensorboard_log=tmp_path / "tb", **(SMALL | {"verbose": 1}))
+    model.learn(2000, log_interval=1)
+    model.learn(2000, reset_num_timesteps=False)  # continues SVPG_1
+    model.learn(2000)
+    assert sorted(p.name for p in (tmp_path / "tb").iterdir()) == ["SVPG_1", "SVPG_2"]
+    out = capsys.readouterr().out
+    assert "SVPG: 1 iterations × 4 particles" in out and "iteration 1: 2,000 steps, return mean" in out
+    # told where: events and one progress row per iteration in the run folder, none under tensorboard_log
+    model.verbose = 0
+    model.logger.log_to([tmp_path / "run"])
+    model.learn(4000, callback=CheckpointCallback(0, tmp_path / "run"))
+    assert sorted(p.name for p in (tmp_path / "tb").iterdir()) == ["SVPG_1", "SVPG_2"]
+    assert list((tmp_path / "run").glob("events.out.tfevents.*")) and not capsys.readouterr().out
+    rows = ProgressCSV.read(tmp_path / "run" / "progress.csv")
+    assert [(r["iteration"], r["total_steps"]) for r in rows] == [("4", "8000"), ("5", "10000")]
+    assert model.logger.writer is None and model.logger.row_files == []  # until the next learn
+
+
 def test_no_model_improvement_stops_training():
     stop = svpg.StopTrainingOnNoModelImprovement(max_no_improvement_evals=0, min_evals=1)
     evaluation = svpg.EvalCallback(callback_after_eval=stop, eval_freq=1, n_eval_episodes=1, verbose=0)

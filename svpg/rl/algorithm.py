@@ -39,6 +39,7 @@ from svpg.rl import checkpoints
 from svpg.rl.config import DEFAULT_HORIZON, SVPGConfig, default_horizon, load_preset, with_estimator_defaults
 from svpg.rl.environments import EnvSource, is_custom, resolve_env
 from svpg.rl.estimators import ESTIMATORS, Estimator, policy_gradient_surrogate
+from svpg.rl.logger import Logger
 from svpg.rl.normalize import Normalizer
 from svpg.rl.policies import ParticlePolicy, PolicySpec
 from svpg.rl.returns import episode_statistics
@@ -59,21 +60,6 @@ RUN_FIELDS = (
     "iterations",
     "total_steps",
 )
-
-# TensorBoard custom-scalars layout: mean ± std over particles (Figure 4 of S²VGD).
-CHART_LAYOUT = {
-    "svpg": {
-        "return over particles (mean ± std)": [
-            "Margin",
-            ["rollout/ep_rew_mean", "rollout/ep_rew_lower", "rollout/ep_rew_upper"],
-        ],
-        "return over particles (mean, max, min)": [
-            "Multiline",
-            ["rollout/ep_rew_mean", "rollout/ep_rew_max", "rollout/ep_rew_min"],
-        ],
-        "SVGD terms": ["Multiline", ["svgd/driving_norm", "svgd/repulsive_norm"]],
-    }
-}
 
 
 class NonFiniteError(RuntimeError):
@@ -173,7 +159,7 @@ class SVPG:
     ) -> None:
         self.config = cfg = config.validate()
         self.env_source = source
-        self.tensorboard_log, self.verbose = tensorboard_log, int(verbose)
+        self.logger = Logger(verbose, tensorboard_log)  # before the estimator, which may report
         self.seeds = list(seeds) if seeds is not None else [cfg.seed + k for k in range(cfg.num_seeds)]
         self.device = resolve_device(cfg.device)
         self.update_threads = cfg.threads or os.cpu_count() or 1
@@ -235,9 +221,6 @@ class SVPG:
         self.schedule = (0, 0)  # the iterations the learning-rate schedule of learn runs from and to
         self.last_returns = torch.zeros(s * m, device=self.device)  # per-particle returns of the latest iteration
         self.scalars: list[dict[str, float]] = []  # the latest iteration's logged scalars, one dict per seed
-        self._tb_dirs: list[Path] | None = None  # set by the run-folder layer: log into the run folders
-        self._tb_purge_step: int | None = None
-        self._writers: list = []
 
     # -- one iteration -----------------------------------------------------------------------
     def reset_environments(self) -> torch.Tensor:
@@ -376,16 +359,15 @@ class SVPG:
         else:
             self.schedule = (self.schedule[0], self.iteration + iterations)
         target = self.iteration + iterations
-        if self.verbose >= 1:
-            extra = iterations * self.steps_per_update - int(total_timesteps)
-            over = f" ({extra:,} more than asked: an iteration is {self.steps_per_update:,} steps)" if extra else ""
-            print(
-                f"SVPG: {iterations} iterations × {self.config.num_particles} particles × {self.envs_per_particle} envs × "
-                f"{self.steps_per_iteration} steps = {iterations * self.steps_per_update:,} steps on {self.config.env_id}{over}"
-            )
+        extra = iterations * self.steps_per_update - int(total_timesteps)
+        over = f" ({extra:,} more than asked: an iteration is {self.steps_per_update:,} steps)" if extra else ""
+        self.logger.info(
+            f"SVPG: {iterations} iterations × {self.config.num_particles} particles × {self.envs_per_particle} envs × "
+            f"{self.steps_per_iteration} steps = {iterations * self.steps_per_update:,} steps on {self.config.env_id}{over}"
+        )
         callback = make_callback(callback, progress_bar)
         callback.init_callback(self)
-        self._open_writers(tb_log_name, reset_num_timesteps)
+        self.logger.open(self.seeds, tb_log_name, reset_num_timesteps)
         try:
             callback.on_training_start(locals(), globals())
             while self.iteration < target:
@@ -393,12 +375,7 @@ class SVPG:
                 scalars = self.train_iteration()
                 self.num_timesteps += self.steps_per_update
                 self._record(scalars, fps=self.steps_per_update * len(self.seeds) / (time.perf_counter() - t0))
-                if self.verbose >= 1 and log_interval and self.iteration % log_interval == 0:
-                    first = self.scalars[0]
-                    print(
-                        f"iteration {self.iteration}: {self.num_timesteps:,} steps, return mean {first['rollout/ep_rew_mean']:.1f} "
-                        f"max {first['rollout/ep_rew_max']:.1f}, {first['time/fps']:,.0f} steps/s"
-                    )
+                self.logger.dump(self.iteration, self.num_timesteps, self.scalars[0], log_interval)
                 callback.update_locals(locals())
                 callback.on_rollout_end()
                 if not callback.on_step():
@@ -406,48 +383,38 @@ class SVPG:
             self.set_best_particles()
             callback.on_training_end()
         finally:
-            self._close_writers()
+            self.logger.close()
         return self
 
     def _record(self, scalars: dict[str, torch.Tensor], fps: float) -> None:
-        """The iteration's one host sync: every scalar of every seed; then TensorBoard."""
+        """The iteration's one host sync: every scalar of every seed; then the logger's output."""
         table = torch.stack([v.to(torch.float64) for v in scalars.values()], 1).tolist()
         self.scalars = [{**dict(zip(scalars, row)), "time/fps": fps} for row in table]
-        if self._writers:
-            returns = self._per_seed(self.last_returns).cpu()
-            for writer, values, seed_returns in zip(self._writers, self.scalars, returns):
-                writer.write(values, self.num_timesteps)
-                writer.writer.add_histogram("rollout/particle_returns", seed_returns, self.num_timesteps)
-
-    def _open_writers(self, tb_log_name: str, reset_num_timesteps: bool) -> None:
-        from svpg.runs import TensorBoardLogger
-
-        dirs = self._tb_dirs
-        if dirs is None and self.tensorboard_log is not None:
-            root = Path(self.tensorboard_log)
-            taken = [
-                int(p.name.rsplit("_", 1)[1])
-                for p in root.glob(f"{tb_log_name}_*")
-                if p.name.rsplit("_", 1)[1].isdigit()
-            ]
-            n = max(taken, default=0) + (1 if reset_num_timesteps or not taken else 0)
-            base = root / f"{tb_log_name}_{n}"
-            dirs = [base] if len(self.seeds) == 1 else [base / f"seed{s}" for s in self.seeds]
-        if dirs is None:
-            return
-        self._writers = [TensorBoardLogger(d, CHART_LAYOUT, purge_step=self._tb_purge_step) for d in dirs]
-        self._tb_purge_step = None
-
-    def _close_writers(self) -> None:
-        for writer in self._writers:
-            writer.close()
-        self._writers = []
+        self.logger.record(
+            self.scalars,
+            self._per_seed(self.last_returns),
+            self.num_timesteps,
+            self.iteration,
+            self.iteration * self.steps_per_update,
+        )
 
     @property
-    def logger(self):
-        """The TensorBoard writer of the first seed (``torch.utils.tensorboard.SummaryWriter``) while
-        ``learn`` runs with ``tensorboard_log``; ``None`` otherwise. Callbacks log through it."""
-        return self._writers[0].writer if self._writers else None
+    def verbose(self) -> int:
+        """0 silent, 1 a line at the start of ``learn`` and every ``log_interval`` iterations."""
+        return self.logger.verbose
+
+    @verbose.setter
+    def verbose(self, value: int) -> None:
+        self.logger.verbose = int(value)
+
+    @property
+    def tensorboard_log(self) -> str | Path | None:
+        """The folder for TensorBoard events (``None``: none, unless ``logger.log_to`` names folders)."""
+        return self.logger.tensorboard_log
+
+    @tensorboard_log.setter
+    def tensorboard_log(self, value: str | Path | None) -> None:
+        self.logger.tensorboard_log = value
 
     # -- helpers -----------------------------------------------------------------------------
     def streams(self, name: str, *keys: int) -> list[torch.Generator]:

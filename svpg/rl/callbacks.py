@@ -47,7 +47,9 @@ class BaseCallback:
 
     @property
     def logger(self):
-        return self.model.logger if self.model is not None else None
+        """The first seed's TensorBoard ``SummaryWriter`` while the model writes events, else ``None``
+        (the model's :class:`~svpg.rl.logger.Logger` is ``self.model.logger``)."""
+        return self.model.logger.writer if self.model is not None else None
 
     @property
     def scalars(self) -> dict[str, float]:
@@ -260,13 +262,8 @@ class CheckpointCallback(BaseCallback):
                 self.locks.append(RunLock(path).acquire())
             self.notes += checkpoints.prepare_run_dir(path, start)  # a run continued from an earlier point
         self.progress = [ProgressCSV(p / PROGRESS_FILE, start) for p in self.save_paths]
+        self.model.logger.write_rows_to(self.progress)  # every iteration's row, as the model logs it
         self.saved = start
-
-    def _on_rollout_end(self) -> None:
-        model = self.model
-        total = model.iteration * model.steps_per_update
-        for rows, values in zip(self.progress, model.scalars):
-            rows.append({"iteration": model.iteration, "total_steps": total, **values})
 
     def _on_step(self) -> bool:
         if self.save_freq and self.model.iteration % self.save_freq == 0:

@@ -14,10 +14,11 @@ from pathlib import Path
 
 from svpg.io import WriteError
 from svpg.rl import checkpoints
-from svpg.rl.algorithm import CHART_LAYOUT, SVPG, NonFiniteError
+from svpg.rl.algorithm import SVPG, NonFiniteError
 from svpg.rl.callbacks import CheckpointCallback, StopOnRequest
 from svpg.rl.checkpoints import PROGRESS_FILE, ProgressCSV
 from svpg.rl.config import RESUMABLE_OPTIONS, SVPGConfig
+from svpg.rl.logger import CHART_LAYOUT
 from svpg.runs import (
     CONFIG_FILE,
     RunLock,
@@ -159,8 +160,9 @@ class SVPGTrainer:
             for run_dir, seed in zip(self.run_dirs, model.seeds):
                 write_json(run_dir / CONFIG_FILE, asdict(cfg.for_seed(seed)))  # a resumed run may have been extended
             # the run folders get the TensorBoard events; a resumed run drops those logged after its checkpoint
-            model._tb_dirs = self.run_dirs
-            model._tb_purge_step = model.iteration * model.steps_per_update + 1 if self.resumed else None
+            model.logger.log_to(
+                self.run_dirs, purge_step=model.iteration * model.steps_per_update + 1 if self.resumed else None
+            )
             remaining = (self.iterations - model.iteration) * model.steps_per_update
             with StopRequest() as stop:
                 if remaining > 0:
