@@ -125,7 +125,7 @@ def test_env_instances_of_registered_ids_and_vector_envs():
     vec = gym.make_vec("CartPole-v1", num_envs=8, vectorization_mode="sync",
                        vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP})
     model = svpg.SVPG(vec, num_particles=4, samples_per_particle=100, verbose=0)
-    assert model.envs_per_particle == 2 and model.steps_per_iteration == 50
+    assert model.envs_per_particle == 2 and model.steps_per_env == 50
     model.learn(400)
     with pytest.raises(ValueError, match="same step"):
         svpg.SVPG(gym.make_vec("CartPole-v1", num_envs=4, vectorization_mode="sync"), num_particles=4, verbose=0)

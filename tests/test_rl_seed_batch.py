@@ -104,3 +104,22 @@ def test_an_existing_seed_folder_refuses_the_whole_batch_before_creating_any(tmp
     with pytest.raises(ValueError, match="already exists"):
         SVPGTrainer(config(tmp_runs, "CartPole-v1", "reinforce", "s2vgd", iterations=1, seed=0, num_seeds=2, run_name="w"))
     assert not (tmp_runs / "w__seed0").exists()
+
+
+def test_the_names_of_the_counts_say_what_they_count():
+    from svpg.rl.estimators import A2C
+
+    model = svpg.SVPG("CartPole-v1", num_particles=3, num_seeds=2, samples_per_particle=1000, horizon=500, verbose=0)
+    # M (the config's num_particles), S·M (every seed's particles: the rows of θ and of the critics)
+    assert model.config.num_particles == 3 and model.spec.num_particles == 3
+    assert model.total_particles == 6 == model.policy.theta.shape[0] == model.estimator.theta.shape[0]
+    # T (each environment's steps), N (environments per particle), M·N·T (one seed's steps per iteration)
+    assert (model.steps_per_env, model.envs_per_particle, model.steps_per_update) == (500, 2, 3 * 2 * 500)
+    with pytest.warns(DeprecationWarning, match=r"SVPG.steps_per_iteration is deprecated: use SVPG.steps_per_env"):
+        assert model.steps_per_iteration == 500
+    options = dict(hidden=(8,), seed=3, gae_lambda=0.95, lr=3e-4, value_steps=1, value_epochs=1)
+    with pytest.warns(DeprecationWarning, match=r"A2C\(num_particles=...\) is deprecated: use total_particles="):
+        former = A2C(4, num_particles=6, gamma=0.99, **options)
+    assert torch.equal(former.theta, A2C(4, 6, 0.99, **options).theta)
+    with pytest.raises(TypeError, match="total_particles"):
+        A2C(4, gamma=0.99, **options)

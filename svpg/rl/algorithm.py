@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from svpg.core.svgd import SVGD
+from svpg.deprecation import renamed_attribute
 from svpg.envs import make_batched
 from svpg.rl import checkpoints
 from svpg.rl.config import DEFAULT_HORIZON, SVPGConfig, default_horizon, load_preset, with_estimator_defaults
@@ -164,6 +165,7 @@ class SVPG:
         self.device = resolve_device(cfg.device)
         self.update_threads = cfg.threads or os.cpu_count() or 1
         m, s = cfg.num_particles, len(self.seeds)
+        self.total_particles = s * m  # S·M: the rows of θ, every seed's M particles
         if source.factory is None:
             self.horizon = cfg.horizon or default_horizon(cfg.env_id)
         else:
@@ -178,7 +180,7 @@ class SVPG:
                     f"num_particles × num_seeds = {s * m} (each particle runs its own)"
                 )
             self.envs_per_particle = source.num_envs // (s * m)
-        self.steps_per_iteration = math.ceil(samples / self.envs_per_particle)
+        self.steps_per_env = math.ceil(samples / self.envs_per_particle)  # T: each environment's steps per iteration
         self.env = make_batched(
             source.target,
             s * m * self.envs_per_particle,
@@ -200,7 +202,8 @@ class SVPG:
         theta = torch.cat(
             [ParticlePolicy(self.spec, device=self.device, seed=seed).theta.detach() for seed in self.seeds]
         )
-        self.policy = ParticlePolicy(dataclasses.replace(self.spec, num_particles=s * m), theta)
+        # every seed's particles in one policy: its spec holds S·M particles, self.spec (one seed's) M
+        self.policy = ParticlePolicy(dataclasses.replace(self.spec, num_particles=self.total_particles), theta)
         self.svgd = SVGD(self.policy.theta, cfg.kernel_spec(), cfg.optimizer, cfg.lr, groups=s, network=self.policy.net)
         self.estimator: Estimator = ESTIMATORS[cfg.estimator].from_model(self)
         self.normalizer = None
@@ -215,7 +218,7 @@ class SVPG:
                 gamma=cfg.gamma,
                 device=self.device,
             )
-        self.steps_per_update = m * self.envs_per_particle * self.steps_per_iteration  # per seed: all particles' steps
+        self.steps_per_update = m * self.envs_per_particle * self.steps_per_env  # M·N·T: one seed's steps per iteration
         self.iteration = 0  # SVGD updates so far: also the position of every random stream
         self.num_timesteps = 0  # environment steps (of one seed) since the last reset_num_timesteps
         self.schedule = (0, 0)  # the iterations the learning-rate schedule of learn runs from and to
@@ -237,7 +240,7 @@ class SVPG:
             self.env,
             self.policy,
             obs,
-            self.steps_per_iteration,
+            self.steps_per_env,
             noise[0] if len(noise) == 1 else noise,
             keep_final_obs=self.estimator.needs_final_obs,
             normalizer=self.normalizer,
@@ -363,7 +366,7 @@ class SVPG:
         over = f" ({extra:,} more than asked: an iteration is {self.steps_per_update:,} steps)" if extra else ""
         self.logger.info(
             f"SVPG: {iterations} iterations × {self.config.num_particles} particles × {self.envs_per_particle} envs × "
-            f"{self.steps_per_iteration} steps = {iterations * self.steps_per_update:,} steps on {self.config.env_id}{over}"
+            f"{self.steps_per_env} steps = {iterations * self.steps_per_update:,} steps on {self.config.env_id}{over}"
         )
         callback = make_callback(callback, progress_bar)
         callback.init_callback(self)
@@ -416,6 +419,8 @@ class SVPG:
     def tensorboard_log(self, value: str | Path | None) -> None:
         self.logger.tensorboard_log = value
 
+    steps_per_iteration = renamed_attribute("SVPG", "steps_per_iteration", "steps_per_env")
+
     # -- helpers -----------------------------------------------------------------------------
     def streams(self, name: str, *keys: int) -> list[torch.Generator]:
         """Iteration n's generator of stream ``name`` (and sub-keys) for every seed."""
@@ -442,7 +447,7 @@ class SVPG:
         """The environment's rewards and observations must be finite: name the first bad one."""
         if bool(torch.isfinite(batch.rewards).all() & torch.isfinite(batch.obs).all()):
             return
-        m = self.policy.num_particles
+        m = self.total_particles
         for what, x in (("observation", batch.obs), ("reward", batch.rewards)):
             bad = ~torch.isfinite(x)
             if x.ndim == 4:

@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None, prog: str = "train.py") -> int:
     )
     print(
         f"{trainer.seed_policy(0)}\n{trainer.iterations} iterations × {seeds}{cfg.num_particles} particles × "
-        f"{trainer.model.envs_per_particle} envs × {trainer.model.steps_per_iteration} steps = {total:,} steps per seed "
+        f"{trainer.model.envs_per_particle} envs × {trainer.model.steps_per_env} steps = {total:,} steps per seed "
         f"on {cfg.env_id}{over}"
     )
     resume_hint = f"{train_cmd} --resume {folders}"
