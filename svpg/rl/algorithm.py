@@ -174,16 +174,16 @@ class SVPG:
         samples = cfg.samples_per_particle or self.horizon  # 0: one horizon, one environment per particle
         self.envs_per_particle = max(1, samples // self.horizon)
         if source.num_envs is not None:  # a user's vector env fixes the number of environments
-            if source.num_envs % (s * m):
+            if source.num_envs % self.total_particles:
                 raise ValueError(
                     f"the vector env has {source.num_envs} environments: give a multiple of "
-                    f"num_particles × num_seeds = {s * m} (each particle runs its own)"
+                    f"num_particles × num_seeds = {self.total_particles} (each particle runs its own)"
                 )
-            self.envs_per_particle = source.num_envs // (s * m)
+            self.envs_per_particle = source.num_envs // self.total_particles
         self.steps_per_env = math.ceil(samples / self.envs_per_particle)  # T: each environment's steps per iteration
         self.env = make_batched(
             source.target,
-            s * m * self.envs_per_particle,
+            self.total_particles * self.envs_per_particle,
             device=self.device,
             max_episode_steps=None if source.num_envs else self.horizon,
             env_kwargs=source.env_kwargs if source.factory is None else None,
@@ -222,7 +222,8 @@ class SVPG:
         self.iteration = 0  # SVGD updates so far: also the position of every random stream
         self.num_timesteps = 0  # environment steps (of one seed) since the last reset_num_timesteps
         self.schedule = (0, 0)  # the iterations the learning-rate schedule of learn runs from and to
-        self.last_returns = torch.zeros(s * m, device=self.device)  # per-particle returns of the latest iteration
+        # per-particle returns of the latest iteration
+        self.last_returns = torch.zeros(self.total_particles, device=self.device)
         self.scalars: list[dict[str, float]] = []  # the latest iteration's logged scalars, one dict per seed
 
     # -- one iteration -----------------------------------------------------------------------
@@ -396,9 +397,9 @@ class SVPG:
         self.logger.record(
             self.scalars,
             self._per_seed(self.last_returns),
-            self.num_timesteps,
-            self.iteration,
-            self.iteration * self.steps_per_update,
+            step=self.num_timesteps,
+            iteration=self.iteration,
+            total_steps=self.iteration * self.steps_per_update,
         )
 
     @property
