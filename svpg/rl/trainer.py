@@ -194,7 +194,7 @@ class SVPGTrainer:
 
     def best_particles(self) -> list[int]:
         """Per seed, the particle (0…M−1) with the highest return in the latest iteration."""
-        return self.model._per_seed(self.model.last_returns).argmax(-1).tolist()
+        return self.model.last_returns.view(len(self.model.seeds), -1).argmax(-1).tolist()
 
     # -- resume ------------------------------------------------------------------------------
     @classmethod
