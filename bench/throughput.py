@@ -44,10 +44,10 @@ def iteration(trainer):
 
     t0 = time.perf_counter()
     with torch_threads(1):
-        batch = trainer.collect()
+        batch = trainer.model.collect()
     t1 = time.perf_counter()
-    with torch_threads(trainer.update_threads):
-        scalars = trainer.train_iteration(batch)
+    with torch_threads(trainer.model.update_threads):
+        scalars = trainer.model.train_iteration(batch)
     return batch, scalars, t1 - t0, time.perf_counter() - t1
 
 

@@ -47,3 +47,32 @@ def moved(former: str, current: str, namespace: dict) -> None:
     if run and hasattr(module, "main"):
         sys.exit(module.main())
     sys.modules[former] = module
+
+
+def renamed_attribute(owner: str, former: str, current: str) -> property:
+    """A read-only class attribute ``former`` that answers with ``current``'s value, warning that it is
+    deprecated::
+
+        steps_per_iteration = renamed_attribute("SVPG", "steps_per_iteration", "steps_per_env")
+    """
+
+    def get(self) -> object:
+        warnings.warn(
+            f"{owner}.{former} is deprecated: use {owner}.{current} (the same value)", DeprecationWarning, stacklevel=2
+        )
+        return getattr(self, current)
+
+    return property(get, doc=f"Deprecated: :attr:`{current}`.")
+
+
+def renamed_argument(owner: str, kwargs: dict, former: str, current: str) -> object:
+    """The value of a keyword argument given under its former name ``former`` (removed from ``kwargs``),
+    with a DeprecationWarning naming ``current``; ``None`` if it was not given. Other keywords are refused
+    as Python refuses them."""
+    unknown = sorted(set(kwargs) - {former})
+    if unknown:
+        raise TypeError(f"{owner}() got an unexpected keyword argument {unknown[0]!r}")
+    if former not in kwargs:
+        return None
+    warnings.warn(f"{owner}({former}=...) is deprecated: use {current}=", DeprecationWarning, stacklevel=3)
+    return kwargs.pop(former)

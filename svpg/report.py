@@ -347,7 +347,7 @@ def _supervised_rows(run: Path) -> list[dict]:
 
 
 def _rl_rows(run: Path) -> list[dict]:
-    from svpg.rl.callbacks import PROGRESS_FILE, ProgressCSV
+    from svpg.rl.checkpoints import PROGRESS_FILE, ProgressCSV
     from svpg.rl.compare import RUN_ONLY
     from svpg.rl.config import SVPGConfig
     from svpg.runs import CONFIG_FILE

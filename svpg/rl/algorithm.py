@@ -29,19 +29,20 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 
 from svpg.core.svgd import SVGD
+from svpg.deprecation import renamed_attribute
 from svpg.envs import make_batched
-from svpg.io import CheckpointError, flatten_state, load_tensors, save_tensors, unflatten_state
+from svpg.rl import checkpoints
 from svpg.rl.config import DEFAULT_HORIZON, SVPGConfig, default_horizon, load_preset, with_estimator_defaults
 from svpg.rl.environments import EnvSource, is_custom, resolve_env
 from svpg.rl.estimators import ESTIMATORS, Estimator, policy_gradient_surrogate
+from svpg.rl.logger import Logger
 from svpg.rl.normalize import Normalizer
-from svpg.rl.policies import POLICY_KIND, ParticlePolicy, PolicySpec
+from svpg.rl.policies import ParticlePolicy, PolicySpec
 from svpg.rl.returns import episode_statistics
 from svpg.rl.rollout import Rollout, collect_rollout
 from svpg.runtime import resolve_device
@@ -60,58 +61,11 @@ RUN_FIELDS = (
     "iterations",
     "total_steps",
 )
-#: the format tag of a saved model's metadata
-MODEL_FORMAT = "svpg-model-v1"
-
-# TensorBoard custom-scalars layout: mean ± std over particles (Figure 4 of S²VGD).
-CHART_LAYOUT = {
-    "svpg": {
-        "return over particles (mean ± std)": [
-            "Margin",
-            ["rollout/ep_rew_mean", "rollout/ep_rew_lower", "rollout/ep_rew_upper"],
-        ],
-        "return over particles (mean, max, min)": [
-            "Multiline",
-            ["rollout/ep_rew_mean", "rollout/ep_rew_max", "rollout/ep_rew_min"],
-        ],
-        "SVGD terms": ["Multiline", ["svgd/driving_norm", "svgd/repulsive_norm"]],
-    }
-}
 
 
 class NonFiniteError(RuntimeError):
     """θ, its gradient or the environment's output became NaN/inf; nothing was saved over the last
     good checkpoint."""
-
-
-def _split_rows(state, parts: int):
-    """Split every tensor of a (nested) state along its first axis into ``parts`` (per-seed optimizer
-    and critic state of a seed-batched run); other values are copied to every part."""
-    if parts == 1:
-        return [state]
-    if isinstance(state, torch.Tensor) and state.ndim >= 1:
-        return [t.clone() for t in state.chunk(parts)]
-    if isinstance(state, dict):
-        split = {k: _split_rows(v, parts) for k, v in state.items()}
-        return [{k: v[i] for k, v in split.items()} for i in range(parts)]
-    if isinstance(state, list):
-        split_items = [_split_rows(v, parts) for v in state]
-        return [[v[i] for v in split_items] for i in range(parts)]
-    return [state] * parts
-
-
-def _join_rows(states: list):
-    """The inverse of :func:`_split_rows`."""
-    if len(states) == 1:
-        return states[0]
-    first = states[0]
-    if isinstance(first, torch.Tensor) and first.ndim >= 1:
-        return torch.cat(states)
-    if isinstance(first, dict):
-        return {k: _join_rows([s[k] for s in states]) for k in first}
-    if isinstance(first, list):
-        return [_join_rows([s[i] for s in states]) for i in range(len(first))]
-    return first
 
 
 class SVPG:
@@ -206,11 +160,12 @@ class SVPG:
     ) -> None:
         self.config = cfg = config.validate()
         self.env_source = source
-        self.tensorboard_log, self.verbose = tensorboard_log, int(verbose)
+        self.logger = Logger(verbose, tensorboard_log)  # before the estimator, which may report
         self.seeds = list(seeds) if seeds is not None else [cfg.seed + k for k in range(cfg.num_seeds)]
         self.device = resolve_device(cfg.device)
         self.update_threads = cfg.threads or os.cpu_count() or 1
         m, s = cfg.num_particles, len(self.seeds)
+        self.total_particles = s * m  # S·M: the rows of θ, every seed's M particles
         if source.factory is None:
             self.horizon = cfg.horizon or default_horizon(cfg.env_id)
         else:
@@ -219,16 +174,16 @@ class SVPG:
         samples = cfg.samples_per_particle or self.horizon  # 0: one horizon, one environment per particle
         self.envs_per_particle = max(1, samples // self.horizon)
         if source.num_envs is not None:  # a user's vector env fixes the number of environments
-            if source.num_envs % (s * m):
+            if source.num_envs % self.total_particles:
                 raise ValueError(
                     f"the vector env has {source.num_envs} environments: give a multiple of "
-                    f"num_particles × num_seeds = {s * m} (each particle runs its own)"
+                    f"num_particles × num_seeds = {self.total_particles} (each particle runs its own)"
                 )
-            self.envs_per_particle = source.num_envs // (s * m)
-        self.steps_per_iteration = math.ceil(samples / self.envs_per_particle)
+            self.envs_per_particle = source.num_envs // self.total_particles
+        self.steps_per_env = math.ceil(samples / self.envs_per_particle)  # T: each environment's steps per iteration
         self.env = make_batched(
             source.target,
-            s * m * self.envs_per_particle,
+            self.total_particles * self.envs_per_particle,
             device=self.device,
             max_episode_steps=None if source.num_envs else self.horizon,
             env_kwargs=source.env_kwargs if source.factory is None else None,
@@ -247,7 +202,8 @@ class SVPG:
         theta = torch.cat(
             [ParticlePolicy(self.spec, device=self.device, seed=seed).theta.detach() for seed in self.seeds]
         )
-        self.policy = ParticlePolicy(dataclasses.replace(self.spec, num_particles=s * m), theta)
+        # every seed's particles in one policy: its spec holds S·M particles, self.spec (one seed's) M
+        self.policy = ParticlePolicy(dataclasses.replace(self.spec, num_particles=self.total_particles), theta)
         self.svgd = SVGD(self.policy.theta, cfg.kernel_spec(), cfg.optimizer, cfg.lr, groups=s, network=self.policy.net)
         self.estimator: Estimator = ESTIMATORS[cfg.estimator].from_model(self)
         self.normalizer = None
@@ -262,15 +218,13 @@ class SVPG:
                 gamma=cfg.gamma,
                 device=self.device,
             )
-        self.steps_per_update = m * self.envs_per_particle * self.steps_per_iteration  # per seed: all particles' steps
+        self.steps_per_update = m * self.envs_per_particle * self.steps_per_env  # M·N·T: one seed's steps per iteration
         self.iteration = 0  # SVGD updates so far: also the position of every random stream
         self.num_timesteps = 0  # environment steps (of one seed) since the last reset_num_timesteps
-        self._schedule = (0, 0)  # the iterations the learning-rate schedule runs from and to
-        self.last_returns = torch.zeros(s * m, device=self.device)  # per-particle returns of the latest iteration
+        self.schedule = (0, 0)  # the iterations the learning-rate schedule of learn runs from and to
+        # per-particle returns of the latest iteration
+        self.last_returns = torch.zeros(self.total_particles, device=self.device)
         self.scalars: list[dict[str, float]] = []  # the latest iteration's logged scalars, one dict per seed
-        self._tb_dirs: list[Path] | None = None  # set by the run-folder layer: log into the run folders
-        self._tb_purge_step: int | None = None
-        self._writers: list = []
 
     # -- one iteration -----------------------------------------------------------------------
     def reset_environments(self) -> torch.Tensor:
@@ -287,7 +241,7 @@ class SVPG:
             self.env,
             self.policy,
             obs,
-            self.steps_per_iteration,
+            self.steps_per_env,
             noise[0] if len(noise) == 1 else noise,
             keep_final_obs=self.estimator.needs_final_obs,
             normalizer=self.normalizer,
@@ -368,7 +322,7 @@ class SVPG:
         continues)."""
         if not self.config.anneal_lr:
             return self.config.lr
-        start, end = self._schedule
+        start, end = self.schedule
         return (1.0 - (self.iteration - start) / max(end - start, 1)) * self.config.lr
 
     # -- the loop ----------------------------------------------------------------------------
@@ -405,20 +359,19 @@ class SVPG:
         iterations = math.ceil(int(total_timesteps) / self.steps_per_update)
         if reset_num_timesteps:
             self.num_timesteps = 0
-            self._schedule = (self.iteration, self.iteration + iterations)
+            self.schedule = (self.iteration, self.iteration + iterations)
         else:
-            self._schedule = (self._schedule[0], self.iteration + iterations)
+            self.schedule = (self.schedule[0], self.iteration + iterations)
         target = self.iteration + iterations
-        if self.verbose >= 1:
-            extra = iterations * self.steps_per_update - int(total_timesteps)
-            over = f" ({extra:,} more than asked: an iteration is {self.steps_per_update:,} steps)" if extra else ""
-            print(
-                f"SVPG: {iterations} iterations × {self.config.num_particles} particles × {self.envs_per_particle} envs × "
-                f"{self.steps_per_iteration} steps = {iterations * self.steps_per_update:,} steps on {self.config.env_id}{over}"
-            )
+        extra = iterations * self.steps_per_update - int(total_timesteps)
+        over = f" ({extra:,} more than asked: an iteration is {self.steps_per_update:,} steps)" if extra else ""
+        self.logger.info(
+            f"SVPG: {iterations} iterations × {self.config.num_particles} particles × {self.envs_per_particle} envs × "
+            f"{self.steps_per_env} steps = {iterations * self.steps_per_update:,} steps on {self.config.env_id}{over}"
+        )
         callback = make_callback(callback, progress_bar)
         callback.init_callback(self)
-        self._open_writers(tb_log_name, reset_num_timesteps)
+        self.logger.open(self.seeds, tb_log_name, reset_num_timesteps)
         try:
             callback.on_training_start(locals(), globals())
             while self.iteration < target:
@@ -426,12 +379,7 @@ class SVPG:
                 scalars = self.train_iteration()
                 self.num_timesteps += self.steps_per_update
                 self._record(scalars, fps=self.steps_per_update * len(self.seeds) / (time.perf_counter() - t0))
-                if self.verbose >= 1 and log_interval and self.iteration % log_interval == 0:
-                    first = self.scalars[0]
-                    print(
-                        f"iteration {self.iteration}: {self.num_timesteps:,} steps, return mean {first['rollout/ep_rew_mean']:.1f} "
-                        f"max {first['rollout/ep_rew_max']:.1f}, {first['time/fps']:,.0f} steps/s"
-                    )
+                self.logger.dump(self.iteration, self.num_timesteps, self.scalars[0], log_interval)
                 callback.update_locals(locals())
                 callback.on_rollout_end()
                 if not callback.on_step():
@@ -439,48 +387,40 @@ class SVPG:
             self.set_best_particles()
             callback.on_training_end()
         finally:
-            self._close_writers()
+            self.logger.close()
         return self
 
     def _record(self, scalars: dict[str, torch.Tensor], fps: float) -> None:
-        """The iteration's one host sync: every scalar of every seed; then TensorBoard."""
+        """The iteration's one host sync: every scalar of every seed; then the logger's output."""
         table = torch.stack([v.to(torch.float64) for v in scalars.values()], 1).tolist()
         self.scalars = [{**dict(zip(scalars, row)), "time/fps": fps} for row in table]
-        if self._writers:
-            returns = self._per_seed(self.last_returns).cpu()
-            for writer, values, seed_returns in zip(self._writers, self.scalars, returns):
-                writer.write(values, self.num_timesteps)
-                writer.writer.add_histogram("rollout/particle_returns", seed_returns, self.num_timesteps)
-
-    def _open_writers(self, tb_log_name: str, reset_num_timesteps: bool) -> None:
-        from svpg.runs import TensorBoardLogger
-
-        dirs = self._tb_dirs
-        if dirs is None and self.tensorboard_log is not None:
-            root = Path(self.tensorboard_log)
-            taken = [
-                int(p.name.rsplit("_", 1)[1])
-                for p in root.glob(f"{tb_log_name}_*")
-                if p.name.rsplit("_", 1)[1].isdigit()
-            ]
-            n = max(taken, default=0) + (1 if reset_num_timesteps or not taken else 0)
-            base = root / f"{tb_log_name}_{n}"
-            dirs = [base] if len(self.seeds) == 1 else [base / f"seed{s}" for s in self.seeds]
-        if dirs is None:
-            return
-        self._writers = [TensorBoardLogger(d, CHART_LAYOUT, purge_step=self._tb_purge_step) for d in dirs]
-        self._tb_purge_step = None
-
-    def _close_writers(self) -> None:
-        for writer in self._writers:
-            writer.close()
-        self._writers = []
+        self.logger.record(
+            self.scalars,
+            self._per_seed(self.last_returns),
+            step=self.num_timesteps,
+            iteration=self.iteration,
+            total_steps=self.iteration * self.steps_per_update,
+        )
 
     @property
-    def logger(self):
-        """The TensorBoard writer of the first seed (``torch.utils.tensorboard.SummaryWriter``) while
-        ``learn`` runs with ``tensorboard_log``; ``None`` otherwise. Callbacks log through it."""
-        return self._writers[0].writer if self._writers else None
+    def verbose(self) -> int:
+        """0 silent, 1 a line at the start of ``learn`` and every ``log_interval`` iterations."""
+        return self.logger.verbose
+
+    @verbose.setter
+    def verbose(self, value: int) -> None:
+        self.logger.verbose = int(value)
+
+    @property
+    def tensorboard_log(self) -> str | Path | None:
+        """The folder for TensorBoard events (``None``: none, unless ``logger.log_to`` names folders)."""
+        return self.logger.tensorboard_log
+
+    @tensorboard_log.setter
+    def tensorboard_log(self, value: str | Path | None) -> None:
+        self.logger.tensorboard_log = value
+
+    steps_per_iteration = renamed_attribute("SVPG", "steps_per_iteration", "steps_per_env")
 
     # -- helpers -----------------------------------------------------------------------------
     def streams(self, name: str, *keys: int) -> list[torch.Generator]:
@@ -508,7 +448,7 @@ class SVPG:
         """The environment's rewards and observations must be finite: name the first bad one."""
         if bool(torch.isfinite(batch.rewards).all() & torch.isfinite(batch.obs).all()):
             return
-        m = self.policy.num_particles
+        m = self.total_particles
         for what, x in (("observation", batch.obs), ("reward", batch.rewards)):
             bad = ~torch.isfinite(x)
             if x.ndim == 4:
@@ -563,42 +503,12 @@ class SVPG:
     # -- saving and loading ----------------------------------------------------------------------
     def seed_config(self, k: int = 0) -> SVPGConfig:
         """The single-seed configuration of seed k."""
-        return dataclasses.replace(self.config, seed=self.seeds[k], num_seeds=1)
+        return self.config.for_seed(self.seeds[k])
 
     def seed_state(self, k: int = 0) -> tuple[dict[str, torch.Tensor], dict]:
-        """Seed k's whole training state as (tensors, JSON metadata): what :meth:`save` writes."""
-        s = len(self.seeds)
-        optimizer = _split_rows(self.svgd.optimizer.state_dict(), s)[k]
-        estimator = _split_rows(self.estimator.state_dict(), s)[k]
-        policy = self.seed_policy(k)
-        opt_tensors, opt_skeleton = flatten_state(optimizer, "optimizer")
-        est_tensors, est_skeleton = flatten_state(estimator, "estimator")
-        tensors = {
-            "theta": policy.theta,
-            "last_returns": self._per_seed(self.last_returns)[k],
-            **opt_tensors,
-            **est_tensors,
-        }
-        if self.normalizer is not None:
-            tensors.update({f"normalizer.{name}": value[k] for name, value in self.normalizer.state_dict().items()})
-        if policy.obs_normalization is not None:  # what svpg.load's policy applies to raw observations
-            tensors.update(obs_norm_mean=policy.obs_normalization["mean"], obs_norm_std=policy.obs_normalization["std"])
-        metadata = {
-            "model_format": MODEL_FORMAT,
-            "spec": policy.spec.to_dict(),
-            "particle": policy.particle,
-            "config": dataclasses.asdict(self.seed_config(k)),
-            "env_id": self.config.env_id,
-            "env_kwargs": self.config.env_kwargs,
-            "iteration": self.iteration,
-            "num_timesteps": self.num_timesteps,
-            "schedule": list(self._schedule),
-            "optimizer": opt_skeleton,
-            "estimator": est_skeleton,
-        }
-        if policy.obs_normalization is not None:
-            metadata["obs_norm_clip"] = policy.obs_normalization["clip"]
-        return tensors, metadata
+        """Seed k's whole training state as (tensors, JSON metadata): what :meth:`save` writes
+        (:func:`svpg.rl.checkpoints.model_state`)."""
+        return checkpoints.model_state(self, k)
 
     def save(self, path, seed_index: int = 0) -> Path:
         """Write everything needed to continue training to ``path`` (``.safetensors`` appended if it
@@ -608,11 +518,7 @@ class SVPG:
 
         :param seed_index: with ``num_seeds`` > 1, which seed's run to save.
         """
-        path = Path(path)
-        if not path.suffix:
-            path = path.with_suffix(".safetensors")
-        tensors, metadata = self.seed_state(seed_index)
-        return save_tensors(path, tensors, POLICY_KIND, metadata)
+        return checkpoints.save_model(self, path, seed_index)
 
     @classmethod
     def load(
@@ -648,21 +554,7 @@ class SVPG:
     ) -> SVPG:
         """Several saved runs of one configuration that differ only in their seed, continued as one
         seed-batched model (what ``train.py --resume`` of several folders does)."""
-        refused = sorted(set(options) - {"threads"})
-        if refused:
-            raise ValueError(
-                f"{refused} cannot change when loading a model (it would be a different run); only threads can"
-            )
-        states = [read_model(p) for p in paths]
-        config = states[0][2]
-        for path, (_, _, other) in zip(paths[1:], states[1:]):
-            if dataclasses.replace(other, seed=config.seed, run_name=config.run_name) != config:
-                raise ValueError(f"{path} and {paths[0]} are runs of different configurations: load them separately")
-        iterations = {m["iteration"] for _, m, _ in states}
-        if len(iterations) > 1:
-            raise ValueError(f"the runs are at different iterations {sorted(iterations)}: load them separately")
-        device_option: dict[str, Any] = {"device": device} if device else {}
-        config = dataclasses.replace(config, **options, **device_option)
+        states, config = checkpoints.read_models(paths, device, options)
         if env is None:
             if is_custom(config.env_id):
                 raise ValueError(
@@ -677,42 +569,8 @@ class SVPG:
         model._init(
             config, source, seeds=[c.seed for _, _, c in states], tensorboard_log=tensorboard_log, verbose=verbose
         )
-        model._restore([(t, m) for t, m, _ in states], paths)
+        checkpoints.restore(model, [(t, m) for t, m, _ in states], paths)
         return model
-
-    def _restore(self, states: list[tuple[dict, dict]], paths: list) -> None:
-        for (_, meta), path in zip(states, paths):
-            try:
-                spec = PolicySpec.from_dict(meta["spec"])
-            except (KeyError, TypeError, ValueError) as e:
-                raise CheckpointError(f"{path}: its metadata does not describe a policy ({e})") from None
-            if spec != self.spec:
-                raise CheckpointError(
-                    f"{path} holds a different network ({spec}) than its config builds ({self.spec}) "
-                    f"on this environment: pass the environment it was trained on"
-                )
-        try:
-            with torch.no_grad():
-                self.policy.theta.copy_(torch.cat([t["theta"] for t, _ in states]).to(self.device))
-            self.svgd.optimizer.load_state_dict(_join_rows([unflatten_state(m["optimizer"], t) for t, m in states]))
-            self.estimator.load_state_dict(_join_rows([unflatten_state(m["estimator"], t) for t, m in states]))
-            self.last_returns = torch.cat([t["last_returns"] for t, _ in states]).to(self.device)
-            if self.normalizer is not None:
-                self.normalizer.load_state_dict(
-                    {
-                        name: torch.stack([t[f"normalizer.{name}"] for t, _ in states])
-                        for name in self.normalizer.state_dict()
-                    }
-                )
-        except (KeyError, RuntimeError, ValueError) as e:
-            raise CheckpointError(
-                f"{paths[0]} does not hold a whole training state ({e}); svpg.load(path) still "
-                f"loads its particles for acting"
-            ) from None
-        meta = states[0][1]
-        self.iteration, self.num_timesteps = int(meta["iteration"]), int(meta["num_timesteps"])
-        self._schedule = tuple(meta["schedule"])
-        self.policy.set_particle(int(meta.get("particle", 0)))
 
     def __repr__(self) -> str:
         seeds = f", seeds={self.seeds}" if len(self.seeds) > 1 else f", seed={self.seeds[0]}"
@@ -720,19 +578,3 @@ class SVPG:
             f"SVPG({self.config.env_id!r}, method={self.config.method!r}, estimator={self.config.estimator!r}, "
             f"num_particles={self.config.num_particles}{seeds}, iteration={self.iteration})"
         )
-
-
-def read_model(path) -> tuple[dict[str, torch.Tensor], dict, SVPGConfig]:
-    """(tensors, metadata, config) of a model written by :meth:`SVPG.save`; a CheckpointError for a
-    file that is not one (a policy-only file, a corrupt one)."""
-    tensors, meta, _ = load_tensors(path, expected_kind=POLICY_KIND)
-    if meta.get("model_format") != MODEL_FORMAT:
-        raise CheckpointError(
-            f"{path} holds particles only, not a training state: svpg.load(path) loads it for acting; "
-            f"to continue training, load a file written by SVPG.save or a run's checkpoint"
-        )
-    try:
-        config = SVPGConfig.from_dict(meta["config"], f"the config in {path}")
-    except (KeyError, ValueError) as e:
-        raise CheckpointError(f"{path}: unreadable config ({e})") from None
-    return tensors, meta, config

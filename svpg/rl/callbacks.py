@@ -17,15 +17,15 @@ Frequencies (``save_freq``, ``eval_freq``) count iterations.
 
 from __future__ import annotations
 
-import csv
-import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
 
-from svpg.io import WriteError, atomic_write, write_csv
+from svpg.io import atomic_write
+from svpg.rl import checkpoints
+from svpg.rl.checkpoints import PROGRESS_FILE, ProgressCSV
 
 
 class BaseCallback:
@@ -47,7 +47,9 @@ class BaseCallback:
 
     @property
     def logger(self):
-        return self.model.logger if self.model is not None else None
+        """The first seed's TensorBoard ``SummaryWriter`` while the model writes events, else ``None``
+        (the model's :class:`~svpg.rl.logger.Logger` is ``self.model.logger``)."""
+        return self.model.logger.writer if self.model is not None else None
 
     @property
     def scalars(self) -> dict[str, float]:
@@ -213,93 +215,6 @@ def make_callback(callback, progress_bar: bool = False) -> BaseCallback:
 
 
 # -- checkpoints: the run folder ---------------------------------------------------------------
-PROGRESS_FILE = "progress.csv"
-
-
-class ProgressCSV:
-    """Per-iteration scalars (SB3's progress.csv), one row appended per iteration.
-
-    Rows may run ahead of the last checkpoint; on resume the rows after it are dropped (or moved with
-    the later checkpoints), so the file and the checkpoint agree.
-    """
-
-    def __init__(self, path: Path, keep_until: int):
-        self.path = path
-        rows = self.read(path, keep_until)
-        self.rows = len(rows)
-        self.fieldnames = list(rows[0]) if rows else None
-        if rows or path.exists():  # rewrite without the rows of iterations after the checkpoint
-            self._rewrite(rows)
-        self.file: TextIO | None = None
-
-    @staticmethod
-    def read(path: Path, keep_until: int | None = None) -> list[dict]:
-        """Complete rows with iteration ≤ keep_until (a torn last line of a killed process is dropped)."""
-        if not path.exists():
-            return []
-        with open(path, newline="") as f:
-            reader = csv.DictReader(f)
-            rows = [r for r in reader if None not in r.values() and None not in r]
-        out = []
-        for r in rows:
-            try:
-                it = int(r["iteration"])
-            except (KeyError, ValueError):
-                continue
-            if keep_until is None or it <= keep_until:
-                out.append(r)
-        return out
-
-    @classmethod
-    def count(cls, path: Path) -> int:
-        """Rows 1, 2, … present without a gap: how far the progress file backs a checkpoint."""
-        n = 0
-        for r in cls.read(path):
-            if int(r["iteration"]) == n + 1:
-                n += 1
-        return n
-
-    @classmethod
-    def set_aside(cls, path: Path, iteration: int, target: Path) -> None:
-        later = [r for r in cls.read(path) if int(r["iteration"]) > iteration]
-        if later:
-            write_csv(target, later)
-
-    def _rewrite(self, rows: list[dict]) -> None:
-        if rows:
-            write_csv(self.path, rows)
-        else:
-            self.path.unlink()
-
-    def append(self, row: dict) -> None:
-        try:
-            if self.file is None:
-                new = self.fieldnames is None
-                self.fieldnames = self.fieldnames or list(row)
-                self.file = open(self.path, "a", newline="")
-                self.writer = csv.DictWriter(self.file, fieldnames=self.fieldnames, extrasaction="ignore")
-                if new:
-                    self.writer.writeheader()
-            self.writer.writerow(row)
-            self.file.flush()  # live for readers; durable at the next sync()
-        except OSError as e:
-            raise WriteError(f"could not write {self.path} ({e.strerror or e})") from None
-        self.rows += 1
-
-    def sync(self) -> None:
-        """Make every appended row durable (before a checkpoint that counts them is written)."""
-        if self.file is not None:
-            try:
-                os.fsync(self.file.fileno())
-            except OSError as e:
-                raise WriteError(f"could not write {self.path} ({e.strerror or e})") from None
-
-    def close(self) -> None:
-        if self.file is not None:
-            self.file.close()
-            self.file = None
-
-
 class CheckpointCallback(BaseCallback):
     """Saves the whole training state every ``save_freq`` iterations and at the end, into a run
     folder that survives any interruption.
@@ -338,30 +253,17 @@ class CheckpointCallback(BaseCallback):
             )
 
     def _on_training_start(self) -> None:
-        from svpg.rl import checkpoints
-        from svpg.runs import RunLock, remove_stray_temporaries
+        from svpg.runs import RunLock
 
         start = self.model.iteration
         for path in self.save_paths:
             path.mkdir(parents=True, exist_ok=True)
             if not any(lock.path.parent == path and lock.held for lock in self.locks):
                 self.locks.append(RunLock(path).acquire())
-            remove_stray_temporaries(path)
-            later = checkpoints.files_after(path, start)
-            if later:  # a run continued from an earlier point: later files kept, out of the way
-                aside = checkpoints.set_aside(path, start, later)
-                ProgressCSV.set_aside(path / PROGRESS_FILE, start, aside / PROGRESS_FILE)
-                self.notes.append(
-                    f"moved {len(later)} checkpoint(s) after iteration {start} (and their progress rows) to {aside}"
-                )
+            self.notes += checkpoints.prepare_run_dir(path, start)  # a run continued from an earlier point
         self.progress = [ProgressCSV(p / PROGRESS_FILE, start) for p in self.save_paths]
+        self.model.logger.write_rows_to(self.progress)  # every iteration's row, as the model logs it
         self.saved = start
-
-    def _on_rollout_end(self) -> None:
-        model = self.model
-        total = model.iteration * model.steps_per_update
-        for rows, values in zip(self.progress, model.scalars):
-            rows.append({"iteration": model.iteration, "total_steps": total, **values})
 
     def _on_step(self) -> bool:
         if self.save_freq and self.model.iteration % self.save_freq == 0:
@@ -375,8 +277,6 @@ class CheckpointCallback(BaseCallback):
 
     def save(self) -> list[Path]:
         """Checkpoint the model's current iteration into every folder."""
-        from svpg.rl import checkpoints
-
         paths = []
         for k, (path, rows) in enumerate(zip(self.save_paths, self.progress)):
             rows.sync()

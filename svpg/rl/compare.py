@@ -57,7 +57,7 @@ def expand(paths: list[str | Path]) -> list[Path]:
 
 
 def _last_row(run: Path) -> dict:
-    from svpg.rl.callbacks import PROGRESS_FILE, ProgressCSV
+    from svpg.rl.checkpoints import PROGRESS_FILE, ProgressCSV
 
     rows = ProgressCSV.read(run / PROGRESS_FILE)
     if not rows:

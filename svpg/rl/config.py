@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from svpg.cli import dataclass_from_dict, option_factory
@@ -198,6 +198,11 @@ class SVPGConfig:
     )
     eval_episodes: int = _f(20, "episodes per particle in the final evaluation (0: skip)")
     progress: bool = _f(True, "show a progress bar")
+
+    def for_seed(self, seed: int) -> SVPGConfig:
+        """The single-seed configuration of seed ``seed`` of a (seed-batched) run: what its run folder's
+        ``config.json`` and checkpoints record."""
+        return replace(self, seed=seed, num_seeds=1)
 
     def validate(self) -> SVPGConfig:
         """Self, checked: a one-line ValueError naming every wrong field (type first, then range)."""

@@ -25,6 +25,7 @@ import torch
 
 from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
+from svpg.deprecation import renamed_argument
 from svpg.rl.policies import ParticlePolicy, fold_obs_scale
 from svpg.rl.replay import ReplayBuffer
 from svpg.rl.returns import discounted_returns, gae_advantages, linear_feature_baseline, standardize
@@ -44,9 +45,11 @@ class TrainingModel(Protocol):
     seeds: list[int]
     device: torch.device
     verbose: int
+    logger: Any  # svpg.rl.logger.Logger
     update_threads: int
-    envs_per_particle: int
-    steps_per_iteration: int
+    envs_per_particle: int  # N: environments per particle
+    steps_per_env: int  # T: each environment's steps per iteration
+    total_particles: int  # S·M: the rows of θ (config.num_particles is M)
 
     def collect(self) -> Rollout: ...
 
@@ -182,7 +185,7 @@ class OnPolicyEstimator(Estimator):
         """One SVGD step on ∇log q = ∇J/α + λ ∇log p (eq. 19; λ = ``prior_weight``, 1 in the paper)."""
         return model.svgd_update(
             lambda block, rows, k: policy_gradient_surrogate(model.policy, batch, advantages, block, rows),
-            model.envs_per_particle * model.steps_per_iteration,
+            model.envs_per_particle * model.steps_per_env,
         )
 
 
@@ -229,7 +232,8 @@ class Reinforce(OnPolicyEstimator):
 class A2C(OnPolicyEstimator):
     """GAE advantages from M batched critics V_j(s) (tanh MLPs), fitted after each rollout.
 
-    :param obs_dim: observation size; :param num_particles: M (one critic per particle).
+    :param obs_dim: observation size; :param total_particles: S·M, every seed's particles (one critic
+        per particle; ``num_particles`` is its former name).
     :param hidden: critic hidden widths; :param lr: critic Adam learning rate.
     :param gae_lambda: λ of GAE; :param value_steps: minibatches per pass over the batch;
     :param value_epochs: passes over the batch per iteration (PPO-style critic fitting).
@@ -248,8 +252,8 @@ class A2C(OnPolicyEstimator):
     def __init__(
         self,
         obs_dim: int,
-        num_particles: int,
-        gamma: float,
+        total_particles: int | None = None,
+        gamma: float | None = None,
         *,
         gae_lambda: float,
         hidden: tuple[int, ...],
@@ -259,7 +263,13 @@ class A2C(OnPolicyEstimator):
         device="cpu",
         seed: int | list[int] = 0,
         obs_scale: tuple[float, ...] = (),
+        **former,
     ):
+        if former:  # num_particles, the former name of total_particles: it meant S·M, not the config's M
+            total_particles = renamed_argument("A2C", former, "num_particles", "total_particles")  # type: ignore[assignment]
+        if total_particles is None or gamma is None:
+            missing = "total_particles" if total_particles is None else "gamma"
+            raise TypeError(f"A2C() missing required argument: {missing!r}")
         self.gamma, self.gae_lambda = gamma, gae_lambda
         self.value_steps, self.value_epochs = value_steps, value_epochs
         self.obs_scale = tuple(obs_scale)
@@ -267,7 +277,7 @@ class A2C(OnPolicyEstimator):
         self.net = ParticleMLP(self.layout, NetworkSpec((obs_dim, *hidden, 1), prior="flat"), name="v")
         seeds = [seed] if isinstance(seed, int) else list(seed)
         self.groups = len(seeds)
-        theta = torch.empty(num_particles, self.layout.size, device=device)
+        theta = torch.empty(total_particles, self.layout.size, device=device)
         for block, s in zip(theta.chunk(self.groups), seeds):
             self.net.init_(block, torch_generator(s, "critic_init", device=theta.device))
         self.theta = torch.nn.Parameter(theta)
@@ -283,7 +293,7 @@ class A2C(OnPolicyEstimator):
         cfg = model.config
         return dict(
             obs_dim=model.spec.obs_dim,
-            num_particles=model.policy.num_particles,
+            total_particles=model.total_particles,
             gamma=cfg.gamma,
             gae_lambda=cfg.gae_lambda,
             hidden=cfg.critic_hidden,
@@ -400,7 +410,7 @@ class PPO(A2C):
     def policy_update(self, model: TrainingModel, batch: Rollout, advantages: torch.Tensor) -> dict[str, torch.Tensor]:
         """PPO's epochs of minibatch steps on the clipped surrogate, each minibatch one SVGD step of all
         particles, with the minibatch's estimate of the whole batch's sum as the one-step estimators use."""
-        policy, m_all, seeds = model.policy, model.policy.num_particles, len(model.seeds)
+        policy, m_all, seeds = model.policy, model.total_particles, len(model.seeds)
         obs, actions, adv = (per_particle(x, m_all) for x in (batch.obs, batch.actions, advantages))
         samples = obs.shape[1]
         size = max(1, samples // self.minibatches)
@@ -477,7 +487,7 @@ class SAC(Estimator):
     ``tau``, ``train_freq``, ``gradient_steps``, ``ent_coef`` and ``target_entropy``.
 
     An iteration resets the environments (as the on-policy estimators do) and runs
-    ``steps_per_iteration`` steps of all particles, with ``gradient_steps`` updates after every
+    ``steps_per_env`` steps of all particles, with ``gradient_steps`` updates after every
     ``train_freq`` steps once ``learning_starts`` transitions (all particles' steps) are in the buffer;
     before that, actions are uniform in the box. Checkpoints at iteration boundaries hold the buffer,
     critics, targets, temperatures and optimizers, so a resumed run equals the uninterrupted one.
@@ -520,7 +530,7 @@ class SAC(Estimator):
         )
         self.save_replay_buffer = cfg.save_replay_buffer
         self.shared = cfg.critics == "shared"
-        rows = model.policy.num_particles  # S·M
+        rows = model.total_particles  # S·M
         obs_dim, action_dim = spec.obs_dim, spec.action_dim
         device = model.device
         needed = ReplayBuffer.nbytes(self.seeds, cfg.buffer_size, obs_dim, action_dim)
@@ -530,11 +540,10 @@ class SAC(Estimator):
                 f"a replay buffer of {cfg.buffer_size:,} transitions × {self.seeds} seed(s) needs "
                 f"{needed / 2**30:.1f} GiB and {device} has {available / 2**30:.1f} GiB free: lower buffer_size"
             )
-        if model.verbose >= 1:
-            print(
-                f"SAC replay buffer: {cfg.buffer_size:,} transitions × {self.seeds} seed(s), "
-                f"{needed / 2**20:,.0f} MiB preallocated on {device}"
-            )
+        model.logger.info(
+            f"SAC replay buffer: {cfg.buffer_size:,} transitions × {self.seeds} seed(s), "
+            f"{needed / 2**20:,.0f} MiB preallocated on {device}"
+        )
         self.buffer = ReplayBuffer(self.seeds, cfg.buffer_size, obs_dim, action_dim, device)
         # the critics: two per particle, rows (seed, particle, k), or two per seed (shared): each seed's consecutive
         self.layout = ParticleLayout()
@@ -580,7 +589,7 @@ class SAC(Estimator):
         if batch is not None:
             raise ValueError("estimator 'sac' collects its own samples between its updates: pass no batch")
         policy, env = model.policy, model.env
-        rows, n, steps = policy.num_particles, model.envs_per_particle, model.steps_per_iteration
+        rows, n, steps = model.total_particles, model.envs_per_particle, model.steps_per_env
         m, a_dim = self.particles, model.spec.action_dim
         obs = model.reset_environments()
         action_noise = model.streams("action_noise")

@@ -136,16 +136,16 @@ def main(argv: list[str] | None = None, prog: str = "train.py") -> int:
     else:
         print(f"run folder{'s' if len(trainer.run_dirs) > 1 else ''}: {folders}")
     seeds = f"{len(trainer.seeds)} seeds × " if len(trainer.seeds) > 1 else ""
-    total = trainer.iterations * trainer.steps_per_update
+    total = trainer.iterations * trainer.model.steps_per_update
     over = (
         f" ({total - cfg.total_steps:,} more than --total-steps {cfg.total_steps:,}: an iteration is "
-        f"{trainer.steps_per_update:,} steps)"
+        f"{trainer.model.steps_per_update:,} steps)"
         if cfg.total_steps and total != cfg.total_steps
         else ""
     )
     print(
         f"{trainer.seed_policy(0)}\n{trainer.iterations} iterations × {seeds}{cfg.num_particles} particles × "
-        f"{trainer.envs_per_particle} envs × {trainer.steps_per_iteration} steps = {total:,} steps per seed "
+        f"{trainer.model.envs_per_particle} envs × {trainer.model.steps_per_env} steps = {total:,} steps per seed "
         f"on {cfg.env_id}{over}"
     )
     resume_hint = f"{train_cmd} --resume {folders}"
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None, prog: str = "train.py") -> int:
                     cfg.env_id,
                     cfg.eval_episodes,
                     seed=int_seed(seed, "evaluation"),
-                    max_episode_steps=trainer.horizon,
+                    max_episode_steps=trainer.model.horizon,
                     env_kwargs=cfg.env_kwargs,
                 )
                 print(

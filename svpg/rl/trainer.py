@@ -14,9 +14,11 @@ from pathlib import Path
 
 from svpg.io import WriteError
 from svpg.rl import checkpoints
-from svpg.rl.algorithm import CHART_LAYOUT, SVPG, NonFiniteError
-from svpg.rl.callbacks import PROGRESS_FILE, CheckpointCallback, ProgressCSV, StopOnRequest
+from svpg.rl.algorithm import SVPG, NonFiniteError
+from svpg.rl.callbacks import CheckpointCallback, StopOnRequest
+from svpg.rl.checkpoints import PROGRESS_FILE, ProgressCSV
 from svpg.rl.config import RESUMABLE_OPTIONS, SVPGConfig
+from svpg.rl.logger import CHART_LAYOUT
 from svpg.runs import (
     CONFIG_FILE,
     RunLock,
@@ -24,7 +26,6 @@ from svpg.runs import (
     create_run_dir,
     read_json_object,
     refuse_options,
-    remove_stray_temporaries,
     run_name,
     write_json,
 )
@@ -48,7 +49,8 @@ class SVPGTrainer:
     >>> policy = trainer.train()
     >>> trainer = SVPGTrainer.resume(trainer.run_dir, iterations=10)   # continue it later
 
-    The model's attributes (``policy``, ``iteration``, ``seeds``, ``env``, …) are the trainer's too.
+    The algorithm is :attr:`model` (an :class:`svpg.SVPG`); :attr:`policy`, :attr:`iteration`,
+    :attr:`seeds` and :meth:`seed_policy` are the trainer's too.
 
     :param run_dirs: existing run folders to continue in, one per seed (used by :meth:`resume`); by
         default new folders under ``log_dir`` are created, and an existing one is refused.
@@ -63,8 +65,13 @@ class SVPGTrainer:
         seeds: list[int] | None = None,
         model: SVPG | None = None,
     ):
-        self.config = cfg = config.validate()
-        self.model = model if model is not None else SVPG.from_config(cfg, seeds=seeds)
+        if model is None:
+            model = SVPG.from_config(config, seeds=seeds)  # validates the config
+            config = model.config
+        else:  # a loaded model: the run folder's config, with the options that may change on resume
+            config = config.validate()
+        self.config = cfg = config
+        self.model = model
         spu = self.model.steps_per_update
         self.iterations = math.ceil(cfg.total_steps / spu) if cfg.total_steps else cfg.iterations
         self.resumed = False
@@ -75,11 +82,6 @@ class SVPGTrainer:
             run_dirs = self._create_run_dirs()
         self.run_dirs = [Path(p) for p in run_dirs]
 
-    def __getattr__(self, name: str):
-        if name == "model":
-            raise AttributeError(name)
-        return getattr(self.model, name)
-
     def _create_run_dirs(self) -> list[Path]:
         cfg = self.config
         names = [cfg.run_name or run_name(cfg.env_id.rpartition(":")[2], cfg.method, seed) for seed in self.model.seeds]
@@ -89,11 +91,10 @@ class SVPGTrainer:
             path = Path(cfg.log_dir) / name
             if path.exists() and (not path.is_dir() or any(path.iterdir())):
                 create_run_dir(cfg.log_dir, name)  # raises the one-line error
-        return [create_run_dir(cfg.log_dir, name, config=asdict(self.seed_config(k))) for k, name in enumerate(names)]
-
-    def seed_config(self, k: int) -> SVPGConfig:
-        """The single-seed configuration of seed k's run folder."""
-        return replace(self.config, seed=self.model.seeds[k], num_seeds=1)
+        return [
+            create_run_dir(cfg.log_dir, name, config=asdict(cfg.for_seed(seed)))
+            for name, seed in zip(names, self.model.seeds)
+        ]
 
     @property
     def run_dir(self) -> Path:
@@ -105,6 +106,24 @@ class SVPGTrainer:
     @property
     def finished(self) -> bool:
         return self.model.iteration >= self.iterations
+
+    @property
+    def iteration(self) -> int:
+        """The model's iteration (SVGD updates so far)."""
+        return self.model.iteration
+
+    @property
+    def seeds(self) -> list[int]:
+        return self.model.seeds
+
+    @property
+    def policy(self):
+        """All S·M particles (:meth:`seed_policy` gives one seed's)."""
+        return self.model.policy
+
+    def seed_policy(self, k: int = 0):
+        """Seed k's M particles, acting with its best one (:meth:`svpg.SVPG.seed_policy`)."""
+        return self.model.seed_policy(k)
 
     def lock(self) -> None:
         """Take every run folder's lock (a ValueError naming the holder if another process has one)."""
@@ -138,11 +157,12 @@ class SVPGTrainer:
         checkpoint = CheckpointCallback(cfg.checkpoint_every, self.run_dirs, keep_last=cfg.keep_checkpoints)
         checkpoint.locks = self.locks
         try:
-            for k, run_dir in enumerate(self.run_dirs):
-                write_json(run_dir / CONFIG_FILE, asdict(self.seed_config(k)))  # a resumed run may have been extended
+            for run_dir, seed in zip(self.run_dirs, model.seeds):
+                write_json(run_dir / CONFIG_FILE, asdict(cfg.for_seed(seed)))  # a resumed run may have been extended
             # the run folders get the TensorBoard events; a resumed run drops those logged after its checkpoint
-            model._tb_dirs = self.run_dirs
-            model._tb_purge_step = model.iteration * model.steps_per_update + 1 if self.resumed else None
+            model.logger.log_to(
+                self.run_dirs, purge_step=model.iteration * model.steps_per_update + 1 if self.resumed else None
+            )
             remaining = (self.iterations - model.iteration) * model.steps_per_update
             with StopRequest() as stop:
                 if remaining > 0:
@@ -174,7 +194,7 @@ class SVPGTrainer:
 
     def best_particles(self) -> list[int]:
         """Per seed, the particle (0…M−1) with the highest return in the latest iteration."""
-        return self.model._per_seed(self.model.last_returns).argmax(-1).tolist()
+        return self.model.last_returns.view(len(self.model.seeds), -1).argmax(-1).tolist()
 
     # -- resume ------------------------------------------------------------------------------
     @classmethod
@@ -221,23 +241,11 @@ class SVPGTrainer:
                 locks.append(RunLock(run_dir).acquire())
             wanted = None if checkpoint is None else checkpoints.parse_checkpoint(str(checkpoint))
             notes: list[str] = []
-            points = _find_resume_points(run_dirs, wanted, notes)
+            points = checkpoints.resume_points(run_dirs, wanted, notes)
             start = points[0].iteration if points else 0
-            for run_dir in run_dirs:
+            for run_dir in run_dirs:  # incomplete checkpoints, or later ones when --from chose an earlier one
                 prefix = f"{run_dir}: " if len(run_dirs) > 1 else ""
-                stray = remove_stray_temporaries(run_dir)
-                if stray:
-                    notes.append(f"{prefix}removed {len(stray)} temporary file(s) of an interrupted write")
-                later = checkpoints.files_after(run_dir, start)
-                if (
-                    later
-                ):  # incomplete ones, or later ones when --from chose an earlier checkpoint: kept, out of the way
-                    aside = checkpoints.set_aside(run_dir, start, later)
-                    ProgressCSV.set_aside(run_dir / PROGRESS_FILE, start, aside / PROGRESS_FILE)
-                    notes.append(
-                        f"{prefix}moved {len(later)} checkpoint file(s) after iteration {start} "
-                        f"(and their progress rows) to {aside}"
-                    )
+                notes += [prefix + note for note in checkpoints.prepare_run_dir(run_dir, start)]
             if points:
                 model = SVPG.load_seeds([p.path for p in points], device=config.device, threads=config.threads)
                 trainer = cls(replace(config, env_id=model.config.env_id), run_dirs=run_dirs, seeds=seeds, model=model)
@@ -267,26 +275,3 @@ def _as_list(callback) -> list:
     if callback is None:
         return []
     return list(callback) if isinstance(callback, (list, tuple)) else [callback]
-
-
-def _find_resume_points(run_dirs: list[Path], wanted: int | None, notes: list[str]) -> list[checkpoints.Checkpoint]:
-    """One verified checkpoint per run folder, all of the same iteration (empty: start over)."""
-    if wanted is None and not all(checkpoints.listed(d) for d in run_dirs):
-        if any(checkpoints.listed(d) for d in run_dirs):
-            notes.append("a seed has no complete checkpoint yet: every seed starts over")
-        return []
-    points = []
-    for run_dir in run_dirs:
-        rows = ProgressCSV.count(run_dir / PROGRESS_FILE)
-        point, found = checkpoints.find_resume_point(run_dir, rows, wanted)
-        points.append(point)
-        notes += [f"{run_dir}: {n}" if len(run_dirs) > 1 else n for n in found]
-    common = min(p.iteration for p in points)
-    if any(p.iteration != common for p in points):  # a kill between seeds' checkpoints: go back together
-        points = [
-            p
-            if p.iteration == common
-            else checkpoints.find_resume_point(d, ProgressCSV.count(d / PROGRESS_FILE), common)[0]
-            for d, p in zip(run_dirs, points)
-        ]
-    return points

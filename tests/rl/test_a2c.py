@@ -61,9 +61,9 @@ def test_advantages_bootstrap_from_the_true_next_state_of_every_step(tmp_runs, e
     cfg = SVPGConfig(**(CLASSIC | dict(estimator="a2c")), env_id=env_id, num_particles=3, samples_per_particle=400, horizon=37, num_seeds=2,
                      log_dir=str(tmp_runs), progress=False)
     trainer = SVPGTrainer(cfg)
-    batch = trainer.collect()
+    batch = trainer.model.collect()
     assert (batch.truncated[:-1] & ~batch.terminated[:-1]).any()
-    critic = trainer.estimator
+    critic = trainer.model.estimator
     with torch.no_grad():
         values, next_values = critic.values(batch.obs), critic.values(batch.final_obs)
         advantages, targets, _ = critic.advantages(batch)
@@ -83,7 +83,7 @@ def test_a2c_learns_cartpole(tmp_runs):
     assert after.mean() > 100, f"mean return {after.mean():.1f}"
     # the critics are saved with the trainer state and restored on resume
     resumed = SVPGTrainer.resume(trainer.run_dir, iterations=31)
-    torch.testing.assert_close(resumed.estimator.theta, trainer.estimator.theta, rtol=0, atol=0)
+    torch.testing.assert_close(resumed.model.estimator.theta, trainer.model.estimator.theta, rtol=0, atol=0)
 
 
 def test_svgd_star_has_at_least_the_parameters_of_s2vgd_k4():

@@ -125,7 +125,7 @@ def test_env_instances_of_registered_ids_and_vector_envs():
     vec = gym.make_vec("CartPole-v1", num_envs=8, vectorization_mode="sync",
                        vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP})
     model = svpg.SVPG(vec, num_particles=4, samples_per_particle=100, verbose=0)
-    assert model.envs_per_particle == 2 and model.steps_per_iteration == 50
+    assert model.envs_per_particle == 2 and model.steps_per_env == 50
     model.learn(400)
     with pytest.raises(ValueError, match="same step"):
         svpg.SVPG(gym.make_vec("CartPole-v1", num_envs=4, vectorization_mode="sync"), num_particles=4, verbose=0)
@@ -183,6 +183,28 @@ def test_eval_callback_saves_the_best_and_stops_on_a_threshold(tmp_path):
     assert {"eval/mean_reward", "eval/mean_reward_particles", "train/policy_loss", "train/learning_rate",
             "rollout/ep_rew_mean"} <= tags
     assert "rollout/particle_returns" in events.Tags()["histograms"]
+
+
+def test_the_logger_numbers_tensorboard_folders_and_logs_where_it_is_told(tmp_path, capsys):
+    from svpg.rl.callbacks import CheckpointCallback
+    from svpg.rl.checkpoints import ProgressCSV
+
+    model = svpg.SVPG("CartPole-v1", tensorboard_log=tmp_path / "tb", **(SMALL | {"verbose": 1}))
+    model.learn(2000, log_interval=1)
+    model.learn(2000, reset_num_timesteps=False)  # continues SVPG_1
+    model.learn(2000)
+    assert sorted(p.name for p in (tmp_path / "tb").iterdir()) == ["SVPG_1", "SVPG_2"]
+    out = capsys.readouterr().out
+    assert "SVPG: 1 iterations × 4 particles" in out and "iteration 1: 2,000 steps, return mean" in out
+    # told where: events and one progress row per iteration in the run folder, none under tensorboard_log
+    model.verbose = 0
+    model.logger.log_to([tmp_path / "run"])
+    model.learn(4000, callback=CheckpointCallback(0, tmp_path / "run"))
+    assert sorted(p.name for p in (tmp_path / "tb").iterdir()) == ["SVPG_1", "SVPG_2"]
+    assert list((tmp_path / "run").glob("events.out.tfevents.*")) and not capsys.readouterr().out
+    rows = ProgressCSV.read(tmp_path / "run" / "progress.csv")
+    assert [(r["iteration"], r["total_steps"]) for r in rows] == [("4", "8000"), ("5", "10000")]
+    assert model.logger.writer is None and model.logger.row_files == []  # until the next learn
 
 
 def test_no_model_improvement_stops_training():

@@ -70,7 +70,7 @@ def test_initial_particles_and_reset_states_come_from_independent_streams(tmp_ru
     (w0, _), *_ = trainer.policy.net.weights(trainer.policy.theta.detach())
     weights = w0[0].flatten()[:16]
     weights = weights / weights.abs().max()
-    resets = trainer.env.reset(seed=int_seed(0, "env_reset", 0)).flatten()[:16] / 0.05
+    resets = trainer.model.env.reset(seed=int_seed(0, "env_reset", 0)).flatten()[:16] / 0.05
     assert not torch.allclose(weights, resets, atol=1e-2)
     assert abs(torch.corrcoef(torch.stack([weights, resets]))[0, 1]) < 0.6
 

@@ -163,7 +163,7 @@ def test_sac_has_its_own_defaults_and_explicit_options_win():
     cfg = model.config
     assert cfg.hidden == (256, 256) and cfg.critic_hidden == (256, 256)
     assert not cfg.normalize_obs and not cfg.normalize_reward
-    assert (model.envs_per_particle, model.steps_per_iteration) == (1, 200)  # one episode per particle
+    assert (model.envs_per_particle, model.steps_per_env) == (1, 200)  # one episode per particle
     assert svpg.SVPG("Pendulum-v1", estimator="sac", hidden=(32,), verbose=0, buffer_size=10).config.hidden == (32,)
     assert svpg.SVPG("Pendulum-v1", verbose=0).config.hidden == (64, 64)  # ppo's unchanged
     assert set(SAC.defaults) <= {f for f in SVPGConfig.__dataclass_fields__}

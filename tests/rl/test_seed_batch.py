@@ -34,15 +34,14 @@ def test_each_seed_of_a_batch_is_its_single_seed_run(tmp_runs, env_id, estimator
                                   run_name=f"s{s}")) for s in (4, 5, 6)]
     # the first iteration's rollout is the same: identical discrete actions; Gaussian actions μ + σε
     # whose μ is computed by a batched product of another size (float summation order)
-    both = batched.collect()
+    both = batched.model.collect()
     for k, single in enumerate(singles):
-        alone = single.collect()
+        alone = single.model.collect()
         rows = slice(3 * k, 3 * k + 3)
         if alone.actions.is_floating_point():
             torch.testing.assert_close(both.actions[:, rows], alone.actions, rtol=0, atol=1e-5)
         else:
             assert torch.equal(both.actions[:, rows], alone.actions) and torch.equal(both.rewards[:, rows], alone.rewards)
-    batched.iteration = 0
     batched.train()
     for k, single in enumerate(singles):
         single.train()
@@ -105,3 +104,22 @@ def test_an_existing_seed_folder_refuses_the_whole_batch_before_creating_any(tmp
     with pytest.raises(ValueError, match="already exists"):
         SVPGTrainer(config(tmp_runs, "CartPole-v1", "reinforce", "s2vgd", iterations=1, seed=0, num_seeds=2, run_name="w"))
     assert not (tmp_runs / "w__seed0").exists()
+
+
+def test_the_names_of_the_counts_say_what_they_count():
+    from svpg.rl.estimators import A2C
+
+    model = svpg.SVPG("CartPole-v1", num_particles=3, num_seeds=2, samples_per_particle=1000, horizon=500, verbose=0)
+    # M (the config's num_particles), S·M (every seed's particles: the rows of θ and of the critics)
+    assert model.config.num_particles == 3 and model.spec.num_particles == 3
+    assert model.total_particles == 6 == model.policy.theta.shape[0] == model.estimator.theta.shape[0]
+    # T (each environment's steps), N (environments per particle), M·N·T (one seed's steps per iteration)
+    assert (model.steps_per_env, model.envs_per_particle, model.steps_per_update) == (500, 2, 3 * 2 * 500)
+    with pytest.warns(DeprecationWarning, match=r"SVPG.steps_per_iteration is deprecated: use SVPG.steps_per_env"):
+        assert model.steps_per_iteration == 500
+    options = dict(hidden=(8,), seed=3, gae_lambda=0.95, lr=3e-4, value_steps=1, value_epochs=1)
+    with pytest.warns(DeprecationWarning, match=r"A2C\(num_particles=...\) is deprecated: use total_particles="):
+        former = A2C(4, num_particles=6, gamma=0.99, **options)
+    assert torch.equal(former.theta, A2C(4, 6, 0.99, **options).theta)
+    with pytest.raises(TypeError, match="total_particles"):
+        A2C(4, gamma=0.99, **options)

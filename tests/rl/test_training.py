@@ -36,17 +36,17 @@ def test_update_drives_particles_by_J_over_alpha_plus_weighted_log_prior(tmp_run
     # term by term on the same batch and compared with what the trainer hands to the SVGD step.
     cfg = small_config(tmp_runs, env_id="svpg/CartPoleSwingUp-v0", alpha=4.0, prior_weight=0.25, prior=prior, run_name=prior)
     trainer = SVPGTrainer(cfg)
-    batch = trainer.collect()
-    advantages, _, _ = trainer.estimator.advantages(batch)
+    batch = trainer.model.collect()
+    advantages, _, _ = trainer.model.estimator.advantages(batch)
     theta = trainer.policy.theta
-    surrogate, _ = trainer.policy_gradient_surrogate(batch, advantages)
+    surrogate, _ = trainer.model.policy_gradient_surrogate(batch, advantages)
     (grad_j,) = torch.autograd.grad(surrogate.sum(), theta)
     log_prior = trainer.policy.log_prior(theta)
     grad_p = torch.autograd.grad(log_prior.sum(), theta)[0] if log_prior.requires_grad else torch.zeros_like(theta)
     assert (grad_p.abs().sum() > 0) == (prior == "mvg")
-    seen, step = {}, trainer.svgd.step
-    trainer.svgd.step = lambda grad: step(seen.setdefault("grad", grad.clone()))
-    trainer.estimator.policy_update(trainer.model, batch, advantages)
+    seen, step = {}, trainer.model.svgd.step
+    trainer.model.svgd.step = lambda grad: step(seen.setdefault("grad", grad.clone()))
+    trainer.model.estimator.policy_update(trainer.model, batch, advantages)
     torch.testing.assert_close(seen["grad"], grad_j / 4.0 + 0.25 * grad_p, rtol=1e-4, atol=1e-5)
 
 
