@@ -173,7 +173,7 @@ def _screen_table(rows: list[dict]) -> str:
     ]
     table = []
     for options, label in SCREEN_CANDIDATES.items():
-        own = [r for r in results if r.get("options", "") == options]
+        own = [r for r in results if r["agent"] == "s2vgd" and r.get("options", "") == options]
         if not own:
             table.append([label, NOT_YET, *[""] * (len(header) - 2)])
             continue
@@ -194,6 +194,23 @@ def _screen_table(rows: list[dict]) -> str:
                 f"{' × '.join(map(str, config.hidden))} tanh, {svgd_steps * config.ppo_minibatches:,}",
             ]
         )
+    ppo = [r for r in results if r["agent"] == "ppo"]  # the reference: rl-zoo3's PPO on the same seeds and budget
+    if ppo:
+        from svpg.studies.benchmark import training_shape
+
+        steps = max(r["env_steps"] for r in ppo)
+        table.append(
+            [
+                "SB3 PPO (rl-zoo3), for reference",
+                ", ".join(str(r["seed"]) for r in sorted(ppo, key=lambda r: r["seed"])),
+                f"{steps:,}",
+                doc_number(cell([r["final"] for r in ppo])),
+                "–",
+                doc_number(cell([r["auc"] for r in ppo])),
+                doc_number(cell([r["wall_s"] / 60 for r in ppo], digits=2)),
+                "{}, {:,}".format(*training_shape("ppo", "HalfCheetah-v5", steps)),
+            ]
+        )
     return render_table(header, table, "lrrrrrrr")
 
 
@@ -204,9 +221,9 @@ register(
         source=SCREEN_FILE,
         build=_screen_table,
         command="python -m svpg.studies.benchmark --tasks HalfCheetah-v5 --agents s2vgd --total-steps 300000 "
-        "--seeds 100-101 --out runs/cheetah-tuning/<candidate> --svpg-options '<options>' && "
+        "--seeds 100-101 --out runs/cheetah-tuning/<candidate> --svpg-options '<options>' (and --agents ppo) && "
         f"python -m svpg.report gather runs/cheetah-tuning/* --into {SCREEN_FILE}",
-        compute=lambda rows: _core_hours(rows) if rows else f"6 runs, {NOT_YET}",
+        compute=lambda rows: _core_hours(rows) if rows else f"8 runs, {NOT_YET}",
     )
 )
 
