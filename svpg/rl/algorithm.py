@@ -261,6 +261,7 @@ class SVPG:
                 clip_reward=cfg.clip_reward,
                 gamma=cfg.gamma,
                 device=self.device,
+                obs_index=self.spec.normalized_index(),  # never an image's pixels
             )
         self.steps_per_update = m * self.envs_per_particle * self.steps_per_iteration  # per seed: all particles' steps
         self.iteration = 0  # SVGD updates so far: also the position of every random stream
