@@ -23,10 +23,11 @@ class PixelReach(gym.Env):
     in channel 1 (uint8, 0 or 255); actions left / right; reward 1 and the end on reaching the goal, −0.05
     a step otherwise. The goal is random, so only a policy that reads the image does well."""
 
-    metadata: dict = {}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
 
-    def __init__(self, width: int = 6, channels_first: bool = True, horizon: int = 8):
+    def __init__(self, width: int = 6, channels_first: bool = True, horizon: int = 8, render_mode=None):
         self.width, self.channels_first, self.horizon = width, channels_first, horizon
+        self.render_mode = render_mode
         shape = (2, 3, width) if channels_first else (3, width, 2)
         self.observation_space = gym.spaces.Box(0, 255, shape, np.uint8)
         self.action_space = gym.spaces.Discrete(2)
@@ -43,6 +44,12 @@ class PixelReach(gym.Env):
         self.pos = int((self.goal + 1 + self.np_random.integers(self.width - 1)) % self.width)
         self.t = 0
         return self._obs(), {}
+
+    def render(self):
+        """The frame as RGB (agent red, goal green), 8 px a cell."""
+        img = self._obs() if self.channels_first else self._obs().transpose(2, 0, 1)
+        rgb = np.stack([img[0], img[1], np.zeros_like(img[0])], -1)
+        return rgb.repeat(8, 0).repeat(8, 1)
 
     def step(self, action):
         self.pos = int(np.clip(self.pos + (1 if int(action) == 1 else -1), 0, self.width - 1))
@@ -294,3 +301,55 @@ def test_a_batched_env_hands_out_flat_observations_in_the_env_layout():
     assert env.obs_dim == 36 and obs.shape == (3, 36) and set(obs.unique().tolist()) <= {0.0, 255.0}
     frame, _ = PixelReach(channels_first=False).reset(seed=0)
     assert torch.equal(obs[0], torch.from_numpy(frame.reshape(-1).astype(np.float32)))
+
+
+def test_a_dict_with_an_image_key_predicts_and_exports_the_same_actions():
+    from svpg.rl.export import to_module
+    from svpg.rl.policies import ParticlePolicy, PolicySpec
+
+    space = gym.spaces.Dict(
+        {"pos": gym.spaces.Box(-1.0, 1.0, (2,), np.float32), "pixels": gym.spaces.Box(0, 255, (3, 6, 2), np.uint8)}
+    )
+    spec = PolicySpec.for_spaces(space, gym.spaces.Discrete(3), {"hidden": (8,), "householder": 1}, 3)
+    assert [p.key for p in spec.obs_layout.parts] == ["pixels", "pos"] and spec.normalized_index() == [36, 37]
+    policy = ParticlePolicy(spec, seed=0).set_particle(2)
+    policy.theta.data.mul_(30.0)  # far from the near-uniform start, so actions differ between observations
+    policy.obs_normalization = {"mean": torch.full((38,), 0.5), "std": torch.full((38,), 2.0), "clip": 10.0}
+    space.seed(0)
+    obs = [space.sample() for _ in range(6)]
+    batch = {k: np.stack([o[k] for o in obs]) for k in ("pos", "pixels")}
+    single = [int(policy.predict(o, deterministic=True)[0]) for o in obs]
+    assert policy.predict(batch, deterministic=True)[0].tolist() == single and len(set(single)) > 1
+    flat, is_single = spec.obs_layout.flatten(batch)
+    assert not is_single and flat.shape == (6, 38)
+    assert to_module(policy)(torch.from_numpy(flat)).tolist() == single
+
+
+def test_evaluate_py_and_its_gif_run_an_image_policy_of_a_registered_id(tmp_path, capsys):
+    from svpg.rl.evaluate_cli import main
+
+    env_id = "svpgtest/PixelReach-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=PixelReach, max_episode_steps=8)
+    model = svpg.SVPG(env_id, seed=0, verbose=0, **FAST)
+    model.learn(128)
+    model.save(tmp_path / "m")
+    gif = tmp_path / "episode.gif"
+    assert main([str(tmp_path / "m"), "--eval-episodes", "2", "--gif", str(gif)]) == 0
+    assert "ensemble" in capsys.readouterr().out and gif.stat().st_size > 0
+
+
+def test_async_environments_step_images_and_refuse_dicts_in_one_line():
+    sync = envs.make_batched(PixelReach, 4, seed=3)
+    parallel = envs.make_batched(PixelReach, 4, seed=3, vec_env="async", n_workers=2)
+    try:
+        assert torch.equal(sync.reset(), parallel.reset())
+        actions = torch.tensor([0, 1, 1, 0])
+        for _ in range(10):  # through episode ends: final observations too
+            a, b = sync.step(actions), parallel.step(actions)
+            assert torch.equal(a.obs, b.obs) and torch.equal(a.final_obs, b.final_obs)
+    finally:
+        sync.close()
+        parallel.close()
+    with pytest.raises(ValueError, match=r"^GoalReach: vec_env='async' steps array observations; Dict observations"):
+        envs.make_batched(GoalReach, 2, vec_env="async", n_workers=2)

@@ -168,6 +168,7 @@ class GymVectorEnv(BatchedEnv):
         **env_kwargs,
     ):
         super().__init__(num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed)
+        self._vec_env_kind = vec_env
         if vec_env not in VEC_ENVS:
             raise ValueError(f"vec_env must be one of {VEC_ENVS}, got {vec_env!r}")
         if n_workers is not None and (not isinstance(n_workers, int) or n_workers < 0):
@@ -259,6 +260,11 @@ class GymVectorEnv(BatchedEnv):
         if self._factory is not None:
             self.env_id = self._names[0]  # the environment's id or class, known once one is built
         self._layout = ObsLayout.from_space(obs_space, self.env_id)
+        if self._layout is not None and self._layout.is_dict and self._vec_env_kind != "sync":
+            raise ValueError(
+                f"{self.env_id}: vec_env={self._vec_env_kind!r} steps array observations; Dict observations run "
+                f"with vec_env='sync'"
+            )
         self._obs_n: int | None = None
         if self._layout is not None:  # image or Dict: the policies read the space's own layout
             self.single_observation_space = obs_space  # type: ignore[assignment]
