@@ -267,9 +267,12 @@ class PixelPush(PixelReach):
         return super().step(int(np.asarray(action).reshape(-1)[0] > 0))
 
 
-def test_sac_refuses_image_observations_in_one_line():
+def test_sac_and_reinforces_linear_baseline_refuse_image_observations_in_one_line():
     with pytest.raises(ValueError, match=r"estimator 'sac' reads flat observations"):
         svpg.SVPG(PixelPush, estimator="sac", seed=0, verbose=0, num_particles=2)
+    with pytest.raises(ValueError, match=r"^reinforce's linear baseline .* baseline='none'$"):
+        svpg.SVPG(PixelReach, estimator="reinforce", seed=0, verbose=0, num_particles=2)
+    svpg.SVPG(PixelReach, estimator="reinforce", baseline="none", seed=0, verbose=0, **FAST).learn(64)
 
 
 @pytest.mark.slow

@@ -223,6 +223,13 @@ class Reinforce(OnPolicyEstimator):
     @classmethod
     def from_model(cls, model: TrainingModel) -> Reinforce:
         cfg = model.config
+        layout = model.spec.obs_layout
+        if cfg.baseline == "linear" and layout is not None and layout.has_images:
+            raise ValueError(
+                "reinforce's linear baseline regresses on the observation features clipped to ±10, which says "
+                "nothing about pixels: with image observations use estimator='ppo' or 'a2c' (critics with CNNs), "
+                "or baseline='none'"
+            )
         return cls(cfg.gamma, cfg.baseline, cfg.obs_scale, groups=len(model.seeds))
 
 
