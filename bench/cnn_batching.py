@@ -32,11 +32,11 @@ from svpg.core.networks import NetworkSpec  # noqa: E402
 from svpg.core.particles import ParticleLayout  # noqa: E402
 
 
-def make_case(shape: tuple[int, ...], m: int, batch: int, device: str):
+def make_case(shape: tuple[int, ...], m: int, batch: int, device: str, structural: bool = True):
     obs = ObsLayout.from_space(gym.spaces.Box(0, 255, shape, np.uint8))
     assert obs is not None
     layout = ParticleLayout()
-    spec = NetworkSpec((feature_size(obs), 64, 64, 6), householder=1, learn_scales=True)
+    spec = NetworkSpec((feature_size(obs), 64, 64, 6), householder=int(structural), learn_scales=structural)
     net = ParticleNetwork(layout, obs, spec, name="pi")
     theta = torch.empty(m, layout.size, device=device)
     net.init_(theta, torch.Generator(device=device).manual_seed(0))
@@ -61,16 +61,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--device", default="cpu")
+    p.add_argument(
+        "--method",
+        choices=("s2vgd", "svgd"),
+        default="s2vgd",
+        help="dense layers with one Householder reflection and scales (s2vgd, the default) or plain (svgd)",
+    )
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     print(
-        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.device}, batch {args.batch} per particle"
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.device}, batch {args.batch} per "
+        f"particle, {args.method} dense layers"
     )
     print("| image | torso | M | ms per pass | ms per particle | per particle / M = 1 |")
     print("|---|---|---:|---:|---:|---:|")
     for shape in [(10, 10, 4), (84, 84, 4)]:
-        cases = {m: make_case(shape, m, args.batch, args.device) for m in args.particles}
+        cases = {m: make_case(shape, m, args.batch, args.device, args.method == "s2vgd") for m in args.particles}
         for case in cases.values():
             one_pass(*case[:3])  # warm-up
         best = {m: float("inf") for m in cases}

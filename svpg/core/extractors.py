@@ -374,9 +374,11 @@ class ParticleNetwork:
             if not part.channels_first:
                 img = img.permute(0, 1, 4, 2, 3)
             c, h, w = part.chw
-            h_ = img.transpose(0, 1).reshape(batch, rows * c, h, w) * (1.0 / 255.0)
-            for conv in torso.convs:
+            h_ = img.transpose(0, 1).reshape(batch, rows * c, h, w)  # one copy: each row's channels side by side
+            for j, conv in enumerate(torso.convs):
                 wgt, b = weights[k]
+                if j == 0:  # pixels / 255 in [0, 1], folded into the first filters (no pass over the images)
+                    wgt = wgt * (1.0 / 255.0)
                 h_ = torch.relu(grouped_conv(h_, wgt, b, conv.stride, conv.padding))
                 k += 1
             flat = h_.reshape(batch, rows, -1).transpose(0, 1)  # (rows, B, C'H'W'), each particle's own
