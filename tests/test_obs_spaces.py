@@ -356,3 +356,32 @@ def test_async_environments_step_images_and_refuse_dicts_in_one_line():
         parallel.close()
     with pytest.raises(ValueError, match=r"^GoalReach: vec_env='async' steps array observations; Dict observations"):
         envs.make_batched(GoalReach, 2, vec_env="async", n_workers=2)
+
+
+class MinAtarLike(gym.Env):
+    """MinAtar's observations: Box(0, 1, (10, 10, 4), bool), a binary image."""
+
+    observation_space = gym.spaces.Box(0, 1, (10, 10, 4), np.bool_)
+    action_space = gym.spaces.Discrete(3)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self.np_random.random((10, 10, 4)) < 0.1, {}
+
+    def step(self, action):
+        self.t += 1
+        return self.np_random.random((10, 10, 4)) < 0.1, float(action == 1), False, self.t >= 5, {}
+
+
+def test_minatar_bool_frames_are_binary_images_through_the_small_torso():
+    model = svpg.SVPG(MinAtarLike, seed=0, verbose=0, **FAST)
+    (part,) = model.spec.obs_layout.parts
+    assert (part.kind, part.torso, part.scale, part.channels_first) == ("image", "small", 1.0, False)
+    model.learn(64)
+    frames = np.stack([MinAtarLike().reset(seed=s)[0] for s in range(3)])
+    actions, _ = model.predict(frames, deterministic=True)
+    assert actions.shape == (3,) and [int(model.predict(f, deterministic=True)[0]) for f in frames] == actions.tolist()
+    from svpg.rl.export import to_module
+
+    assert to_module(model.policy)(torch.from_numpy(frames).float()).tolist() == actions.tolist()

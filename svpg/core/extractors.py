@@ -8,7 +8,8 @@ Stable-Baselines3's ``CombinedExtractor`` (a lone image: its ``NatureCNN``), the
 
 Images are detected as SB3's ``is_image_space`` detects them (a 3-D ``Box`` of dtype uint8 with bounds
 0 and 255), channel-first when the first dimension is the smallest, channel-last otherwise
-(``is_image_space_channels_first``), and scaled to [0, 1]. The torso is chosen by size:
+(``is_image_space_channels_first``), and scaled to [0, 1]. A 3-D bool ``Box`` with bounds 0 and 1
+(MinAtar's observations) is a binary image too, read as it is (SB3 would flatten it). The torso is chosen by size:
 
 * both sides ≥ 36 px: SB3's ``NatureCNN`` (Mnih et al. 2015): 32 8×8 filters stride 4, 64 4×4 stride 2,
   64 3×3 stride 1, ReLUs, then a dense layer to 512 features (256 for an image inside a ``Dict``, SB3's
@@ -54,7 +55,7 @@ SMALL_CONVS = ((16, 3, 1, 1),)
 NATURE_FEATURES, NATURE_DICT_FEATURES, SMALL_FEATURES = 512, 256, 128
 #: what observation spaces svpg's policies read, as errors name them
 SUPPORTED_OBSERVATIONS = (
-    "flat or n-D Box, uint8 image Box (3-D, bounds 0–255), Discrete, or a Dict of those (not nested)"
+    "flat or n-D Box, image Box (3-D: uint8 0–255, or bool 0–1), Discrete, or a Dict of those (not nested)"
 )
 
 
@@ -86,6 +87,7 @@ class ObsPart:
     :param channels_first: an image's layout (C, H, W) rather than (H, W, C).
     :param start: a Discrete's ``start``.
     :param features: an image torso's output features.
+    :param scale: an image's pixel multiplier: 1/255 for uint8 images, 1 for binary (bool) ones.
     """
 
     key: str | None
@@ -94,6 +96,7 @@ class ObsPart:
     channels_first: bool = False
     start: int = 0
     features: int = 0
+    scale: float = 1.0 / 255.0
 
     @property
     def size(self) -> int:
@@ -239,6 +242,10 @@ def _part(space: gym.Space, key: str | None, name: str, image_features: int) -> 
         raise ValueError(f"{name}: {where} is {space}; svpg reads {SUPPORTED_OBSERVATIONS}")
     shape = tuple(int(s) for s in space.shape)
     if len(shape) == 3:
+        if space.dtype == np.bool_ and bool(np.all(space.low == 0)) and bool(np.all(space.high == 1)):
+            # a binary image (MinAtar's Box(0, 1, (10, 10, n), bool)): read as it is, pixels already in {0, 1}
+            part = ObsPart(key, "image", shape, channels_first=is_channels_first(shape), scale=1.0)
+            return dataclasses.replace(part, features=image_features if part.torso == "nature" else SMALL_FEATURES)
         if space.dtype != np.uint8 or not is_image_space(space):
             got = f"dtype {space.dtype}" if space.dtype != np.uint8 else "bounds other than 0 and 255"
             raise ValueError(
@@ -377,8 +384,8 @@ class ParticleNetwork:
             h_ = img.transpose(0, 1).reshape(batch, rows * c, h, w)  # one copy: each row's channels side by side
             for j, conv in enumerate(torso.convs):
                 wgt, b = weights[k]
-                if j == 0:  # pixels / 255 in [0, 1], folded into the first filters (no pass over the images)
-                    wgt = wgt * (1.0 / 255.0)
+                if j == 0 and part.scale != 1.0:  # pixels / 255 in [0, 1], folded into the first filters
+                    wgt = wgt * part.scale
                 h_ = torch.relu(grouped_conv(h_, wgt, b, conv.stride, conv.padding))
                 k += 1
             flat = h_.reshape(batch, rows, -1).transpose(0, 1)  # (rows, B, C'H'W'), each particle's own
@@ -466,12 +473,13 @@ class _ToImage(nn.Module):
         super().__init__()
         self.shape = tuple(int(s) for s in part.shape)
         self.channels_last = not part.channels_first
+        self.scale = float(part.scale)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         img = x.reshape(x.shape[0], self.shape[0], self.shape[1], self.shape[2])
         if self.channels_last:
             img = img.permute(0, 3, 1, 2)
-        return img * (1.0 / 255.0)
+        return img * self.scale
 
 
 class _Part(nn.Module):
