@@ -6,11 +6,15 @@ Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD, eq. 9), https://
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from svpg.core.kernels import RBFKernel, SteinKernel, make_kernel
 from svpg.core.networks import ParticleMLP
+
+if TYPE_CHECKING:
+    from svpg.core.extractors import ParticleNetwork
 
 
 @dataclass
@@ -124,8 +128,9 @@ class SVGD:
         :meth:`ParticleLayout.per_coordinate`). ``None``: the plain optimizer step.
     :param groups: G independent groups of particles in θ's rows (see :func:`svgd_terms`). The
         optimizers' statistics are per coordinate, so each group also keeps its own.
-    :param network: the :class:`~svpg.core.networks.ParticleMLP` whose blocks θ holds (required when
-        θ holds one). After every step its Householder vectors are rescaled to length √ℓ
+    :param network: the :class:`~svpg.core.networks.ParticleMLP` (or
+        :class:`~svpg.core.extractors.ParticleNetwork`) whose blocks θ holds (required when θ holds
+        one). After every step its Householder vectors are rescaled to length √ℓ
         (:meth:`~svpg.core.networks.ParticleMLP.normalise_householder_`: the same weights W), and
         :attr:`SVGDTerms.min_householder_norm` reports the smallest length before.
     """
@@ -138,7 +143,7 @@ class SVGD:
         lr: float = 5e-3,
         step_scale: torch.Tensor | None = None,
         groups: int = 1,
-        network: ParticleMLP | None = None,
+        network: ParticleMLP | ParticleNetwork | None = None,
     ):
         self.theta = theta
         self.groups = groups

@@ -4,7 +4,9 @@ Wraps ``gym.make_vec(env_id, num_envs, vectorization_mode="sync")`` (or a ``Sync
 factory's environments, or a user's vector env) with same-step autoreset and converts numpy <-> torch
 at every step (a host round trip, so this path is for coverage, not speed). With ``vec_env="async"``
 the same environments run in worker processes (:mod:`svpg.envs.parallel`), a group per process.
-Observations are flattened (``Discrete`` observations are one-hot encoded); ``Box`` actions are clipped
+Observations are flattened (``Discrete`` observations are one-hot encoded; image ``Box`` and ``Dict``
+observations keep their space as ``single_observation_space`` and reach the policies as one flat float
+vector laid out by :class:`svpg.core.extractors.ObsLayout`, pixels 0–255); ``Box`` actions are clipped
 to the action space before they are applied, as Stable-Baselines3 does; ``Discrete``, ``MultiDiscrete``
 and ``MultiBinary`` actions reach the environment as arrays of the space's dtype, (num_envs,) and
 (num_envs, n).
@@ -18,6 +20,8 @@ from typing import cast
 import gymnasium as gym
 import numpy as np
 import torch
+
+from svpg.core.extractors import SUPPORTED_OBSERVATIONS, ObsLayout
 
 from .base import BatchedEnv, StepResult
 from .envpool_env import EnvPoolVectorEnv
@@ -53,19 +57,57 @@ def factory_name(factory) -> str:
 
 class CheckObservations(gym.Wrapper):
     """A one-line ``ValueError`` naming the environment when ``reset`` or ``step`` returns an
-    observation that does not fit its ``Box`` or ``Discrete`` observation space: another shape, a
-    non-numeric dtype (a ``Discrete`` space needs an integer in its range). Numeric dtypes that differ
-    from the space's are converted, as ``SyncVectorEnv`` converts them."""
+    observation that does not fit its ``Box``, ``Discrete`` or ``Dict`` observation space: another shape,
+    a non-numeric dtype (a ``Discrete`` space needs an integer in its range), a ``Dict`` with other keys.
+    Numeric dtypes that differ from the space's are converted, as ``SyncVectorEnv`` converts them."""
 
     def __init__(self, env: gym.Env, name: str):
         super().__init__(env)
         self.name = name
         space = env.observation_space
+        self._keys = list(space.spaces) if isinstance(space, gym.spaces.Dict) else None
+        self._parts = (
+            {k: CheckObservations._Part(sub) for k, sub in space.spaces.items()}
+            if isinstance(space, gym.spaces.Dict)
+            else {}
+        )
         self._discrete = isinstance(space, gym.spaces.Discrete)
         self._shape = () if self._discrete else space.shape
         self._kinds = "biu" if self._discrete else "biuf"
 
+    class _Part:
+        """What one Dict key needs: its space, shape and dtype kinds."""
+
+        def __init__(self, space: gym.Space):
+            self.space = space
+            self.discrete = isinstance(space, gym.spaces.Discrete)
+            self.shape = () if self.discrete else space.shape
+            self.kinds = "biu" if self.discrete else "biuf"
+
+    def _check_dict(self, obs, call: str):
+        if not isinstance(obs, dict):
+            raise ValueError(
+                f"{self.name}: {call} returned a {type(obs).__name__}, its observation_space is a Dict with keys "
+                f"{self._keys}"
+            )
+        if set(obs) != set(self._parts):
+            raise ValueError(
+                f"{self.name}: {call} returned an observation with keys {sorted(obs)}, its Dict observation_space "
+                f"has keys {self._keys} (the keys must not change between steps)"
+            )
+        for key, part in self._parts.items():
+            arr = np.asarray(obs[key])
+            if arr.dtype.kind not in part.kinds or arr.shape != part.shape:
+                what = f"dtype {arr.dtype}" if arr.dtype.kind not in part.kinds else f"shape {arr.shape}"
+                raise ValueError(
+                    f"{self.name}: {call} returned {what} for the Dict key {key!r}, its space {part.space} "
+                    f"has shape {part.shape}"
+                )
+        return obs
+
     def _check(self, obs, call: str):
+        if self._keys is not None:
+            return self._check_dict(obs, call)
         arr = np.asarray(obs) if not isinstance(obs, (dict, tuple)) else np.empty((), object)
         if arr.dtype.kind not in self._kinds:
             what = f"dtype {arr.dtype}" if arr.dtype != object else f"a {type(obs).__name__}"
@@ -126,6 +168,7 @@ class GymVectorEnv(BatchedEnv):
         **env_kwargs,
     ):
         super().__init__(num_envs, device=device, dtype=dtype, max_episode_steps=max_episode_steps, seed=seed)
+        self._vec_env_kind = vec_env
         if vec_env not in VEC_ENVS:
             raise ValueError(f"vec_env must be one of {VEC_ENVS}, got {vec_env!r}")
         if n_workers is not None and (not isinstance(n_workers, int) or n_workers < 0):
@@ -216,10 +259,19 @@ class GymVectorEnv(BatchedEnv):
         """This batch's spaces from one environment's, or a one-line ValueError naming the environment."""
         if self._factory is not None:
             self.env_id = self._names[0]  # the environment's id or class, known once one is built
-        if isinstance(obs_space, gym.spaces.Discrete):
-            self._obs_n: int | None = int(obs_space.n)
+        self._layout = ObsLayout.from_space(obs_space, self.env_id)
+        if self._layout is not None and self._layout.is_dict and self._vec_env_kind != "sync":
+            raise ValueError(
+                f"{self.env_id}: vec_env={self._vec_env_kind!r} steps array observations; Dict observations run "
+                f"with vec_env='sync'"
+            )
+        self._obs_n: int | None = None
+        if self._layout is not None:  # image or Dict: the policies read the space's own layout
+            self.single_observation_space = obs_space  # type: ignore[assignment]
+        elif isinstance(obs_space, gym.spaces.Discrete):
+            n = self._obs_n = int(obs_space.n)
             self._obs_start = int(obs_space.start)  # Discrete(n, start=s) holds s … s + n − 1
-            self.single_observation_space = gym.spaces.Box(0.0, 1.0, (self._obs_n,), np.float32)
+            self.single_observation_space = gym.spaces.Box(0.0, 1.0, (n,), np.float32)
         elif isinstance(obs_space, gym.spaces.Box):
             self._obs_n = None
             self.single_observation_space = gym.spaces.Box(
@@ -228,12 +280,20 @@ class GymVectorEnv(BatchedEnv):
                 dtype=np.float32,
             )
         else:
-            raise ValueError(f"{self.env_id}: only Box and Discrete observation spaces are supported, got {obs_space}")
+            raise ValueError(f"{self.env_id}: svpg reads {SUPPORTED_OBSERVATIONS} observation spaces, got {obs_space}")
         if not supports_actions(act_space):
             raise ValueError(f"{self.env_id}: svpg policies support {SUPPORTED_ACTIONS} action spaces, got {act_space}")
         self.single_action_space = act_space
 
+    @property
+    def obs_dim(self) -> int:
+        """Length of one flat observation (an image's pixels, a Dict's keys one after another)."""
+        return self._layout.size if self._layout is not None else int(self.single_observation_space.shape[0])
+
     def _to_torch(self, obs: np.ndarray) -> torch.Tensor:
+        if self._layout is not None:
+            flat, _ = self._layout.flatten(obs, batched=True)
+            return torch.as_tensor(flat, device=self.device).to(self.dtype)
         if self._obs_n is not None:
             obs = np.eye(self._obs_n, dtype=np.float32)[np.asarray(obs, dtype=np.int64) - self._obs_start]
         obs = np.asarray(obs).reshape(self.num_envs, -1)
@@ -266,9 +326,15 @@ class GymVectorEnv(BatchedEnv):
         obs, reward, terminated, truncated, infos = self.vec_env.step(acts)
         final_obs = obs
         if "final_obs" in infos:
-            final_obs = np.array(obs, copy=True)
-            for i in np.flatnonzero(infos["_final_obs"]):
-                final_obs[i] = infos["final_obs"][i]
+            if isinstance(obs, dict):  # a Dict space: one array per key
+                final_obs = {k: np.array(v, copy=True) for k, v in obs.items()}
+                for i in np.flatnonzero(infos["_final_obs"]):
+                    for k in final_obs:
+                        final_obs[k][i] = infos["final_obs"][i][k]
+            else:
+                final_obs = np.array(obs, copy=True)
+                for i in np.flatnonzero(infos["_final_obs"]):
+                    final_obs[i] = infos["final_obs"][i]
         terminated = torch.as_tensor(np.asarray(terminated, dtype=bool), device=self.device)
         truncated = torch.as_tensor(np.asarray(truncated, dtype=bool), device=self.device)
         return StepResult(

@@ -217,6 +217,7 @@ class SVPG:
                 clip_reward=cfg.clip_reward,
                 gamma=cfg.gamma,
                 device=self.device,
+                obs_index=self.spec.normalized_index(),  # never an image's pixels
             )
         self.steps_per_update = m * self.envs_per_particle * self.steps_per_env  # M·N·T: one seed's steps per iteration
         self.iteration = 0  # SVGD updates so far: also the position of every random stream

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Protocol
 
 import torch
 
+from svpg.core.extractors import ObsLayout, ParticleNetwork, feature_size
 from svpg.core.networks import NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
 from svpg.deprecation import renamed_argument
@@ -225,6 +226,13 @@ class Reinforce(OnPolicyEstimator):
     @classmethod
     def from_model(cls, model: TrainingModel) -> Reinforce:
         cfg = model.config
+        layout = model.spec.obs_layout
+        if cfg.baseline == "linear" and layout is not None and layout.has_images:
+            raise ValueError(
+                "reinforce's linear baseline regresses on the observation features clipped to ±10, which says "
+                "nothing about pixels: with image observations use estimator='ppo' or 'a2c' (critics with CNNs), "
+                "or baseline='none'"
+            )
         return cls(cfg.gamma, cfg.baseline, cfg.obs_scale, groups=len(model.seeds))
 
 
@@ -241,6 +249,9 @@ class A2C(OnPolicyEstimator):
         list of G seeds (seed batching) initialises G equal consecutive groups of critics, each from
         its own seed's stream, as G separate runs would.
     :param obs_scale: the policy's fixed observation scale, which the critics read too.
+    :param obs_layout: image or Dict observations: each critic has its own extractors (a CNN per image,
+        :class:`~svpg.core.extractors.ParticleNetwork`) before its MLP, as the policy's particles do
+        (SB3's actor and critic share one extractor; here the critics are separate networks).
 
     The options' defaults are :class:`~svpg.rl.config.SVPGConfig`'s (``python train.py --help``).
     """
@@ -263,6 +274,7 @@ class A2C(OnPolicyEstimator):
         device="cpu",
         seed: int | list[int] = 0,
         obs_scale: tuple[float, ...] = (),
+        obs_layout: ObsLayout | None = None,
         **former,
     ):
         if former:  # num_particles, the former name of total_particles: it meant S·M, not the config's M
@@ -274,7 +286,12 @@ class A2C(OnPolicyEstimator):
         self.value_steps, self.value_epochs = value_steps, value_epochs
         self.obs_scale = tuple(obs_scale)
         self.layout = ParticleLayout()
-        self.net = ParticleMLP(self.layout, NetworkSpec((obs_dim, *hidden, 1), prior="flat"), name="v")
+        self.net: ParticleMLP | ParticleNetwork
+        if obs_layout is not None:
+            spec = NetworkSpec((feature_size(obs_layout), *hidden, 1), prior="flat")
+            self.net = ParticleNetwork(self.layout, obs_layout, spec, name="v")
+        else:
+            self.net = ParticleMLP(self.layout, NetworkSpec((obs_dim, *hidden, 1), prior="flat"), name="v")
         seeds = [seed] if isinstance(seed, int) else list(seed)
         self.groups = len(seeds)
         theta = torch.empty(total_particles, self.layout.size, device=device)
@@ -303,6 +320,7 @@ class A2C(OnPolicyEstimator):
             device=model.device,
             seed=model.seeds,
             obs_scale=cfg.obs_scale,
+            obs_layout=model.spec.obs_layout,
         )
 
     def values(self, obs: torch.Tensor, theta: torch.Tensor | None = None) -> torch.Tensor:
@@ -515,6 +533,11 @@ class SAC(Estimator):
             raise ValueError(
                 f"estimator 'sac' needs a continuous (Box) action space, and {env_name} has discrete actions: "
                 f"use estimator='ppo' (or 'a2c', 'reinforce')"
+            )
+        if spec.obs_layout is not None:
+            raise ValueError(
+                f"estimator 'sac' reads flat observations, and {env_name} has image or Dict observations: use "
+                f"estimator='ppo' (or 'a2c', 'reinforce')"
             )
         if cfg.normalize_obs or cfg.normalize_reward:
             raise ValueError(

@@ -40,6 +40,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from svpg.core.extractors import FlattenImage, ParticleNetwork
 from svpg.rl.policies import ParticlePolicy
 
 __all__ = ["to_module", "export", "FORMATS"]
@@ -176,6 +177,23 @@ class NormalizeObservation(nn.Module):
         return torch.clamp((obs - self.mean) / self.std, -self.clip, self.clip)  # type: ignore[operator]
 
 
+class NormalizeFeatures(nn.Module):
+    """:class:`NormalizeObservation` of the features ``index`` only (a Dict's vector keys; never pixels)."""
+
+    def __init__(self, index: torch.Tensor, mean: torch.Tensor, std: torch.Tensor, clip: float):
+        super().__init__()
+        self.register_buffer("index", index)
+        self.register_buffer("mean", mean)
+        self.register_buffer("std", std)
+        self.clip = float(clip)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        # buffers: see AddGaussianNoise
+        index, mean, std = self.index, self.mean, self.std
+        assert isinstance(index, torch.Tensor) and isinstance(mean, torch.Tensor) and isinstance(std, torch.Tensor)
+        return obs.index_copy(1, index, torch.clamp((obs.index_select(1, index) - mean) / std, -self.clip, self.clip))
+
+
 def _particle_index(policy: ParticlePolicy, particle) -> int:
     if particle is None:
         return policy.particle
@@ -192,7 +210,10 @@ def _particle_index(policy: ParticlePolicy, particle) -> int:
 def to_module(
     policy: ParticlePolicy, particle: int | None = None, deterministic: bool = True, raw: bool = False
 ) -> nn.Sequential:
-    """One particle as an ``nn.Sequential`` mapping observations (B, obs_dim) float32 to actions.
+    """One particle as an ``nn.Sequential`` mapping observations (B, obs_dim) float32 to actions; an
+    image observation as the env gives it, (B, *shape) of any numeric dtype (pixels 0–255); a ``Dict``
+    observation as one flat (B, obs_dim) float32 vector, its keys flattened one after the other in the
+    order of ``svpg.json``'s ``obs_layout`` (``ObsLayout.flatten`` builds it, Discrete keys one-hot).
 
     The layers hold the particle's effective weights (``policy.weights``: for structural layers
     W = P Λ1 C Λ2 Qᵀ, eqs. 10-13 of the S²VGD paper, with the observation scale folded into the first),
@@ -214,13 +235,22 @@ def to_module(
     theta = policy.theta.detach()[i : i + 1]
     layer_weights, log_std = policy.weights(theta)
     layers: list[nn.Module] = []
-    if policy.obs_normalization is not None:  # the statistics frozen at save time
+    layout = spec.obs_layout
+    if layout is not None and not layout.is_dict:
+        layers.append(FlattenImage())
+    norm_index = spec.normalized_index()
+    if policy.obs_normalization is not None and norm_index != []:  # the statistics frozen at save time
         norm = policy.obs_normalization
-        layers.append(
-            NormalizeObservation(
-                norm["mean"].to("cpu", torch.float32), norm["std"].to("cpu", torch.float32), norm["clip"]
-            )
-        )
+        mean, std = norm["mean"].to("cpu", torch.float32), norm["std"].to("cpu", torch.float32)
+        if norm_index is None:
+            layers.append(NormalizeObservation(mean, std, norm["clip"]))
+        else:
+            idx = torch.tensor(norm_index, dtype=torch.long)
+            layers.append(NormalizeFeatures(idx, mean[idx], std[idx], norm["clip"]))
+    if isinstance(policy.net, ParticleNetwork):  # the extractors (CNNs), then the MLP's layers
+        split = len(layer_weights) - len(policy.net.mlp.layers)
+        layers.append(policy.net.to_module(layer_weights[:split]))
+        layer_weights = layer_weights[split:]
     for k, (w, b) in enumerate(layer_weights):
         if k:
             layers.append(_ACTIVATIONS[spec.network.activation]())
@@ -293,7 +323,9 @@ def export(
     i = _particle_index(policy, particle)
     module = to_module(policy, i, deterministic=deterministic, raw=raw)
     extra = {INFO_FILE: json.dumps(_describe(policy, i, deterministic, raw))}
-    example = torch.zeros(2, policy.spec.obs_dim)
+    layout = policy.spec.obs_layout
+    shape = layout.parts[0].shape if layout is not None and not layout.is_dict else (policy.spec.obs_dim,)
+    example = torch.zeros(2, *shape)
     if format == "exported_program":
         program = torch.export.export(module, (example,), dynamic_shapes=({0: torch.export.Dim("batch")},))
 
@@ -332,6 +364,7 @@ def _describe(policy: ParticlePolicy, particle: int, deterministic: bool, raw: b
     return {
         "particle": particle,
         "obs_dim": spec.obs_dim,
+        **({"obs_layout": spec.obs_layout.to_dict()} if spec.obs_layout is not None else {}),
         "action_space": action,
         "output": output,
         "env_id": getattr(policy, "metadata", {}).get("env_id"),

@@ -14,6 +14,11 @@ different policy in each particle, and the repulsive term would push apart param
 same behaviour. Shared statistics also see M times the data. Seed-batched runs keep one set per seed,
 so each seed's run is its single-seed run.
 
+**Images are never normalised** (as SB3, whose ``VecNormalize`` refuses image observations for its
+CNN policies): for image and ``Dict`` observations only the features of the Box vector keys are
+normalised (SB3's ``norm_obs_keys``, here every vector key; one-hot ``Discrete`` keys and images pass
+through), the others reach the policies as the environment gives them.
+
 Statistics are updated only while training collects; evaluation, ``predict``, export and GIFs use a
 frozen copy (:meth:`Normalizer.frozen`), saved with the model and restored on resume.
 """
@@ -33,6 +38,7 @@ class Normalizer:
     :param clip_obs: / :param clip_reward: clipping after normalisation (SB3's 10 and 10).
     :param gamma: the discount of the return whose spread scales the rewards.
     :param epsilon: added to the variance (SB3's 1e-8).
+    :param obs_index: the features to normalise (None: all; an empty list: none).
     """
 
     def __init__(
@@ -47,8 +53,10 @@ class Normalizer:
         gamma: float = 0.99,
         epsilon: float = 1e-8,
         device="cpu",
+        obs_index: list[int] | None = None,
     ):
         self.norm_obs, self.norm_reward = norm_obs, norm_reward
+        self.obs_index = None if obs_index is None else torch.tensor(obs_index, dtype=torch.long, device=device)
         self.clip_obs, self.clip_reward, self.gamma, self.epsilon = clip_obs, clip_reward, gamma, epsilon
         self.groups = groups
         f64 = dict(dtype=torch.float64, device=device)
@@ -76,6 +84,16 @@ class Normalizer:
         if not self.norm_obs:
             return obs
         grouped = obs.view(self.groups, -1, obs.shape[-1])
+        if self.obs_index is not None:  # the statistics of the other features stay at (0, 1), unused
+            if not len(self.obs_index):
+                return obs
+            grouped = grouped.index_select(-1, self.obs_index)
+            mean, var, count = self._combine(
+                self.obs_mean[:, self.obs_index], self.obs_var[:, self.obs_index], self.obs_count, grouped
+            )
+            self.obs_mean, self.obs_var = self.obs_mean.clone(), self.obs_var.clone()
+            self.obs_mean[:, self.obs_index], self.obs_var[:, self.obs_index], self.obs_count = mean, var, count
+            return self.normalize_obs(obs)
         self.obs_mean, self.obs_var, self.obs_count = self._combine(
             self.obs_mean, self.obs_var, self.obs_count, grouped
         )
@@ -85,6 +103,16 @@ class Normalizer:
         """(G·n, d) or (G·n, …, d) observations with the current statistics (no update)."""
         if not self.norm_obs:
             return obs
+        if self.obs_index is not None:
+            if not len(self.obs_index):
+                return obs
+            part = obs.index_select(-1, self.obs_index)
+            lead = part.shape[0]
+            grouped = part.reshape(self.groups, lead // self.groups, -1, part.shape[-1])
+            mean = self.obs_mean[:, self.obs_index].view(self.groups, 1, 1, -1)
+            std = (self.obs_var[:, self.obs_index] + self.epsilon).sqrt().view(self.groups, 1, 1, -1)
+            normed = ((grouped - mean) / std).clamp(-self.clip_obs, self.clip_obs).to(obs.dtype).reshape(part.shape)
+            return obs.index_copy(-1, self.obs_index, normed)
         lead = obs.shape[0]
         grouped = obs.reshape(self.groups, lead // self.groups, -1, obs.shape[-1])
         mean = self.obs_mean.view(self.groups, 1, 1, -1)
@@ -136,8 +164,16 @@ class Normalizer:
             setattr(self, key, value.to(torch.float64).to(getattr(self, key).device).reshape(getattr(self, key).shape))
 
 
-def apply_frozen(obs: torch.Tensor, transform: dict | None) -> torch.Tensor:
-    """A frozen observation transform (:meth:`Normalizer.frozen`) applied to raw observations."""
+def apply_frozen(obs: torch.Tensor, transform: dict | None, index: list[int] | None = None) -> torch.Tensor:
+    """A frozen observation transform (:meth:`Normalizer.frozen`) applied to raw observations; only to
+    the features ``index`` when given (those of a Dict's vector keys, see ``Normalizer``'s obs_index)."""
     if transform is None:
         return obs
+    if index is not None:
+        if not index:
+            return obs
+        idx = torch.tensor(index, dtype=torch.long, device=obs.device)
+        mean, std = transform["mean"].to(obs)[idx], transform["std"].to(obs)[idx]
+        part = ((obs.index_select(-1, idx) - mean) / std).clamp(-transform["clip"], transform["clip"])
+        return obs.index_copy(-1, idx, part)
     return ((obs - transform["mean"].to(obs)) / transform["std"].to(obs)).clamp(-transform["clip"], transform["clip"])

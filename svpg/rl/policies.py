@@ -6,6 +6,7 @@ Bernoulli, μ + σ ε for Gaussian) rather than ``torch.distributions`` objects,
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import asdict, dataclass, field
 
@@ -13,6 +14,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from svpg.core.extractors import ObsLayout, ParticleNetwork, feature_size
 from svpg.core.networks import LayerWeights, NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
 from svpg.core.probability import LOG_2PI, gaussian_log_prob
@@ -51,6 +53,10 @@ class PolicySpec:
     :param nvec: the sizes of a ``MultiDiscrete``'s components (one categorical each, their logits
         consecutive in the network's output); empty otherwise.
     :param binary: a ``MultiBinary`` head: ``action_dim`` independent Bernoullis with logits.
+    :param obs_layout: image or ``Dict`` observations (:class:`~svpg.core.extractors.ObsLayout`): what
+        each slice of the flat observation (``obs_dim`` long) is, read by per-part extractors (a CNN for
+        images) before the MLP, whose input is then the extractors' features; None: a flat observation
+        read by the MLP directly.
     """
 
     obs_dim: int
@@ -65,8 +71,20 @@ class PolicySpec:
     squashed: bool = False
     nvec: tuple[int, ...] = field(default=())
     binary: bool = False
+    obs_layout: ObsLayout | None = None
 
     def __post_init__(self):
+        if self.obs_layout is not None:
+            if self.obs_layout.size != self.obs_dim or self.network.sizes[0] != feature_size(self.obs_layout):
+                raise ValueError(
+                    f"obs_dim {self.obs_dim} and the network's input {self.network.sizes[0]} must be the observation "
+                    f"layout's size {self.obs_layout.size} and features {feature_size(self.obs_layout)}"
+                )
+            if self.obs_scale:
+                raise ValueError(
+                    "--obs-scale scales the features of flat observations; image and Dict observations take none "
+                    "(images are scaled to [0, 1])"
+                )
         object.__setattr__(self, "nvec", tuple(int(n) for n in self.nvec))
         if self.nvec and (not self.discrete or self.binary or sum(self.nvec) != self.action_dim or min(self.nvec) < 1):
             raise ValueError(
@@ -86,9 +104,11 @@ class PolicySpec:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["network"] = self.network.to_dict()
-        for name in ("squashed", "nvec", "binary"):  # a field at its default is not stored: older files read the same
+        for name in ("squashed", "nvec", "binary", "obs_layout"):  # a field at its default is not stored
             if not d[name]:
                 del d[name]
+        if self.obs_layout is not None:
+            d["obs_layout"] = self.obs_layout.to_dict()
         return d
 
     @classmethod
@@ -98,7 +118,14 @@ class PolicySpec:
         d["action_low"] = tuple(d.get("action_low", ()))
         d["action_high"] = tuple(d.get("action_high", ()))
         d["nvec"] = tuple(d.get("nvec", ()))
+        if d.get("obs_layout") is not None:
+            d["obs_layout"] = ObsLayout.from_dict(d["obs_layout"])
         return cls(**d)
+
+    def normalized_index(self) -> list[int] | None:
+        """The observation features that ``normalize_obs`` normalises, as SB3's ``VecNormalize``: every
+        one of a flat observation (None), a ``Dict``'s Box vector keys, never an image's pixels."""
+        return None if self.obs_layout is None else self.obs_layout.normalized_index()
 
     @property
     def head(self) -> str:
@@ -152,9 +179,24 @@ class PolicySpec:
         squashed: bool = False,
     ) -> PolicySpec:
         """Build from Gymnasium spaces; ``network`` holds NetworkSpec fields except ``sizes``' ends.
-        ``squashed``: the tanh-squashed Gaussian head (Box actions with finite bounds only)."""
+        ``squashed``: the tanh-squashed Gaussian head (Box actions with finite bounds only). An image
+        Box or a Dict observation space gets an :class:`~svpg.core.extractors.ObsLayout`: the MLP reads
+        the extractors' features."""
+        layout = ObsLayout.from_space(obs_space, "the observation space")
+        if layout is not None:
+            spec = cls.for_spaces(
+                gym.spaces.Box(0.0, 1.0, (feature_size(layout),)),
+                action_space,
+                network,
+                num_particles,
+                obs_scale,
+                squashed,
+            )
+            return dataclasses.replace(spec, obs_dim=layout.size, obs_layout=layout)
         if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
-            raise ValueError(f"svpg policies need a flat Box observation space, got {obs_space}")
+            raise ValueError(
+                f"svpg policies need a flat Box, an image Box or a Dict observation space, got {obs_space}"
+            )
         obs_dim = obs_space.shape[0]
         network = dict(network)
         hidden = tuple(network.pop("hidden"))
@@ -239,7 +281,11 @@ class ParticlePolicy:
         """:param theta: the particles (M, D); by default drawn from the ``policy_init`` stream of ``seed``."""
         self.spec = spec
         self.layout = ParticleLayout()
-        self.net = ParticleMLP(self.layout, spec.network, name="pi")
+        self.net: ParticleMLP | ParticleNetwork
+        if spec.obs_layout is not None:  # image / Dict observations: extractors, then the MLP
+            self.net = ParticleNetwork(self.layout, spec.obs_layout, spec.network, name="pi")
+        else:
+            self.net = ParticleMLP(self.layout, spec.network, name="pi")
         if not spec.discrete and not spec.squashed:
             self.layout.add("pi.log_std", (spec.action_dim,))
         self.particle = 0
@@ -281,7 +327,7 @@ class ParticlePolicy:
         """Raw environment observations → what the particles read (the frozen normalisation, if any)."""
         from svpg.rl.normalize import apply_frozen
 
-        return apply_frozen(obs, self.obs_normalization)
+        return apply_frozen(obs, self.obs_normalization, self.spec.normalized_index())
 
     # -- all particles, batched ------------------------------------------------------------
     @property
@@ -433,16 +479,20 @@ class ParticlePolicy:
     def predict(self, observation, state=None, episode_start=None, deterministic: bool = False):
         """Actions of particle ``self.particle`` for a batch of observations: ``(actions, None)``.
 
-        :param observation: array (obs_dim,) or (n_envs, obs_dim).
+        :param observation: array (obs_dim,) or (n_envs, obs_dim); an image (its space's shape) or a
+            batch of them (n_envs, *shape); a dict of such arrays for a ``Dict`` space, single or batched.
         :param deterministic: argmax / mean action instead of a sample.
         :returns: actions (n_envs, *action_shape), or one action for one observation: int64 for discrete
             heads (() for Discrete, (components,) for MultiDiscrete, (n,) for MultiBinary), float32 in
             the box for Box ones.
         """
-        obs = np.asarray(observation, dtype=np.float32)
-        single = obs.ndim == 1
-        if single:
-            obs = obs[None]
+        if self.spec.obs_layout is not None:
+            obs, single = self.spec.obs_layout.flatten(observation)
+        else:
+            obs = np.asarray(observation, dtype=np.float32)
+            single = obs.ndim == 1
+            if single:
+                obs = obs[None]
         if obs.ndim != 2 or obs.shape[1] != self.spec.obs_dim:
             raise ValueError(
                 f"observation has shape {np.shape(observation)}, but this policy expects "

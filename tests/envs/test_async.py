@@ -135,10 +135,10 @@ def test_errors_about_an_env_instance_or_factory_name_its_class_not_a_function(v
     import svpg
 
     for env in (Pieces(), Pieces, lambda: Pieces()):
-        with pytest.raises(ValueError, match=r"^Pieces: only Box and Discrete observation spaces") as err:
+        with pytest.raises(ValueError, match=r"^Pieces: svpg reads .* observation spaces, got Tuple") as err:
             envs.make_batched(svpg.rl.environments.resolve_env(env).target, 2, vec_env=vec_env, n_workers=2)
         assert "function" not in str(err.value) and "\n" not in str(err.value)
-    with pytest.raises(ValueError, match=r"^Pieces: only Box and Discrete observation spaces"):
+    with pytest.raises(ValueError, match=r"^Pieces: svpg reads .* observation spaces, got Tuple"):
         svpg.SVPG(Pieces(), verbose=0)
 
     def make_nothing():
