@@ -13,6 +13,7 @@ from svpg.report import NOT_MEASURED, ReportError, Table, doc_number, register, 
 
 BENCHMARK_FILE = "bench/results/benchmark_results.csv"
 OFF_POLICY_FILE = "bench/results/benchmark_off_policy.csv"
+SPACES_FILE = "bench/results/benchmark_spaces.csv"
 VM = "on the 2-core VM"
 #: what a row of a table whose runs have not been made yet says instead of a number
 NOT_YET = "not measured yet"
@@ -228,18 +229,26 @@ register(
 )
 
 
-def _off_policy_table(rows: list[dict]) -> str:
-    """The off-policy table of docs/benchmarks.md: one row per (task, agent) of ``--budget off-policy``,
-    :func:`svpg.studies.benchmark.task_table`'s cells (AUC and the paired differences against SAC included);
-    an agent without runs in the file says *not measured yet*."""
+def _budget_table(name: str):
+    """The table of ``--budget name`` in docs/benchmarks.md: one row per (task, agent) of the budget,
+    :func:`svpg.studies.benchmark.task_table`'s cells (AUC and the paired differences against the budget's
+    reference agent included); an agent without runs in the file says *not measured yet*."""
+
+    def build(rows: list[dict]) -> str:
+        return _budget_rows(rows, name)
+
+    return build
+
+
+def _budget_rows(rows: list[dict], name: str) -> str:
     from svpg.studies.benchmark import BUDGETS, task_table
 
-    budget = BUDGETS["off-policy"]
+    budget = BUDGETS[name]
     results = _benchmark_rows(rows)
     header: list[str] = []
     table = []
     for task in budget.tasks:
-        head, cells = task_table(results, task, "off-policy")
+        head, cells = task_table(results, task, name)
         header = ["task", *head]
         by_agent = {row[0]: row for row in cells}
         for agent in budget.agents:
@@ -255,10 +264,23 @@ register(
         name="benchmark-off-policy",
         doc="docs/benchmarks.md",
         source=OFF_POLICY_FILE,
-        build=_off_policy_table,
+        build=_budget_table("off-policy"),
         command="python -m svpg.studies.benchmark --budget off-policy --tasks all --seeds 0-4 && "
         f"python -m svpg.report gather runs/benchmark-off-policy --into {OFF_POLICY_FILE}",
         compute=lambda rows: _core_hours(rows) if rows else f"60 runs, {NOT_YET}",
+    )
+)
+
+
+register(
+    Table(
+        name="benchmark-spaces",
+        doc="docs/benchmarks.md",
+        source=SPACES_FILE,
+        build=_budget_table("spaces"),
+        command="python -m svpg.studies.benchmark --budget spaces --tasks all --seeds 0-4 && "
+        f"python -m svpg.report gather runs/benchmark-spaces --into {SPACES_FILE}",
+        compute=lambda rows: _core_hours(rows) if rows else f"30 runs, {NOT_YET}",
     )
 )
 

@@ -8,6 +8,13 @@ and with torch on other devices, see :class:`svpg.envs.base.BatchedKernelEnv`)::
     svpg/CartPoleSwingUp-v0   rllab's cart-pole swing-up task
     svpg/DoublePendulum-v0    rllab's double pendulum (torque at the elbow)
 
+Small tasks of other spaces, single Gymnasium environments on the generic path (:mod:`svpg.envs.spaces_tasks`)::
+
+    svpg/PointReach-v0        a 2-D point reaching a random goal: a goal-conditioned Dict observation
+    svpg/Knobs-v0             three knobs turned to targets: MultiDiscrete([3, 3, 3]) actions
+
+and MinAtar's ids (``MinAtar/Breakout-v1`` …) when MinAtar is installed.
+
 Each task's equations are one kernel over state columns (:mod:`svpg.envs.xp`), which also drives the
 single ``gym.make`` environments on Python floats (:mod:`svpg.envs.gym_api`). Any other Gymnasium id runs
 on the slower generic path (:class:`svpg.envs.generic.GymVectorEnv`).
@@ -33,6 +40,7 @@ from .generic import VEC_ENVS, GymVectorEnv, factory_name
 from .gym_api import register_all
 from .parallel import GroupedAsyncVectorEnv
 from .rllab_cartpole import CartPoleBalance, CartPoleSwingUp
+from .spaces_tasks import Knobs, PointReach, register_spaces_tasks
 
 __all__ = [
     "BatchedEnv",
@@ -45,6 +53,8 @@ __all__ = [
     "CartPoleBalance",
     "CartPoleSwingUp",
     "DoublePendulum",
+    "PointReach",
+    "Knobs",
     "make_batched",
     "is_fast",
     "canonical_id",
@@ -187,3 +197,4 @@ _check_registered = check_registered  # the name older callers use
 
 
 register_all()
+register_spaces_tasks()

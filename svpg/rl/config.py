@@ -370,7 +370,9 @@ PRESET_DIR = Path(__file__).with_name("presets")
 
 
 def available_presets() -> list[str]:
-    return sorted(p.stem for p in PRESET_DIR.glob("*.json"))
+    """The shipped presets' names; a namespaced Gymnasium id's preset lies in a folder of its namespace
+    (``MinAtar/Breakout-v1`` is ``presets/MinAtar/Breakout-v1.json``)."""
+    return sorted(p.relative_to(PRESET_DIR).with_suffix("").as_posix() for p in PRESET_DIR.rglob("*.json"))
 
 
 #: former preset names that still work, with a one-line note on stderr

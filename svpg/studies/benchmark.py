@@ -1,17 +1,21 @@
 """svpg against Stable-Baselines3 at equal environment steps, resumably: the on-policy comparison
-(S²VGD and SVGD with PPO's surrogate against SB3 PPO and A2C) and the off-policy one (svpg's SAC
-estimator against SB3 SAC and TD3, ``--budget off-policy``).
+(S²VGD and SVGD with PPO's surrogate against SB3 PPO and A2C), the off-policy one (svpg's SAC
+estimator against SB3 SAC and TD3, ``--budget off-policy``) and the observation- and action-space one
+(S²VGD against SB3 PPO on MinAtar's Breakout, a ``Dict``-observation task and a ``MultiDiscrete`` one,
+``--budget spaces``).
 
     python -m svpg.studies.benchmark --tasks Pendulum-v1 --seeds 0-4                       # every agent, reported seeds
     python -m svpg.studies.benchmark --tasks Pendulum-v1 --agents ppo,a2c --seeds 0-4 --jobs 2 --backend local
     python -m svpg.studies.benchmark --tasks Hopper-v5 --seeds 100-104 --svpg-options '{"lr": 0.01}'   # tuning seeds
     python -m svpg.studies.benchmark --tasks all --seeds 0-4 --backend ray                  # Ray Tune trials (RAY_ADDRESS: a cluster)
     python -m svpg.studies.benchmark --budget off-policy --tasks all --seeds 0-4           # the off-policy table
+    python -m svpg.studies.benchmark --budget spaces --tasks all --seeds 0-4               # the spaces table
     python -m svpg.studies.benchmark --report-only --out runs/benchmark                     # rebuild the table and plots
 
-Each run is one (task, agent, seed): its own folder ``<out>/<task>/<agent>__seed<s>/``, trained for the
-budget's environment steps (on-policy: the task's, :data:`TASK_BUDGETS`; off-policy: 300,000,
-:data:`BUDGETS`; for svpg all particles' steps count), then evaluated deterministically on
+Each run is one (task, agent, seed): its own folder ``<out>/<task>/<agent>__seed<s>/`` (a namespaced id's
+"/" made "_": ``MinAtar_Breakout-v1``), trained for the budget's environment steps (on-policy and spaces:
+the task's, :data:`TASK_BUDGETS`; off-policy: 300,000, :data:`BUDGETS`; for svpg all particles' steps
+count), then evaluated deterministically on
 ``--eval-episodes`` fresh episodes. Agents (:data:`BUDGETS` says which belong to which comparison):
 
 * ``s2vgd``, ``svgd``: :class:`svpg.SVPG` with the task's preset (``train.py --preset <task>``;
@@ -22,7 +26,9 @@ budget's environment steps (on-policy: the task's, :data:`TASK_BUDGETS`; off-pol
   (:data:`SVPG_AGENT_SETTINGS`): no task preset, only the estimator's own defaults
   (``svpg.rl.estimators.SAC.defaults``) and ``--svpg-options``; the final metrics as above.
 * ``ppo``, ``a2c``: SB3 with rl-zoo3's tuned hyperparameters for the task (:data:`ZOO`), normalisation
-  included (``VecNormalize``, frozen for evaluation).
+  included (``VecNormalize``, frozen for evaluation); on the spaces tasks, which rl-zoo3 lacks, PPO with
+  SB3's defaults and the policy SB3 asks for (``CnnPolicy`` with MinAtar's small CNN, ``MultiInputPolicy``,
+  ``MlpPolicy``).
 * ``sac``, ``td3``: SB3 with rl-zoo3's settings (:data:`ZOO`: ``learning_starts`` 10,000 on MuJoCo, TD3's
   Gaussian action noise of std 0.1, SB3's defaults otherwise).
 
@@ -69,8 +75,13 @@ BENCHMARK_TASKS = (
     "Walker2d-v5",
     "Ant-v5",
 )
+#: the observation- and action-space comparison's tasks (``--budget spaces``): MinAtar's Breakout (10 × 10 × 4
+#: binary images, ``pip install "svpg[minatar]"``), a goal-conditioned ``Dict`` observation and ``MultiDiscrete``
+#: actions (the last two: :mod:`svpg.envs.spaces_tasks`); each with its preset, as the tasks above
+SPACES_TASKS = ("MinAtar/Breakout-v1", "svpg/PointReach-v0", "svpg/Knobs-v0")
+MINATAR_TASKS = ("MinAtar/Breakout-v1",)
 #: task → its budget: the total environment steps of one run (the preset's ``total_steps``)
-TASK_BUDGETS = {task: int(load_preset(task)["total_steps"]) for task in BENCHMARK_TASKS}
+TASK_BUDGETS = {task: int(load_preset(task)["total_steps"]) for task in BENCHMARK_TASKS + SPACES_TASKS}
 TASKS = TASK_BUDGETS  # the former name, kept for existing imports
 MUJOCO_TASKS = ("InvertedDoublePendulum-v5", "Hopper-v5", "HalfCheetah-v5", "Walker2d-v5", "Ant-v5")
 #: svpg's agents: agent → (method, estimator). Estimator None: the on-policy agents, the task's preset
@@ -119,6 +130,7 @@ BUDGETS = {
         auc=True,
         out="runs/benchmark-off-policy",
     ),
+    "spaces": Budget("spaces", SPACES_TASKS, ("s2vgd", "ppo"), REFERENCE, auc=True, out="runs/benchmark-spaces"),
 }
 SOLVED = {"MountainCarContinuous-v0": 90.0}  # tasks with a "solved" threshold: the table counts seeds at or above it
 
@@ -224,6 +236,13 @@ ZOO: dict[str, dict[str, dict[str, Any]]] = {
             "use_sde": True,
             "policy_kwargs": {"log_std_init": -3.29, "ortho_init": False},
         },
+        # the spaces tasks: rl-zoo3 has no entries for them, so SB3's defaults with the policy SB3 asks for
+        # (``policy``). MinAtar's 10 × 10 images are too small for CnnPolicy's NatureCNN (36 px at least) and,
+        # being bool, not images to SB3: CnnPolicy with a features extractor of MinAtar's baseline network
+        # (``features_extractor``: "minatar", :class:`svpg.studies.sb3_extractors.MinAtarCNN`, svpg's small torso)
+        "MinAtar/Breakout-v1": {"policy": "CnnPolicy", "policy_kwargs": {"features_extractor": "minatar"}},
+        "svpg/PointReach-v0": {"policy": "MultiInputPolicy"},
+        "svpg/Knobs-v0": {},
     },
     "a2c": {
         "Pendulum-v1": {
@@ -334,6 +353,13 @@ def sb3_settings(agent: str, task: str) -> tuple[int, dict | None, dict]:
             "gelu": nn.GELU,
             "leaky_relu": nn.LeakyReLU,
         }[name]
+    if "features_extractor" in policy_kwargs:
+        name = policy_kwargs.pop("features_extractor")
+        if name not in sb3.FEATURES_EXTRACTORS:
+            raise ValueError(
+                f"ZOO[{agent!r}][{task!r}] features_extractor {name!r}: choose from {', '.join(sb3.FEATURES_EXTRACTORS)}"
+            )
+        policy_kwargs["features_extractor_class"] = sb3.features_extractor(name)
     if policy_kwargs:
         entry["policy_kwargs"] = policy_kwargs
     noise_type, noise_std = entry.pop("noise_type", None), entry.pop("noise_std", None)
@@ -393,7 +419,7 @@ def training_shape(agent: str, task: str, env_steps: int) -> tuple[str, int]:
         iterations = env_steps // (config.num_particles * config.samples_per_particle)
         widths = " × ".join(map(str, config.hidden))
         return (
-            f"{widths} tanh, {config.num_particles} particles",
+            f"{_torso(task)}{widths} tanh, {config.num_particles} particles",
             iterations * config.ppo_epochs * config.ppo_minibatches,
         )
     entry = {**_SB3_DEFAULTS[agent], **ZOO[agent][task]}
@@ -403,7 +429,7 @@ def training_shape(agent: str, task: str, env_steps: int) -> tuple[str, int]:
     )
     name = entry.get("policy_kwargs", {}).get("activation_fn", activation_default)
     activation = {"relu": "ReLU"}.get(name, name)
-    network = f"{' × '.join(map(str, net['pi'] if isinstance(net, dict) else net))} {activation}"
+    network = f"{_torso(task)}{' × '.join(map(str, net['pi'] if isinstance(net, dict) else net))} {activation}"
     if agent in SB3_OFF_POLICY:  # one update of gradient_steps after every train_freq steps past learning_starts
         updates = max(0, env_steps - entry["learning_starts"]) // entry["train_freq"]
         return network, updates * entry["gradient_steps"]
@@ -412,6 +438,11 @@ def training_shape(agent: str, task: str, env_steps: int) -> tuple[str, int]:
     if agent == "a2c":
         return network, rollouts
     return network, rollouts * entry["n_epochs"] * -(-rollout // entry["batch_size"])
+
+
+def _torso(task: str) -> str:
+    """The convolutional torso before the policy's MLP, as the tables name it (both sides use the same)."""
+    return "CNN 16 × 3×3 → 128 ReLU, " if task in MINATAR_TASKS else ""
 
 
 def rollout_steps(agent: str, task: str) -> int:
@@ -424,7 +455,13 @@ def rollout_steps(agent: str, task: str) -> int:
 
 # -- one run ------------------------------------------------------------------------------------------
 def run_folder(out, task: str, agent: str, seed: int) -> Path:
-    return Path(out) / task / f"{agent}__seed{seed}"
+    return Path(out) / task_folder(task) / f"{agent}__seed{seed}"
+
+
+def task_folder(task: str) -> str:
+    """The folder of ``task``'s runs under ``--out``: its id, a namespace's "/" made "_" (``MinAtar_Breakout-v1``),
+    so that every run folder lies two levels below ``--out``, where ``python -m svpg.report gather`` looks."""
+    return task.replace("/", "_")
 
 
 def run_job(job: dict, report=None) -> dict:
@@ -621,6 +658,11 @@ def check(jobs: list[dict]) -> None:
                 import mujoco  # noqa: F401
             except ImportError:
                 raise ValueError(f'{task} needs MuJoCo: pip install "svpg[mujoco]"') from None
+        if task in MINATAR_TASKS:
+            from svpg.envs.spaces_tasks import minatar_installed
+
+            if not minatar_installed():
+                raise ValueError(f'{task} needs MinAtar: pip install "svpg[minatar]"')
         if agent in SB3_AGENTS:
             sb3_settings(agent, task)
         else:
@@ -706,7 +748,7 @@ def collect(out) -> tuple[list[dict], list[dict]]:
     return_mean (svpg: the mean over particles; SB3: the same as return)."""
     results, curves = [], []
     for task in TASK_BUDGETS:
-        for folder in sorted((Path(out) / task).glob("*__seed*")):
+        for folder in sorted((Path(out) / task_folder(task)).glob("*__seed*")):
             agent, _, seed = folder.name.rpartition("__seed")
             if agent not in AGENTS or not seed.isdigit():
                 continue
@@ -926,9 +968,11 @@ def main(argv: list[str] | None = None) -> int:
         default="on-policy",
         choices=tuple(BUDGETS),
         help="the comparison: on-policy (S²VGD and SVGD with PPO's surrogate against SB3 PPO and A2C, each "
-        f"task's budget; all tasks: {', '.join(BUDGETS['on-policy'].tasks)}) or off-policy (svpg's SAC "
+        f"task's budget; all tasks: {', '.join(BUDGETS['on-policy'].tasks)}), off-policy (svpg's SAC "
         f"estimator against SB3 SAC and TD3, {OFF_POLICY_STEPS:,} steps; all tasks: "
-        f"{', '.join(BUDGETS['off-policy'].tasks)}) (default: on-policy)",
+        f"{', '.join(BUDGETS['off-policy'].tasks)}) or spaces (S²VGD against SB3 PPO on an image, a Dict "
+        f"observation and MultiDiscrete actions, each task's budget; all tasks: "
+        f"{', '.join(BUDGETS['spaces'].tasks)}) (default: on-policy)",
     )
     p.add_argument(
         "--tasks",
@@ -938,9 +982,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--agents",
         default="all",
-        help="comma-separated, or all: on-policy "
-        f"{', '.join(BUDGETS['on-policy'].agents)}; off-policy {', '.join(BUDGETS['off-policy'].agents)} "
-        "(default: all of the budget's)",
+        help="comma-separated, or all: "
+        + "; ".join(f"{name} {', '.join(b.agents)}" for name, b in BUDGETS.items())
+        + " (default: all of the budget's)",
     )
     p.add_argument(
         "--seeds",
@@ -951,15 +995,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--out",
         default=None,
-        help="output folder (default: runs/benchmark, off-policy runs/benchmark-off-policy; with -tuning "
-        "appended for tuning seeds)",
+        help="output folder (default: runs/benchmark, off-policy runs/benchmark-off-policy, spaces "
+        "runs/benchmark-spaces; with -tuning appended for tuning seeds)",
     )
     p.add_argument(
         "--total-steps",
         type=int,
         default=0,
-        help="environment steps of every run instead of the budget's (0: the budget's: on-policy each "
-        f"task's, off-policy {OFF_POLICY_STEPS:,})",
+        help="environment steps of every run instead of the budget's (0: the budget's: on-policy and "
+        f"spaces each task's, off-policy {OFF_POLICY_STEPS:,})",
     )
     p.add_argument(
         "--eval-episodes",
@@ -981,8 +1025,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         comparison = BUDGETS[args.budget]
         tasks = _names(args.tasks, TASK_BUDGETS, "tasks", comparison.tasks)
-        other = next(b for b in BUDGETS if b != args.budget)
-        hint = f" (the other agents are --budget {other}'s)"
+        elsewhere = {
+            a: [b for b in BUDGETS if a in BUDGETS[b].agents]
+            for a in ([] if args.agents == "all" else args.agents.split(","))
+            if a not in comparison.agents
+        }
+        hint = "".join(f" ({a} belongs to --budget {', '.join(owners)})" for a, owners in elsewhere.items() if owners)
         agents = _names(args.agents, comparison.agents, "agents", hint=hint)
         seeds = parse_range_list(args.seeds, "--seeds")
         if min(seeds) < TUNING_SEEDS <= max(seeds):

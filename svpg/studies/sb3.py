@@ -54,9 +54,12 @@ def algorithm(agent: str) -> type[BaseAlgorithm]:
     return classes[agent]
 
 
-def make_model(agent: str, task: str, seed: int, n_envs: int, normalize: dict | None = None, **kwargs):
-    """A fresh SB3 ``agent`` (``MlpPolicy``, CPU) on ``n_envs`` environments of ``task`` seeded from ``seed``,
-    wrapped in ``VecNormalize(**normalize)`` unless ``normalize`` is None; ``kwargs`` go to the agent."""
+def make_model(
+    agent: str, task: str, seed: int, n_envs: int, normalize: dict | None = None, policy: str = "MlpPolicy", **kwargs
+):
+    """A fresh SB3 ``agent`` (``policy``: ``MlpPolicy``, ``CnnPolicy`` or ``MultiInputPolicy``; CPU) on ``n_envs``
+    environments of ``task`` seeded from ``seed``, wrapped in ``VecNormalize(**normalize)`` unless ``normalize``
+    is None; ``kwargs`` go to the agent."""
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
@@ -65,7 +68,7 @@ def make_model(agent: str, task: str, seed: int, n_envs: int, normalize: dict | 
     venv: VecEnv = make_vec_env(task, n_envs=n_envs, seed=seed)
     if normalize is not None:
         venv = VecNormalize(venv, **normalize)
-    return algorithm(agent)("MlpPolicy", venv, seed=seed, device="cpu", verbose=0, **kwargs)
+    return algorithm(agent)(policy, venv, seed=seed, device="cpu", verbose=0, **kwargs)
 
 
 def evaluation_env(task: str, seed: int, model=None, normalize: dict | None = None):
@@ -95,6 +98,18 @@ def evaluate(model, env, episodes: int) -> list[float]:
         "list[float]",
         evaluate_policy(model, env, n_eval_episodes=episodes, deterministic=True, return_episode_rewards=True)[0],
     )
+
+
+#: SB3 features extractors the benchmark's settings name (``policy_kwargs.features_extractor``): name → class path
+FEATURES_EXTRACTORS = {"minatar": "svpg.studies.sb3_extractors:MinAtarCNN"}
+
+
+def features_extractor(name: str) -> type:
+    """The SB3 features extractor class :data:`FEATURES_EXTRACTORS` names ``name`` (imported on use)."""
+    import importlib
+
+    module, _, cls = FEATURES_EXTRACTORS[name].partition(":")
+    return getattr(importlib.import_module(module), cls)
 
 
 # -- progress files -----------------------------------------------------------------------------------
