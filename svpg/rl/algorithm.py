@@ -197,6 +197,7 @@ class SVPG:
             m,
             obs_scale=cfg.obs_scale,
             squashed=ESTIMATORS[cfg.estimator].squashed_policy,
+            deterministic=ESTIMATORS[cfg.estimator].deterministic_policy,
         )
         # each seed's particles drawn from its own stream, exactly as its single-seed run draws them
         theta = torch.cat(
