@@ -249,3 +249,16 @@ def test_a_deterministic_head_has_no_log_probabilities():
     policy = ParticlePolicy(spec)
     with pytest.raises(ValueError, match="deterministic policy is trained by the off-policy estimators"):
         policy.log_prob_entropy(policy.theta, torch.zeros(2, 1, 3), torch.zeros(2, 1, 2))
+
+
+@pytest.mark.slow
+def test_pendulum_best_particle_reaches_minus_250_within_30000_steps_with_the_defaults():
+    # seed 7: neither a tuning seed (100-104) nor a reported one (0-4); measured once: training best −122.2,
+    # the best particle's deterministic return −135.4 on 10 fresh episodes (13 minutes on a shared 2-core VM)
+    model = svpg.SVPG("Pendulum-v1", estimator="td3", seed=7, verbose=0)
+    model.learn(30_000)
+    from svpg.rl.evaluation import evaluate_particles
+
+    returns = evaluate_particles(model.policy, "Pendulum-v1", 10, seed=11, deterministic=True).mean(1)
+    assert model.scalars[0]["rollout/ep_rew_max"] >= -250, model.scalars[0]
+    assert returns.max() >= -250, returns
