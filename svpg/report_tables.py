@@ -267,9 +267,17 @@ register(
         build=_budget_table("off-policy"),
         command="python -m svpg.studies.benchmark --budget off-policy --tasks all --seeds 0-4 && "
         f"python -m svpg.report gather runs/benchmark-off-policy --into {OFF_POLICY_FILE}",
-        compute=lambda rows: _core_hours(rows) if rows else f"60 runs, {NOT_YET}",
+        compute=lambda rows: _core_hours(rows) if rows else f"{_off_policy_runs()} runs, {NOT_YET}",
     )
 )
+
+
+def _off_policy_runs(seeds: int = 5) -> int:
+    """The off-policy table's runs: every task × agent of ``--budget off-policy`` on seeds 0–4."""
+    from svpg.studies.benchmark import BUDGETS
+
+    budget = BUDGETS["off-policy"]
+    return len(budget.tasks) * len(budget.agents) * seeds
 
 
 register(

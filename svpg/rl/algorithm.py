@@ -79,8 +79,8 @@ class SVPG:
         factory returning a new ``gym.Env`` (e.g. an ``Env`` subclass), or a ``gym.vector.VectorEnv``
         with same-step autoreset whose ``num_envs`` is a multiple of ``num_particles``.
     :param method: ``"s2vgd"`` (default), ``"svgd"``, ``"svgd-star"`` or ``"independent"``.
-    :param estimator: ``"ppo"`` (default), ``"a2c"``, ``"reinforce"`` or ``"sac"`` (off-policy; its own
-        defaults for the options it changes: ``svpg.rl.estimators.SAC.defaults``).
+    :param estimator: ``"ppo"`` (default), ``"a2c"``, ``"reinforce"``, ``"sac"`` or ``"td3"`` (off-policy;
+        their own defaults for the options they change: ``svpg.rl.estimators.SAC.defaults``, ``TD3.defaults``).
     :param num_particles: M (default 4).
     :param seed: the run seed; every random stream is spawned from it.
     :param device: torch device.
@@ -197,6 +197,7 @@ class SVPG:
             m,
             obs_scale=cfg.obs_scale,
             squashed=ESTIMATORS[cfg.estimator].squashed_policy,
+            deterministic=ESTIMATORS[cfg.estimator].deterministic_policy,
         )
         # each seed's particles drawn from its own stream, exactly as its single-seed run draws them
         theta = torch.cat(

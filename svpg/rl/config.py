@@ -121,38 +121,47 @@ class SVPGConfig:
         choices=BASELINES,
     )
     gae_lambda: float = _f(0.95, "GAE λ (a2c)")
-    critic_hidden: tuple[int, ...] = _f((64, 64), "hidden widths of each particle's critic (a2c, ppo)")
-    critic_lr: float = _f(3e-4, "critic learning rate (a2c, ppo)")
+    critic_hidden: tuple[int, ...] = _f((64, 64), "hidden widths of each particle's critic (a2c, ppo, sac, td3)")
+    critic_lr: float = _f(3e-4, "critic learning rate (a2c, ppo, sac, td3)")
     value_steps: int = _f(32, "critic minibatches per pass over the batch (a2c, ppo)")
     value_epochs: int = _f(10, "critic passes over the batch per iteration (a2c, ppo)")
     ppo_epochs: int = _f(10, "ppo: passes over each iteration's batch")
     ppo_minibatches: int = _f(32, "ppo: minibatches per pass (each one SVGD step of all particles)")
     clip_range: float = _f(0.2, "ppo: the clipped surrogate's ε (ratios outside 1 ± ε get no gradient)")
-    buffer_size: int = _f(1_000_000, "sac: transitions the replay buffer keeps per run (all particles' together)")
+    buffer_size: int = _f(1_000_000, "sac, td3: transitions the replay buffer keeps per run (all particles' together)")
     learning_starts: int = _f(
-        1000, "sac: transitions (all particles' steps) collected with uniform actions before the first update"
+        1000, "sac, td3: transitions (all particles' steps) collected with uniform actions before the first update"
     )
-    batch_size: int = _f(256, "sac: minibatch size of every particle's critic and actor updates")
-    tau: float = _f(0.005, "sac: Polyak coefficient of the target critics")
-    train_freq: int = _f(1, "sac: update every this many steps of all particles' environments")
+    batch_size: int = _f(256, "sac, td3: minibatch size of every particle's critic and actor updates")
+    tau: float = _f(0.005, "sac, td3: Polyak coefficient of the target critics (and of td3's target policies)")
+    train_freq: int = _f(1, "sac, td3: update every this many steps of all particles' environments")
     gradient_steps: int = _f(
         1,
-        "sac: gradient steps (each one SVGD step of all particles) per update; -1: as many as the environment "
+        "sac, td3: gradient steps per update (each a critic update; sac: each with one SVGD step of all particles, td3: "
+        "every policy_delay-th); -1: as many as the environment "
         "steps of all particles since the last update (SB3's -1)",
     )
     critics: str = _f(
         "per-particle",
-        "sac: per-particle (each particle's own twin critics of its own policy, on its own minibatch) | shared (one "
+        "sac, td3: per-particle (each particle's own twin critics of its own policy, on its own minibatch) | shared (one "
         "twin pair per run trained on every particle's targets; each particle's actor step reads batch_size / M "
         "of the minibatch's states, so an update costs one SAC update)",
         choices=CRITICS,
     )
+    action_noise: float = _f(
+        0.1,
+        "td3: std of the Gaussian exploration noise added to each particle's action, in units of the action box's "
+        "half-width (SB3's NormalActionNoise on the scaled action; rl-zoo3's noise_std)",
+    )
+    policy_delay: int = _f(2, "td3: an actor step (and target update) every this many critic updates")
+    target_policy_noise: float = _f(0.2, "td3: std of the smoothing noise on the target policy's action (scaled)")
+    target_noise_clip: float = _f(0.5, "td3: the smoothing noise is clipped to ± this")
     ent_coef: str = _f(
         "auto", "sac: entropy temperature of each particle: auto (tuned, from 1), auto_<initial> or a fixed number"
     )
     target_entropy: str = _f("auto", "sac: entropy target of the tuned temperature (auto: −dim(action space))")
     save_replay_buffer: bool = _f(
-        True, "sac: checkpoints hold the replay buffer (false: smaller files; a resume refills it and differs)"
+        True, "sac, td3: checkpoints hold the replay buffer (false: smaller files; a resume refills it and differs)"
     )
     normalize_obs: bool = _f(
         True,
@@ -224,7 +233,7 @@ class SVPGConfig:
             problems.append(f"--method {self.method!r}: choose from {', '.join(POLICY_METHODS)}")
         if self.estimator not in ESTIMATOR_CLASSES:
             problems.append(f"--estimator {self.estimator!r}: choose from {', '.join(ESTIMATOR_CLASSES)}")
-        for name in ("num_particles", "num_seeds", "buffer_size", "batch_size", "train_freq"):
+        for name in ("num_particles", "num_seeds", "buffer_size", "batch_size", "train_freq", "policy_delay"):
             if getattr(self, name) < 1:
                 problems.append(f"--{name.replace('_', '-')} must be ≥ 1, got {getattr(self, name)}")
         if self.gradient_steps < 1 and self.gradient_steps != -1:
@@ -279,6 +288,9 @@ class SVPGConfig:
             problems.append("--ppo-epochs ≥ 1, --ppo-minibatches ≥ 1 and 0 < --clip-range < 1 are required")
         if not 0 < self.tau <= 1:
             problems.append(f"--tau must be in (0, 1], got {self.tau}")
+        for name in ("action_noise", "target_policy_noise", "target_noise_clip"):
+            if not getattr(self, name) >= 0:
+                problems.append(f"--{name.replace('_', '-')} must be ≥ 0, got {getattr(self, name)}")
         if self.target_entropy != "auto":
             try:
                 float(self.target_entropy)

@@ -4,6 +4,8 @@
 * :class:`A2C`: generalised advantage estimation with a value network per particle, batched like the
   policies. The critics are trained by regression on their own optimizer and are not part of θ.
 * :class:`PPO`: A2C's critics and advantages for PPO's clipped surrogate over several epochs of minibatches.
+* :class:`SAC`, :class:`TD3`: off-policy (:class:`OffPolicyEstimator`): one replay buffer for all particles,
+  twin critics per particle or per run, every actor step one SVGD step of all particles.
 
 The on-policy estimators (:class:`OnPolicyEstimator`) run the same iteration: every particle collects
 its own batch, ``advantages(batch)`` → (Â, value targets, diagnostics) with the critics as they were
@@ -89,6 +91,8 @@ class Estimator:
     needs_final_obs: ClassVar[bool] = False
     #: the policy's Box head is the tanh-squashed Gaussian (:class:`~svpg.rl.policies.PolicySpec`)
     squashed_policy: ClassVar[bool] = False
+    #: the policy's Box head is the deterministic tanh head (:class:`~svpg.rl.policies.PolicySpec`)
+    deterministic_policy: ClassVar[bool] = False
 
     @classmethod
     def from_model(cls, model: TrainingModel) -> Estimator:
@@ -467,9 +471,219 @@ class PPO(A2C):
         return {**info, "train/clip_fraction": clipped / steps, "train/approx_kl": kl / steps}
 
 
-#: the diagnostics of an SVGD step (:meth:`svpg.SVPG.svgd_update`) and of SAC's other updates: logged as
-#: NaN in an iteration that made no gradient step (the warm-up), so every progress row has every column
-_SAC_SCALARS = (
+class OffPolicyEstimator(Estimator):
+    """What the off-policy estimators (:class:`SAC`, :class:`TD3`) share: the refusals, one replay buffer
+    for all particles (:class:`~svpg.rl.replay.ReplayBuffer`), twin critics per particle or per run as
+    one particle tensor with Polyak-averaged targets, the iteration (every particle acts in its own
+    environments, uniform actions before ``learning_starts``, ``gradient_steps`` updates every
+    ``train_freq`` steps) and the checkpoints of the buffer, critics and their optimizer. A subclass
+    gives :meth:`explore` (the actions after the warm-up) and :meth:`gradient_step`."""
+
+    on_policy = False
+    #: the stream of the noise that each gradient step draws
+    update_stream: ClassVar[str]
+    #: every diagnostic of an iteration: NaN in one that made no gradient step (the warm-up), so every
+    #: progress row has every column
+    scalars: ClassVar[tuple[str, ...]]
+    #: the critic loss of one critic: SB3's SAC halves the squared error, SB3's TD3 does not
+    critic_loss_scale: ClassVar[float] = 1.0
+
+    def __init__(self, model: TrainingModel):
+        cfg, spec = model.config, model.spec
+        env_name, name = cfg.env_id, self.name
+        if spec.discrete:
+            raise ValueError(
+                f"estimator '{name}' needs a continuous (Box) action space, and {env_name} has discrete actions: "
+                f"use estimator='ppo' (or 'a2c', 'reinforce')"
+            )
+        if spec.obs_layout is not None:
+            raise ValueError(
+                f"estimator '{name}' reads flat observations, and {env_name} has image or Dict observations: use "
+                f"estimator='ppo' (or 'a2c', 'reinforce')"
+            )
+        if cfg.normalize_obs or cfg.normalize_reward:
+            raise ValueError(
+                f"estimator '{name}' learns from raw observations and rewards: pass normalize_obs=False and "
+                "normalize_reward=False (--normalize-obs false --normalize-reward false)"
+            )
+        self.seeds, self.particles = len(model.seeds), cfg.num_particles
+        self.gamma, self.tau, self.batch_size = cfg.gamma, cfg.tau, cfg.batch_size
+        self.learning_starts, self.train_freq, self.gradient_steps = (
+            cfg.learning_starts,
+            cfg.train_freq,
+            cfg.gradient_steps,
+        )
+        self.save_replay_buffer = cfg.save_replay_buffer
+        self.shared = cfg.critics == "shared"
+        rows = model.total_particles  # S·M
+        obs_dim, action_dim = spec.obs_dim, spec.action_dim
+        device = model.device
+        needed = ReplayBuffer.nbytes(self.seeds, cfg.buffer_size, obs_dim, action_dim)
+        available = available_memory(device)
+        if available is not None and needed > 0.8 * available:
+            raise ValueError(
+                f"a replay buffer of {cfg.buffer_size:,} transitions × {self.seeds} seed(s) needs "
+                f"{needed / 2**30:.1f} GiB and {device} has {available / 2**30:.1f} GiB free: lower buffer_size"
+            )
+        model.logger.info(
+            f"{name.upper()} replay buffer: {cfg.buffer_size:,} transitions × {self.seeds} seed(s), "
+            f"{needed / 2**20:,.0f} MiB preallocated on {device}"
+        )
+        self.buffer = ReplayBuffer(self.seeds, cfg.buffer_size, obs_dim, action_dim, device)
+        # the critics: two per particle, rows (seed, particle, k), or two per seed (shared): each seed's consecutive
+        self.layout = ParticleLayout()
+        self.net = ParticleMLP(
+            self.layout,
+            NetworkSpec((obs_dim + action_dim, *cfg.critic_hidden, 1), activation="relu", prior="flat"),
+            name="q",
+        )
+        theta = torch.empty(2 * (self.seeds if self.shared else rows), self.layout.size, device=device)
+        for block, seed in zip(theta.chunk(self.seeds), model.seeds):
+            self.net.init_(block, torch_generator(seed, "critic_init", device=device))
+        self.critic = torch.nn.Parameter(theta)
+        self.target = theta.detach().clone()
+        self.critic_optimizer = torch.optim.Adam([self.critic], lr=cfg.critic_lr)
+        self.low = torch.tensor(spec.action_low, device=device)
+        self.high = torch.tensor(spec.action_high, device=device)
+
+    @classmethod
+    def from_model(cls, model: TrainingModel) -> OffPolicyEstimator:
+        return cls(model)
+
+    # -- the critics -----------------------------------------------------------------------------
+    def q_values(self, weights, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Both critics of each particle row: obs (R, B, d), actions (R, B, A) → (R, 2, B), with critic
+        weights of 2R rows (per-particle) or of 2 rows per seed whose M particle rows are in obs (shared:
+        one pass of the pair over all its particles' samples)."""
+        rows, b = obs.shape[:2]
+        x = torch.cat([obs, actions], -1)
+        if not self.shared:
+            return self.net.forward(weights, x.repeat_interleave(2, dim=0)).view(rows, 2, b)
+        runs, m = rows // self.particles, self.particles
+        q = self.net.forward(weights, x.reshape(runs, m * b, -1).repeat_interleave(2, dim=0))
+        return q.view(runs, 2, m, b).transpose(1, 2).reshape(rows, 2, b)
+
+    def critic_weights(self, weights, particle_rows: slice, k: int):
+        """The critic weights that score the particles ``particle_rows`` (seed k's): their own twin pairs,
+        or their seed's shared pair."""
+        two = slice(2 * k, 2 * k + 2) if self.shared else slice(2 * particle_rows.start, 2 * particle_rows.stop)
+        return [(w[two], c[two]) for w, c in weights]
+
+    def sample_minibatch(self, model: TrainingModel, minibatches, update_noise):
+        """Each particle row's share of a minibatch (R, b, ·) (obs, actions, rewards, next_obs,
+        terminated) and two draws of N(0, 1) noise (R, b, A) from ``update_noise``."""
+        m = self.particles
+        b = self.batch_size // m if self.shared else self.batch_size  # each particle row's share
+        a_dim, device = model.spec.action_dim, model.device
+        indices = torch.cat([torch.randint(self.buffer.size, (m, b), generator=g, device=device) for g in minibatches])
+        sampled = self.buffer.sample(indices, m)
+        noise = torch.cat([torch.randn((m, b, a_dim), generator=g, device=device) for g in update_noise])
+        next_noise = torch.cat([torch.randn((m, b, a_dim), generator=g, device=device) for g in update_noise])
+        return sampled, noise, next_noise
+
+    def critic_update(self, obs, actions, y) -> tuple[torch.Tensor, torch.Tensor]:
+        """One Adam step of the critics towards the targets y (R, b): the per-particle losses (R,) and
+        Q-values (R, 2, b)."""
+        m = self.particles
+        q = self.q_values(self.net.weights(self.critic), obs, actions)
+        per_particle_q_loss = self.critic_loss_scale * (q - y.unsqueeze(1)).square().mean(2).sum(1)
+        self.critic_optimizer.zero_grad(set_to_none=True)
+        if self.shared:  # each seed's pair: the mean over its whole minibatch
+            per_particle_q_loss.view(self.seeds, m).mean(1).sum().backward()
+        else:  # each particle's critics get their own loss's gradient
+            per_particle_q_loss.sum().backward()
+        self.critic_optimizer.step()
+        return per_particle_q_loss, q
+
+    # -- an iteration ----------------------------------------------------------------------------
+    def explore(self, model: TrainingModel, weights, obs: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
+        """The actions (R, N, A) after the warm-up for obs (R, N, d), given the policy's fast weights and
+        N(0, 1) noise ``eps`` (R, N, A)."""
+        raise NotImplementedError
+
+    def gradient_step(self, model: TrainingModel, minibatches, update_noise) -> dict[str, torch.Tensor]:
+        raise NotImplementedError
+
+    def train_iteration(
+        self, model: TrainingModel, batch: Rollout | None = None
+    ) -> tuple[Rollout, dict[str, torch.Tensor]]:
+        if batch is not None:
+            raise ValueError(f"estimator '{self.name}' collects its own samples between its updates: pass no batch")
+        policy, env = model.policy, model.env
+        rows, n, steps = model.total_particles, model.envs_per_particle, model.steps_per_env
+        m, a_dim = self.particles, model.spec.action_dim
+        obs = model.reset_environments()
+        action_noise = model.streams("action_noise")
+        minibatches, update_noise = model.streams("replay_minibatch"), model.streams(self.update_stream)
+        # SB3's gradient_steps=-1: one gradient step per environment step (of all particles) since the last update
+        gradient_steps = self.gradient_steps if self.gradient_steps > 0 else self.train_freq * m * n
+        recorded: dict[str, list[torch.Tensor]] = {k: [] for k in ("obs", "actions", "rewards", "term", "trunc")}
+        info: dict[str, torch.Tensor] | None = None
+        weights = None
+        with torch_threads(model.update_threads):
+            for t in range(steps):
+                o = obs.view(rows, n, -1)
+                with torch.no_grad():
+                    if self.buffer.added < self.learning_starts:  # warm-up: uniform in the box (SB3's)
+                        u = torch.cat([torch.rand((m, n, a_dim), generator=g, device=o.device) for g in action_noise])
+                        a = self.low + (self.high - self.low) * u
+                    else:
+                        if weights is None:
+                            weights = policy.fast_weights(policy.theta.detach())
+                        eps = torch.cat(
+                            [torch.randn((m, n, a_dim), generator=g, device=o.device) for g in action_noise]
+                        )
+                        a = self.explore(model, weights, o, eps)
+                res = env.step(a.reshape(rows * n, a_dim))
+                per_run = (self.seeds, m * n)
+                self.buffer.add(
+                    o.reshape(*per_run, -1),
+                    a.reshape(*per_run, -1),
+                    res.reward.view(per_run),
+                    res.final_obs.view(*per_run, -1),
+                    res.terminated.view(per_run),
+                )
+                for key, value in zip(recorded, (o, a, res.reward, res.terminated, res.truncated)):
+                    recorded[key].append(value)
+                obs = res.obs
+                if self.buffer.added >= self.learning_starts and (t + 1) % self.train_freq == 0:
+                    for _ in range(gradient_steps):
+                        info = self.gradient_step(model, minibatches, update_noise)
+                    weights = None
+        shape = (steps, rows, n)
+        batch = Rollout(
+            obs=torch.stack(recorded["obs"]),
+            actions=torch.stack(recorded["actions"]),
+            rewards=torch.stack(recorded["rewards"]).view(shape),
+            terminated=torch.stack(recorded["term"]).view(shape),
+            truncated=torch.stack(recorded["trunc"]).view(shape),
+            final_obs=None,
+        )
+        model.check_environment_output(batch)
+        if info is None:
+            nan = torch.full((self.seeds,), float("nan"), device=model.device)
+            info = {key: nan for key in self.scalars}
+        return batch, info
+
+    # -- checkpoints -----------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {
+            "critic": self.critic.detach().cpu(),
+            "target": self.target.cpu(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "buffer": self.buffer.state_dict(self.save_replay_buffer),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        with torch.no_grad():
+            self.critic.copy_(state["critic"])
+            self.target.copy_(state["target"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.buffer.load_state_dict(state["buffer"])
+
+
+#: the diagnostics of an SVGD step (:meth:`svpg.SVPG.svgd_update`)
+_SVGD_SCALARS = (
     "svgd/bandwidth",
     "svgd/driving_norm",
     "svgd/repulsive_norm",
@@ -477,15 +691,13 @@ _SAC_SCALARS = (
     "train/policy_loss",
     "policy/entropy",
     "structure/min_householder_norm",
-    "critic/q_loss",
-    "critic/q_mean",
-    "train/ent_coef",
-    "train/ent_coef_loss",
 )
+#: SAC's diagnostics: the SVGD step's and those of its other updates
+_SAC_SCALARS = (*_SVGD_SCALARS, "critic/q_loss", "critic/q_mean", "train/ent_coef", "train/ent_coef_loss")
 
 
 @register_estimator
-class SAC(Estimator):
+class SAC(OffPolicyEstimator):
     """Soft actor-critic (Haarnoja et al. 2018, https://arxiv.org/abs/1812.05905) as an SVGD estimator:
     every particle acts in its own environments, all transitions go to one replay buffer, and each
     gradient step trains every particle's twin critics on its own minibatch from that buffer, then moves
@@ -516,7 +728,6 @@ class SAC(Estimator):
         "off-policy soft actor-critic: one replay buffer for all particles, twin critics and an entropy "
         "temperature per particle, every actor step one SVGD step"
     )
-    on_policy = False
     squashed_policy = True
     defaults = {
         "hidden": (256, 256),
@@ -525,158 +736,34 @@ class SAC(Estimator):
         "normalize_obs": False,
         "normalize_reward": False,
     }
+    update_stream = "sac_noise"
+    scalars = _SAC_SCALARS
+    critic_loss_scale = 0.5
 
     def __init__(self, model: TrainingModel):
-        cfg, spec = model.config, model.spec
-        env_name = cfg.env_id
-        if spec.discrete:
-            raise ValueError(
-                f"estimator 'sac' needs a continuous (Box) action space, and {env_name} has discrete actions: "
-                f"use estimator='ppo' (or 'a2c', 'reinforce')"
-            )
-        if spec.obs_layout is not None:
-            raise ValueError(
-                f"estimator 'sac' reads flat observations, and {env_name} has image or Dict observations: use "
-                f"estimator='ppo' (or 'a2c', 'reinforce')"
-            )
-        if cfg.normalize_obs or cfg.normalize_reward:
-            raise ValueError(
-                "estimator 'sac' learns from raw observations and rewards: pass normalize_obs=False and "
-                "normalize_reward=False (--normalize-obs false --normalize-reward false)"
-            )
-        self.seeds, self.particles = len(model.seeds), cfg.num_particles
-        self.gamma, self.tau, self.batch_size = cfg.gamma, cfg.tau, cfg.batch_size
-        self.learning_starts, self.train_freq, self.gradient_steps = (
-            cfg.learning_starts,
-            cfg.train_freq,
-            cfg.gradient_steps,
-        )
-        self.save_replay_buffer = cfg.save_replay_buffer
-        self.shared = cfg.critics == "shared"
-        rows = model.total_particles  # S·M
-        obs_dim, action_dim = spec.obs_dim, spec.action_dim
-        device = model.device
-        needed = ReplayBuffer.nbytes(self.seeds, cfg.buffer_size, obs_dim, action_dim)
-        available = available_memory(device)
-        if available is not None and needed > 0.8 * available:
-            raise ValueError(
-                f"a replay buffer of {cfg.buffer_size:,} transitions × {self.seeds} seed(s) needs "
-                f"{needed / 2**30:.1f} GiB and {device} has {available / 2**30:.1f} GiB free: lower buffer_size"
-            )
-        model.logger.info(
-            f"SAC replay buffer: {cfg.buffer_size:,} transitions × {self.seeds} seed(s), "
-            f"{needed / 2**20:,.0f} MiB preallocated on {device}"
-        )
-        self.buffer = ReplayBuffer(self.seeds, cfg.buffer_size, obs_dim, action_dim, device)
-        # the critics: two per particle, rows (seed, particle, k), or two per seed (shared): each seed's consecutive
-        self.layout = ParticleLayout()
-        self.net = ParticleMLP(
-            self.layout,
-            NetworkSpec((obs_dim + action_dim, *cfg.critic_hidden, 1), activation="relu", prior="flat"),
-            name="q",
-        )
-        theta = torch.empty(2 * (self.seeds if self.shared else rows), self.layout.size, device=device)
-        for block, seed in zip(theta.chunk(self.seeds), model.seeds):
-            self.net.init_(block, torch_generator(seed, "critic_init", device=device))
-        self.critic = torch.nn.Parameter(theta)
-        self.target = theta.detach().clone()
-        self.critic_optimizer = torch.optim.Adam([self.critic], lr=cfg.critic_lr)
+        super().__init__(model)
+        cfg, rows, device = model.config, model.total_particles, model.device
         self.auto_entropy, initial = _parse_ent_coef(cfg.ent_coef)
         self.log_ent_coef = torch.nn.Parameter(torch.full((rows,), math.log(initial), device=device))
         self.ent_optimizer = torch.optim.Adam([self.log_ent_coef], lr=cfg.lr)
+        action_dim = model.spec.action_dim
         self.target_entropy = -float(action_dim) if cfg.target_entropy == "auto" else float(cfg.target_entropy)
-        self.low = torch.tensor(spec.action_low, device=device)
-        self.high = torch.tensor(spec.action_high, device=device)
 
     @classmethod
     def from_model(cls, model: TrainingModel) -> SAC:
         return cls(model)
 
-    # -- the critics -----------------------------------------------------------------------------
-    def q_values(self, weights, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """Both critics of each particle row: obs (R, B, d), actions (R, B, A) → (R, 2, B), with critic
-        weights of 2R rows (per-particle) or of 2 rows per seed whose M particle rows are in obs (shared:
-        one pass of the pair over all its particles' samples)."""
-        rows, b = obs.shape[:2]
-        x = torch.cat([obs, actions], -1)
-        if not self.shared:
-            return self.net.forward(weights, x.repeat_interleave(2, dim=0)).view(rows, 2, b)
-        runs, m = rows // self.particles, self.particles
-        q = self.net.forward(weights, x.reshape(runs, m * b, -1).repeat_interleave(2, dim=0))
-        return q.view(runs, 2, m, b).transpose(1, 2).reshape(rows, 2, b)
-
-    # -- an iteration ----------------------------------------------------------------------------
-    def train_iteration(
-        self, model: TrainingModel, batch: Rollout | None = None
-    ) -> tuple[Rollout, dict[str, torch.Tensor]]:
-        if batch is not None:
-            raise ValueError("estimator 'sac' collects its own samples between its updates: pass no batch")
-        policy, env = model.policy, model.env
-        rows, n, steps = model.total_particles, model.envs_per_particle, model.steps_per_env
-        m, a_dim = self.particles, model.spec.action_dim
-        obs = model.reset_environments()
-        action_noise = model.streams("action_noise")
-        minibatches, update_noise = model.streams("replay_minibatch"), model.streams("sac_noise")
-        # SB3's gradient_steps=-1: one gradient step per environment step (of all particles) since the last update
-        gradient_steps = self.gradient_steps if self.gradient_steps > 0 else self.train_freq * m * n
-        recorded: dict[str, list[torch.Tensor]] = {k: [] for k in ("obs", "actions", "rewards", "term", "trunc")}
-        info: dict[str, torch.Tensor] | None = None
-        weights = None
-        with torch_threads(model.update_threads):
-            for t in range(steps):
-                o = obs.view(rows, n, -1)
-                with torch.no_grad():
-                    if self.buffer.added < self.learning_starts:  # warm-up: uniform in the box (SB3's)
-                        u = torch.cat([torch.rand((m, n, a_dim), generator=g, device=o.device) for g in action_noise])
-                        a = self.low + (self.high - self.low) * u
-                    else:
-                        if weights is None:
-                            weights = policy.fast_weights(policy.theta.detach())
-                        eps = torch.cat(
-                            [torch.randn((m, n, a_dim), generator=g, device=o.device) for g in action_noise]
-                        )
-                        a = policy.sample(weights, o, eps)
-                res = env.step(a.reshape(rows * n, a_dim))
-                per_run = (self.seeds, m * n)
-                self.buffer.add(
-                    o.reshape(*per_run, -1),
-                    a.reshape(*per_run, -1),
-                    res.reward.view(per_run),
-                    res.final_obs.view(*per_run, -1),
-                    res.terminated.view(per_run),
-                )
-                for key, value in zip(recorded, (o, a, res.reward, res.terminated, res.truncated)):
-                    recorded[key].append(value)
-                obs = res.obs
-                if self.buffer.added >= self.learning_starts and (t + 1) % self.train_freq == 0:
-                    for _ in range(gradient_steps):
-                        info = self.gradient_step(model, minibatches, update_noise)
-                    weights = None
-        shape = (steps, rows, n)
-        batch = Rollout(
-            obs=torch.stack(recorded["obs"]),
-            actions=torch.stack(recorded["actions"]),
-            rewards=torch.stack(recorded["rewards"]).view(shape),
-            terminated=torch.stack(recorded["term"]).view(shape),
-            truncated=torch.stack(recorded["trunc"]).view(shape),
-            final_obs=None,
-        )
-        model.check_environment_output(batch)
-        if info is None:
-            nan = torch.full((self.seeds,), float("nan"), device=model.device)
-            info = {key: nan for key in _SAC_SCALARS}
-        return batch, info
+    def explore(self, model: TrainingModel, weights, obs: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
+        return model.policy.sample(weights, obs, eps)
 
     def gradient_step(self, model: TrainingModel, minibatches, update_noise) -> dict[str, torch.Tensor]:
         """One SAC update of every particle (Stable-Baselines3's order): temperature, critics, one SVGD
         step of the actors, Polyak-averaged targets."""
         policy, m = model.policy, self.particles
-        b = self.batch_size // m if self.shared else self.batch_size  # each particle row's share
-        a_dim, device = model.spec.action_dim, model.device
-        indices = torch.cat([torch.randint(self.buffer.size, (m, b), generator=g, device=device) for g in minibatches])
-        obs, actions, rewards, next_obs, terminated = self.buffer.sample(indices, m)
-        noise = torch.cat([torch.randn((m, b, a_dim), generator=g, device=device) for g in update_noise])
-        next_noise = torch.cat([torch.randn((m, b, a_dim), generator=g, device=device) for g in update_noise])
+        (obs, actions, rewards, next_obs, terminated), noise, next_noise = self.sample_minibatch(
+            model, minibatches, update_noise
+        )
+        b = obs.shape[1]
         with torch.no_grad():
             layer_weights = policy.fast_weights(policy.theta.detach())[0]
         ent_loss = obs.new_zeros(self.seeds)
@@ -696,23 +783,15 @@ class SAC(Estimator):
             )
             next_q = self.q_values(self.net.weights(self.target), next_obs, next_actions).amin(1)
             y = rewards + self.gamma * (1 - terminated) * (next_q - ent_coef.unsqueeze(1) * next_logp)
-        q = self.q_values(self.net.weights(self.critic), obs, actions)
-        per_particle_q_loss = 0.5 * (q - y.unsqueeze(1)).square().mean(2).sum(1)
-        self.critic_optimizer.zero_grad(set_to_none=True)
-        if self.shared:  # each seed's pair: SAC's loss, the mean over its whole minibatch
-            per_particle_q_loss.view(self.seeds, m).mean(1).sum().backward()
-        else:  # each particle's critics get their own loss's gradient
-            per_particle_q_loss.sum().backward()
-        self.critic_optimizer.step()
+        per_particle_q_loss, q = self.critic_update(obs, actions, y)
         # the actors: one SVGD step on the sum over each particle's minibatch of min_k Q_ik(s, ã) − α_i log π_i(ã|s)
         critic_weights = self.net.weights(self.critic.detach())
 
         def surrogate(block, particle_rows, k):
-            two = slice(2 * k, 2 * k + 2) if self.shared else slice(2 * particle_rows.start, 2 * particle_rows.stop)
             o = obs[particle_rows]
             out = policy.net.fast_forward(policy.fast_weights(block)[0], o)
             a, logp_pi = policy.squashed_sample(out, noise[particle_rows])
-            q_pi = self.q_values([(w[two], c[two]) for w, c in critic_weights], o, a).amin(1)
+            q_pi = self.q_values(self.critic_weights(critic_weights, particle_rows, k), o, a).amin(1)
             objective = (q_pi - ent_coef[particle_rows].unsqueeze(1) * logp_pi).sum(1)
             return objective, -logp_pi.detach().mean(1)
 
@@ -731,22 +810,136 @@ class SAC(Estimator):
     # -- checkpoints -----------------------------------------------------------------------------
     def state_dict(self) -> dict:
         return {
-            "critic": self.critic.detach().cpu(),
-            "target": self.target.cpu(),
-            "critic_optimizer": self.critic_optimizer.state_dict(),
+            **super().state_dict(),
             "log_ent_coef": self.log_ent_coef.detach().cpu(),
             "ent_optimizer": self.ent_optimizer.state_dict(),
-            "buffer": self.buffer.state_dict(self.save_replay_buffer),
         }
 
     def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
         with torch.no_grad():
-            self.critic.copy_(state["critic"])
-            self.target.copy_(state["target"])
             self.log_ent_coef.copy_(state["log_ent_coef"])
-        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
         self.ent_optimizer.load_state_dict(state["ent_optimizer"])
-        self.buffer.load_state_dict(state["buffer"])
+
+
+#: TD3's diagnostics: the SVGD step's (NaN in an iteration without an actor step; policy/entropy always:
+#: a deterministic policy has none) and the critics'
+_TD3_SCALARS = (*_SVGD_SCALARS, "critic/q_loss", "critic/q_mean")
+
+
+@register_estimator
+class TD3(OffPolicyEstimator):
+    """Twin delayed DDPG (Fujimoto et al. 2018, https://arxiv.org/abs/1802.09477) as an SVGD estimator, on
+    :class:`SAC`'s machinery (one replay buffer, twin critics per particle or per run as one particle
+    tensor, the iteration, the checkpoints): every particle's policy is deterministic, a = c + h·tanh(μ_i(s))
+    in the action box (:class:`~svpg.rl.policies.PolicySpec`'s ``deterministic`` head), and explores with
+    Gaussian noise of std ``action_noise`` on the action scaled to [−1, 1], clipped to the box.
+
+    Each gradient step trains the critics towards y = r + γ(1 − d) min_k Q̄_ik(s′, ã′), with
+    ã′ = c + h·clip(tanh(μ̄_i(s′)) + clip(ε, ±target_noise_clip), ±1), ε ~ N(0, target_policy_noise²), from
+    particle i's target policy θ̄_i (target policy smoothing). Every ``policy_delay``-th critic update, all
+    particles take one SVGD step on ∇[Σ_b Q_i1(s_b, μ_i(s_b))/α + λ log p(θ_i)], then the target critics and
+    the target policies move towards theta by Polyak averaging with ``tau`` (Stable-Baselines3's order and
+    names: ``action_noise``, ``policy_delay``, ``target_policy_noise``, ``target_noise_clip``). No entropy
+    temperature: the policy is deterministic.
+    """
+
+    name = "td3"
+    help = (
+        "off-policy twin delayed DDPG: one replay buffer for all particles, deterministic policies, twin "
+        "critics, a delayed actor step that is one SVGD step"
+    )
+    deterministic_policy = True
+    #: Stable-Baselines3's TD3 (400 × 300 networks, learning rate 1e-3), not tuned for svpg
+    defaults = {
+        "hidden": (400, 300),
+        "critic_hidden": (400, 300),
+        "lr": 1e-3,
+        "critic_lr": 1e-3,
+        "samples_per_particle": 0,
+        "normalize_obs": False,
+        "normalize_reward": False,
+    }
+    update_stream = "td3_noise"
+    scalars = _TD3_SCALARS
+
+    def __init__(self, model: TrainingModel):
+        super().__init__(model)
+        cfg = model.config
+        self.action_noise, self.policy_delay = cfg.action_noise, cfg.policy_delay
+        self.target_policy_noise, self.target_noise_clip = cfg.target_policy_noise, cfg.target_noise_clip
+        #: the target policies θ̄ (S·M, D), Polyak averages of θ
+        self.target_theta = model.policy.theta.detach().clone()
+        #: critic updates so far (SB3's _n_updates): the actor steps on every policy_delay-th
+        self.critic_updates = 0
+        self._actor_info: dict[str, torch.Tensor] | None = None
+
+    @classmethod
+    def from_model(cls, model: TrainingModel) -> TD3:
+        return cls(model)
+
+    def explore(self, model: TrainingModel, weights, obs: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
+        policy = model.policy
+        return policy.deterministic_action(policy.net.fast_forward(weights[0], obs), self.action_noise * eps)
+
+    def train_iteration(
+        self, model: TrainingModel, batch: Rollout | None = None
+    ) -> tuple[Rollout, dict[str, torch.Tensor]]:
+        self._actor_info = None  # an iteration reports its own actor steps only
+        return super().train_iteration(model, batch)
+
+    def gradient_step(self, model: TrainingModel, minibatches, update_noise) -> dict[str, torch.Tensor]:
+        """One TD3 update (Stable-Baselines3's order): the critics; every ``policy_delay``-th update, one
+        SVGD step of the actors and the Polyak-averaged targets (critics and policies)."""
+        policy, m = model.policy, self.particles
+        (obs, actions, rewards, next_obs, terminated), _, next_noise = self.sample_minibatch(
+            model, minibatches, update_noise
+        )
+        b = obs.shape[1]
+        self.critic_updates += 1
+        # the critics: y = r + γ (1 − d) min_k Q̄_ik(s', ã'), ã' the target policy's action with clipped noise
+        with torch.no_grad():
+            smoothing = (self.target_policy_noise * next_noise).clamp(-self.target_noise_clip, self.target_noise_clip)
+            target_weights = policy.fast_weights(self.target_theta)[0]
+            next_actions = policy.deterministic_action(policy.net.fast_forward(target_weights, next_obs), smoothing)
+            next_q = self.q_values(self.net.weights(self.target), next_obs, next_actions).amin(1)
+            y = rewards + self.gamma * (1 - terminated) * next_q
+        per_particle_q_loss, q = self.critic_update(obs, actions, y)
+        if self.critic_updates % self.policy_delay == 0:
+            # the actors: one SVGD step on the sum over each particle's minibatch of Q_i1(s, μ_i(s))
+            critic_weights = self.net.weights(self.critic.detach())
+
+            def surrogate(block, particle_rows, k):
+                o = obs[particle_rows]
+                a = policy.deterministic_action(policy.net.fast_forward(policy.fast_weights(block)[0], o))
+                q_pi = self.q_values(self.critic_weights(critic_weights, particle_rows, k), o, a)[:, 0]
+                return q_pi.sum(1), torch.full_like(q_pi[:, 0], float("nan"))  # no entropy: deterministic
+
+            self._actor_info = model.svgd_update(surrogate, b)
+            with torch.no_grad():
+                self.target.lerp_(self.critic.detach(), self.tau)
+                self.target_theta.lerp_(policy.theta.detach(), self.tau)
+        per_seed = (self.seeds, m)
+        nan = torch.full((self.seeds,), float("nan"), device=model.device)
+        actor = self._actor_info or {}
+        return {
+            **{key: actor.get(key, nan) for key in _SVGD_SCALARS},
+            "critic/q_loss": per_particle_q_loss.detach().view(per_seed).mean(1),
+            "critic/q_mean": q.detach().mean((1, 2)).view(per_seed).mean(1),
+        }
+
+    # -- checkpoints -----------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        return {
+            **super().state_dict(),
+            "target_theta": self.target_theta.cpu(),
+            "critic_updates": torch.tensor([self.critic_updates], dtype=torch.int64),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self.target_theta.copy_(state["target_theta"])
+        self.critic_updates = int(state["critic_updates"][0])
 
 
 def _parse_ent_coef(value: str) -> tuple[bool, float]:

@@ -148,6 +148,20 @@ class SquashedGaussian(nn.Module):
         return torch.addcmul(self.centre, self.half_width, torch.tanh(mean))  # type: ignore[arg-type]
 
 
+class TanhBox(nn.Module):
+    """The deterministic head's output μ (B, A) -> centre + half · tanh(μ), as
+    :meth:`svpg.rl.policies.ParticlePolicy.mode` computes it (the head has no noise to sample)."""
+
+    def __init__(self, centre: torch.Tensor, half: torch.Tensor):
+        super().__init__()
+        self.register_buffer("centre", centre)
+        self.register_buffer("half_width", half)
+
+    def forward(self, out: torch.Tensor) -> torch.Tensor:
+        # buffers: see AddGaussianNoise
+        return torch.addcmul(self.centre, self.half_width, torch.tanh(out))  # type: ignore[arg-type]
+
+
 class Clip(nn.Module):
     """Actions clipped to the action space's box, as :meth:`ParticlePolicy.predict` and
     Stable-Baselines3 clip them."""
@@ -226,6 +240,7 @@ def to_module(
         more probable value of each Bernoulli (MultiBinary) or the mean clipped to the action box (Gaussian
         head), as ``policy.predict(obs, deterministic=True)``; False samples like
         ``predict(obs, deterministic=False)`` (Gumbel-max / logistic noise / mean + σ ε, then clipped).
+        The deterministic head (``estimator="td3"``) has no noise: centre + half · tanh(μ) either way.
     :param raw: the network's output instead of an action: logits (B, n) or Gaussian means (B, A),
         not clipped; ``deterministic`` does not apply.
     :raises ValueError: for a particle index outside the ensemble.
@@ -276,6 +291,9 @@ def to_module(
     elif spec.squashed:
         low, high = (torch.tensor(bound, dtype=torch.float32) for bound in (spec.action_low, spec.action_high))
         head = [SquashedGaussian((high + low) / 2, (high - low) / 2, deterministic)]
+    elif spec.deterministic:  # the same module either way: its sample is its mode
+        low, high = (torch.tensor(bound, dtype=torch.float32) for bound in (spec.action_low, spec.action_high))
+        head = [TanhBox((high + low) / 2, (high - low) / 2)]
     else:
         low, high = (torch.tensor(bound, dtype=torch.float32) for bound in (spec.action_low, spec.action_high))
         assert log_std is not None  # a continuous policy learns its std
@@ -358,9 +376,17 @@ def _describe(policy: ParticlePolicy, particle: int, deterministic: bool, raw: b
     else:
         action = {"low": list(spec.action_low), "high": list(spec.action_high)}
     if raw:
-        output = "logits" if spec.discrete else "mean and log-std before tanh" if spec.squashed else "mean"
+        output = (
+            "logits"
+            if spec.discrete
+            else "mean and log-std before tanh"
+            if spec.squashed
+            else "action before tanh"
+            if spec.deterministic
+            else "mean"
+        )
     else:
-        output = "action" if deterministic else "sampled action"
+        output = "action" if deterministic or spec.deterministic else "sampled action"
     return {
         "particle": particle,
         "obs_dim": spec.obs_dim,

@@ -26,7 +26,7 @@ from svpg.seeding import torch_generator
 class PolicySpec:
     """What fixes a policy ensemble's shape; stored in every checkpoint.
 
-    The head (:attr:`head`) follows from ``discrete``, ``nvec``, ``binary`` and ``squashed``, as
+    The head (:attr:`head`) follows from ``discrete``, ``nvec``, ``binary``, ``squashed`` and ``deterministic``, as
     Stable-Baselines3 chooses its distribution from the action space: ``Discrete`` → one categorical,
     ``MultiDiscrete`` → one categorical per component, ``MultiBinary`` → independent Bernoullis, ``Box``
     → a Gaussian. Fields left at their defaults are not stored (:meth:`to_dict`), so files written
@@ -53,6 +53,9 @@ class PolicySpec:
     :param nvec: the sizes of a ``MultiDiscrete``'s components (one categorical each, their logits
         consecutive in the network's output); empty otherwise.
     :param binary: a ``MultiBinary`` head: ``action_dim`` independent Bernoullis with logits.
+    :param deterministic: a Box head without noise, a = centre + half · tanh(μ(s)) in the action box (the
+        deterministic policy of TD3, Fujimoto et al. 2018, https://arxiv.org/abs/1802.09477, as
+        Stable-Baselines3's TD3 actor); its sample is its mode, the exploration noise is the estimator's.
     :param obs_layout: image or ``Dict`` observations (:class:`~svpg.core.extractors.ObsLayout`): what
         each slice of the flat observation (``obs_dim`` long) is, read by per-part extractors (a CNN for
         images) before the MLP, whose input is then the extractors' features; None: a flat observation
@@ -72,8 +75,11 @@ class PolicySpec:
     nvec: tuple[int, ...] = field(default=())
     binary: bool = False
     obs_layout: ObsLayout | None = None
+    deterministic: bool = False
 
     def __post_init__(self):
+        if self.deterministic and (self.discrete or self.squashed):
+            raise ValueError("a deterministic head is a Box head, neither discrete nor squashed")
         if self.obs_layout is not None:
             if self.obs_layout.size != self.obs_dim or self.network.sizes[0] != feature_size(self.obs_layout):
                 raise ValueError(
@@ -104,7 +110,8 @@ class PolicySpec:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["network"] = self.network.to_dict()
-        for name in ("squashed", "nvec", "binary", "obs_layout"):  # a field at its default is not stored
+        # a field at its default is not stored
+        for name in ("squashed", "nvec", "binary", "obs_layout", "deterministic"):
             if not d[name]:
                 del d[name]
         if self.obs_layout is not None:
@@ -130,10 +137,20 @@ class PolicySpec:
     @property
     def head(self) -> str:
         """``"categorical"`` (Discrete), ``"multi_categorical"`` (MultiDiscrete), ``"bernoulli"``
-        (MultiBinary), ``"gaussian"`` or ``"squashed"`` (Box)."""
+        (MultiBinary), ``"gaussian"``, ``"squashed"`` or ``"deterministic"`` (Box)."""
         if self.discrete:
             return "multi_categorical" if self.nvec else "bernoulli" if self.binary else "categorical"
-        return "squashed" if self.squashed else "gaussian"
+        return "squashed" if self.squashed else "deterministic" if self.deterministic else "gaussian"
+
+    @property
+    def learns_log_std(self) -> bool:
+        """The Gaussian head: a state-independent log-std in θ (the other Box heads have none)."""
+        return self.head == "gaussian"
+
+    @property
+    def tanh_box(self) -> bool:
+        """A Box head mapped onto the action box by tanh (squashed and deterministic)."""
+        return self.squashed or self.deterministic
 
     @property
     def action_shape(self) -> tuple[int, ...]:
@@ -177,9 +194,11 @@ class PolicySpec:
         num_particles: int,
         obs_scale: tuple[float, ...] = (),
         squashed: bool = False,
+        deterministic: bool = False,
     ) -> PolicySpec:
         """Build from Gymnasium spaces; ``network`` holds NetworkSpec fields except ``sizes``' ends.
-        ``squashed``: the tanh-squashed Gaussian head (Box actions with finite bounds only). An image
+        ``squashed``: the tanh-squashed Gaussian head, ``deterministic``: the deterministic tanh head (Box
+        actions with finite bounds only; ignored for discrete action spaces). An image
         Box or a Dict observation space gets an :class:`~svpg.core.extractors.ObsLayout`: the MLP reads
         the extractors' features."""
         layout = ObsLayout.from_space(obs_space, "the observation space")
@@ -191,6 +210,7 @@ class PolicySpec:
                 num_particles,
                 obs_scale,
                 squashed,
+                deterministic,
             )
             return dataclasses.replace(spec, obs_dim=layout.size, obs_layout=layout)
         if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
@@ -240,9 +260,12 @@ class PolicySpec:
             )
         if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
             a = action_space.shape[0]
-            if squashed and not (np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()):
+            if (squashed or deterministic) and not (
+                np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()
+            ):
+                kind = "tanh-squashed" if squashed else "deterministic tanh"
                 raise ValueError(
-                    f"a tanh-squashed policy needs finite action bounds, got {action_space}: "
+                    f"a {kind} policy needs finite action bounds, got {action_space}: "
                     f"wrap the env in gymnasium.wrappers.ClipAction or rescale its actions"
                 )
             return cls(
@@ -255,6 +278,7 @@ class PolicySpec:
                 tuple(float(x) for x in action_space.high),
                 obs_scale=obs_scale,
                 squashed=squashed,
+                deterministic=deterministic,
             )
         raise ValueError(f"svpg policies support {SUPPORTED_ACTIONS} action spaces, got {action_space}")
 
@@ -286,14 +310,14 @@ class ParticlePolicy:
             self.net = ParticleNetwork(self.layout, spec.obs_layout, spec.network, name="pi")
         else:
             self.net = ParticleMLP(self.layout, spec.network, name="pi")
-        if not spec.discrete and not spec.squashed:
+        if spec.learns_log_std:
             self.layout.add("pi.log_std", (spec.action_dim,))
         self.particle = 0
         if theta is None:
             theta = torch.empty(spec.num_particles, self.layout.size, device=device)
             # small last layer: every particle starts close to the uniform / zero-mean policy
             self.net.init_(theta, torch_generator(seed, "policy_init", device=theta.device), out_scale=0.01)
-            if not spec.discrete and not spec.squashed:
+            if spec.learns_log_std:
                 self.layout.get(theta, "pi.log_std").fill_(spec.init_log_std)
         elif tuple(theta.shape) != (spec.num_particles, self.layout.size):
             raise ValueError(
@@ -303,7 +327,7 @@ class ParticlePolicy:
         #: a frozen observation normalisation ({"mean", "std", "clip"}, see svpg.rl.normalize) applied by
         #: :meth:`preprocess` before acting on raw observations; None: the policy reads them as they are
         self.obs_normalization: dict | None = None
-        if spec.squashed:  # the box [low, high] as tanh's image: a = centre + half · tanh(u)
+        if spec.tanh_box:  # the box [low, high] as tanh's image: a = centre + half · tanh(u)
             low, high = (
                 torch.tensor(b, dtype=self.theta.dtype, device=self.theta.device)
                 for b in (spec.action_low, spec.action_high)
@@ -345,7 +369,7 @@ class ParticlePolicy:
         function and the same gradients in θ as scaling every observation, at no cost per step.
         """
         theta = self.theta if theta is None else theta
-        log_std = None if self.spec.discrete or self.spec.squashed else self.layout.get(theta, "pi.log_std")
+        log_std = self.layout.get(theta, "pi.log_std") if self.spec.learns_log_std else None
         return fold_obs_scale(self.net.weights(theta), self.spec.obs_scale), log_std
 
     def fast_weights(self, theta: torch.Tensor | None = None):
@@ -387,7 +411,9 @@ class ParticlePolicy:
 
     def sample(self, weights, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
         """Actions for obs (M, N, obs_dim) given :meth:`fast_weights` and noise from :meth:`draw_noise`:
-        (M, N) or (M, N, A)."""
+        (M, N) or (M, N, A). The deterministic head's sample is its mode (the noise is not read)."""
+        if self.spec.deterministic:
+            return self.mode(weights, obs)
         layer_weights, log_std = weights
         out = self.net.fast_forward(layer_weights, obs)
         if self.spec.discrete:
@@ -417,6 +443,15 @@ class ParticlePolicy:
         logp = (-0.5 * noise.square() - log_std - 0.5 * LOG_2PI - log_det).sum(-1)
         return torch.addcmul(self.action_centre, self.action_half, squash), logp
 
+    def deterministic_action(self, out: torch.Tensor, noise: torch.Tensor | None = None) -> torch.Tensor:
+        """The deterministic head's action c + h · tanh(μ) from the network output μ (..., A), differentiable
+        in it; with ``noise`` (in units of the half-width h, as Stable-Baselines3 adds TD3's noise to the
+        action scaled to [−1, 1]) c + h · clip(tanh(μ) + noise, −1, 1)."""
+        squash = torch.tanh(out)
+        if noise is not None:
+            squash = (squash + noise).clamp(-1.0, 1.0)
+        return torch.addcmul(self.action_centre, self.action_half, squash)
+
     def mode(self, weights, obs: torch.Tensor) -> torch.Tensor:
         """Deterministic actions (argmax / mean; a Bernoulli's 1 where its probability is over ½) for obs
         (M, N, obs_dim), given :meth:`fast_weights`."""
@@ -424,6 +459,8 @@ class ParticlePolicy:
         out = self.net.fast_forward(layer_weights, obs)
         if self.spec.squashed:
             return torch.addcmul(self.action_centre, self.action_half, torch.tanh(out.chunk(2, dim=-1)[0]))
+        if self.spec.deterministic:
+            return self.deterministic_action(out)
         return self._discrete_action(out) if self.spec.discrete else out
 
     def log_prob_entropy(self, theta: torch.Tensor, obs: torch.Tensor, actions: torch.Tensor):
@@ -434,10 +471,10 @@ class ParticlePolicy:
         """
         layer_weights, log_std = self.fast_weights(theta)
         out = self.net.fast_forward(layer_weights, obs)
-        if self.spec.squashed:
+        if self.spec.tanh_box:
             raise ValueError(
-                "a tanh-squashed policy is trained by the off-policy estimators (sac), which draw their own "
-                "actions; its log-probabilities of given actions are not used"
+                f"a {self.spec.head} policy is trained by the off-policy estimators (sac, td3), which draw their "
+                f"own actions; its log-probabilities of given actions are not used"
             )
         if self.spec.binary:  # log σ(x) = x − softplus(x), log(1 − σ(x)) = −softplus(x)
             softplus = torch.nn.functional.softplus(out)
@@ -481,7 +518,8 @@ class ParticlePolicy:
 
         :param observation: array (obs_dim,) or (n_envs, obs_dim); an image (its space's shape) or a
             batch of them (n_envs, *shape); a dict of such arrays for a ``Dict`` space, single or batched.
-        :param deterministic: argmax / mean action instead of a sample.
+        :param deterministic: argmax / mean action instead of a sample (a deterministic head ignores it:
+            its sample is its mode, as Stable-Baselines3's TD3 predicts).
         :returns: actions (n_envs, *action_shape), or one action for one observation: int64 for discrete
             heads (() for Discrete, (components,) for MultiDiscrete, (n,) for MultiBinary), float32 in
             the box for Box ones.
@@ -512,9 +550,11 @@ class ParticlePolicy:
 
     def __repr__(self) -> str:
         net = self.spec.network
-        head = {"squashed": "squashed gaussian", "multi_categorical": "multi-categorical"}.get(
-            self.spec.head, self.spec.head
-        )
+        head = {
+            "squashed": "squashed gaussian",
+            "multi_categorical": "multi-categorical",
+            "deterministic": "deterministic tanh",
+        }.get(self.spec.head, self.spec.head)
         return (
             f"ParticlePolicy(M={self.num_particles}, sizes={net.sizes}, K={net.householder}, "
             f"scales={net.learn_scales}, prior={net.prior}, head={head}, D={self.layout.size})"

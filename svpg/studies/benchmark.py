@@ -1,6 +1,6 @@
 """svpg against Stable-Baselines3 at equal environment steps, resumably: the on-policy comparison
-(S²VGD and SVGD with PPO's surrogate against SB3 PPO and A2C), the off-policy one (svpg's SAC
-estimator against SB3 SAC and TD3, ``--budget off-policy``) and the observation- and action-space one
+(S²VGD and SVGD with PPO's surrogate against SB3 PPO and A2C), the off-policy one (svpg's SAC and TD3
+estimators against SB3 SAC and TD3, ``--budget off-policy``) and the observation- and action-space one
 (S²VGD against SB3 PPO on MinAtar's Breakout, a ``Dict``-observation task and a ``MultiDiscrete`` one,
 ``--budget spaces``).
 
@@ -22,9 +22,10 @@ count), then evaluated deterministically on
   ``--svpg-options`` adds to it); the final metric is the particle with the highest return in the last
   training iteration (chosen on training returns), and the mean over all particles, each on the same
   fresh episodes.
-* ``s2vgd-sac``, ``svgd-sac``: :class:`svpg.SVPG` with ``estimator="sac"`` and the method
-  (:data:`SVPG_AGENT_SETTINGS`): no task preset, only the estimator's own defaults
-  (``svpg.rl.estimators.SAC.defaults``) and ``--svpg-options``; the final metrics as above.
+* ``s2vgd-sac``, ``svgd-sac``, ``s2vgd-td3``, ``svgd-td3``: :class:`svpg.SVPG` with ``estimator="sac"``
+  or ``"td3"`` and the method (:data:`SVPG_AGENT_SETTINGS`): no task preset, only the estimator's own
+  defaults (``svpg.rl.estimators.SAC.defaults``, ``TD3.defaults``) and ``--svpg-options``; the final
+  metrics as above.
 * ``ppo``, ``a2c``: SB3 with rl-zoo3's tuned hyperparameters for the task (:data:`ZOO`), normalisation
   included (``VecNormalize``, frozen for evaluation); on the spaces tasks, which rl-zoo3 lacks, PPO with
   SB3's defaults and the policy SB3 asks for (``CnnPolicy`` with MinAtar's small CNN, ``MultiInputPolicy``,
@@ -91,6 +92,8 @@ SVPG_AGENT_SETTINGS: dict[str, tuple[str, str | None]] = {
     "svgd": ("svgd", None),
     "s2vgd-sac": ("s2vgd", "sac"),
     "svgd-sac": ("svgd", "sac"),
+    "s2vgd-td3": ("s2vgd", "td3"),
+    "svgd-td3": ("svgd", "td3"),
 }
 SVPG_AGENTS = tuple(SVPG_AGENT_SETTINGS)
 SB3_AGENTS = sb3.AGENTS
@@ -124,7 +127,7 @@ BUDGETS = {
     "off-policy": Budget(
         "off-policy",
         ("Hopper-v5", "HalfCheetah-v5", "Walker2d-v5"),
-        ("s2vgd-sac", "svgd-sac", "sac", "td3"),
+        ("s2vgd-sac", "svgd-sac", "s2vgd-td3", "svgd-td3", "sac", "td3"),
         "sac",
         OFF_POLICY_STEPS,
         auc=True,
@@ -407,7 +410,9 @@ def training_shape(agent: str, task: str, env_steps: int) -> tuple[str, int]:
 
     if agent in SVPG_AGENTS:
         method, estimator = SVPG_AGENT_SETTINGS[agent]
-        if estimator is not None:  # off-policy: gradient_steps SVGD steps every train_freq steps of all particles
+        # off-policy: gradient_steps updates every train_freq steps of all particles (sac: each one SVGD step;
+        # td3: critic updates, an SVGD step every policy_delay-th, counted as SB3's TD3 row counts them)
+        if estimator is not None:
             config = SVPGConfig(**with_estimator_defaults({"estimator": estimator}), method=method)
             widths = " × ".join(map(str, config.hidden))
             vector_steps = max(0, env_steps - config.learning_starts) // config.num_particles
@@ -968,8 +973,8 @@ def main(argv: list[str] | None = None) -> int:
         default="on-policy",
         choices=tuple(BUDGETS),
         help="the comparison: on-policy (S²VGD and SVGD with PPO's surrogate against SB3 PPO and A2C, each "
-        f"task's budget; all tasks: {', '.join(BUDGETS['on-policy'].tasks)}), off-policy (svpg's SAC "
-        f"estimator against SB3 SAC and TD3, {OFF_POLICY_STEPS:,} steps; all tasks: "
+        f"task's budget; all tasks: {', '.join(BUDGETS['on-policy'].tasks)}), off-policy (svpg's SAC and TD3 "
+        f"estimators against SB3 SAC and TD3, {OFF_POLICY_STEPS:,} steps; all tasks: "
         f"{', '.join(BUDGETS['off-policy'].tasks)}) or spaces (S²VGD against SB3 PPO on an image, a Dict "
         f"observation and MultiDiscrete actions, each task's budget; all tasks: "
         f"{', '.join(BUDGETS['spaces'].tasks)}) (default: on-policy)",
@@ -1015,7 +1020,7 @@ def main(argv: list[str] | None = None) -> int:
         "--svpg-options",
         type=_json_object,
         default={},
-        help="svpg.SVPG options added to every task's preset (off-policy: to the SAC estimator's "
+        help="svpg.SVPG options added to every task's preset (off-policy: to the SAC or TD3 estimator's "
         "defaults), as a JSON object, e.g. '{\"lr\": 0.01}'",
     )
     p.add_argument("--report-only", action="store_true", help="only rebuild results.md, the CSVs and curves.png")

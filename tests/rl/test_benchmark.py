@@ -143,10 +143,13 @@ def test_the_off_policy_budget_plans_300k_steps_of_its_own_agents(tmp_path):
     budget = benchmark.BUDGETS["off-policy"]
     assert budget.tasks == ("Hopper-v5", "HalfCheetah-v5", "Walker2d-v5") and budget.reference == "sac"
     jobs = benchmark.plan(tmp_path, list(budget.tasks), list(budget.agents), [0, 1], budget="off-policy")
-    assert len(jobs) == 3 * 4 * 2 and {j["total_steps"] for j in jobs} == {300_000}
+    assert len(jobs) == 3 * 6 * 2 and {j["total_steps"] for j in jobs} == {300_000}
     assert [j["agent"] for j in jobs[:4]] == ["sac", "sac", "td3", "td3"]  # SB3 first
     assert benchmark.svpg_options("Hopper-v5", {"lr": 0.01}, "svgd-sac") == {"estimator": "sac", "lr": 0.01}
     assert benchmark.SVPG_AGENT_SETTINGS["s2vgd-sac"] == ("s2vgd", "sac")
+    assert benchmark.SVPG_AGENT_SETTINGS["svgd-td3"] == ("svgd", "td3")
+    assert {"s2vgd-td3", "svgd-td3"} <= set(budget.agents)
+    assert benchmark.svpg_options("Hopper-v5", None, "s2vgd-td3") == {"estimator": "td3"}
     # the on-policy budget is unchanged: each task's preset budget, Walker2d-v5 and Ant-v5 among them
     on = benchmark.plan(tmp_path, ["Walker2d-v5", "Ant-v5"], ["s2vgd", "ppo"], [0])
     assert {j["total_steps"] for j in on} == {1_000_000}
@@ -156,6 +159,8 @@ def test_the_off_policy_budget_plans_300k_steps_of_its_own_agents(tmp_path):
     config = SVPGConfig(**with_estimator_defaults({"estimator": "sac"}))
     steps = (300_000 - config.learning_starts) // 4 // config.train_freq * config.gradient_steps
     assert benchmark.training_shape("s2vgd-sac", "Hopper-v5", 300_000) == ("256 × 256 tanh, 4 particles", steps)
+    # td3: its critic updates, as SB3's TD3 row counts them (an SVGD step every policy_delay-th)
+    assert benchmark.training_shape("svgd-td3", "Hopper-v5", 300_000) == ("400 × 300 tanh, 4 particles", steps)
 
 
 def test_off_policy_table_has_auc_and_sac_differences(tmp_path):
@@ -208,7 +213,7 @@ def test_off_policy_agents_train_end_to_end(tmp_path, tiny_off_policy, capsys):
     assert {r["agent"] for r in read_csv(tmp_path / "curves.csv")} == set(agents)
     capsys.readouterr()
     assert benchmark.main(argv) == 0
-    assert "4 runs, 4 already finished" in capsys.readouterr().out
+    assert f"{len(agents)} runs, {len(agents)} already finished" in capsys.readouterr().out
 
 
 def test_a_bad_zoo_entry_is_one_line(monkeypatch):

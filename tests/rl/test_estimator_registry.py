@@ -12,7 +12,7 @@ from svpg.rl.train_cli import build_parser
 
 
 def test_the_choices_help_and_grids_come_from_the_registry():
-    assert ESTIMATORS == tuple(REGISTRY) == ("reinforce", "a2c", "ppo", "sac")
+    assert ESTIMATORS == tuple(REGISTRY) == ("reinforce", "a2c", "ppo", "sac", "td3")
     assert ON_POLICY_ESTIMATORS == ("reinforce", "a2c", "ppo")
     help_text = " ".join(build_parser("train.py").format_help().split())
     for name, cls in REGISTRY.items():
@@ -51,7 +51,7 @@ def test_an_estimator_added_from_outside_the_package_trains():
     parser = build_parser("train.py")
     assert parser.parse_args(["--estimator", "reward-to-go"]).estimator == "reward-to-go"
     del REGISTRY["reward-to-go"]  # (conftest restores the registry after every test in any case)
-    with pytest.raises(ValueError, match="--estimator 'reward-to-go': choose from reinforce, a2c, ppo, sac"):
+    with pytest.raises(ValueError, match="--estimator 'reward-to-go': choose from reinforce, a2c, ppo, sac, td3"):
         SVPGConfig(estimator="reward-to-go").validate()
 
 
