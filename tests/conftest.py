@@ -66,12 +66,14 @@ def csv_file(tmp_path_factory) -> Path:
 
 # The longest test files first: `make test` hands whole files to its two workers (--dist loadfile) in
 # collection order, so starting the long ones early lets both workers finish at about the same time.
-LONGEST_FIRST = ("test_docs.py", "test_bandits_runs.py", "test_rl_runs.py", "test_api.py", "test_supervised_models.py",
-                 "test_supervised_runs.py", "test_benchmark.py", "test_rl_faults.py", "test_bandits_agents.py",
-                 "test_rl_training.py", "test_bandits_showdown.py", "test_rl_ablation.py", "test_frontend_backends.py",
-                 "test_variational.py")
+LONGEST_FIRST = ("core/test_docs.py", "rl/test_benchmark.py", "rl/test_api.py", "rl/test_sac.py",
+                 "supervised/test_models.py", "rl/test_obs_spaces.py", "rl/test_training.py", "bandits/test_agents.py",
+                 "rl/test_faults.py", "bandits/test_showdown.py", "rl/test_benchmark_spaces.py", "supervised/test_runs.py",
+                 "rl/test_runs.py", "core/test_variational.py", "bandits/test_runs.py", "supervised/test_variational.py")
+TESTS = Path(__file__).resolve().parent
+assert all((TESTS / name).exists() for name in LONGEST_FIRST), "LONGEST_FIRST names a test file that moved"
 
 
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the others keep their order
+    items.sort(key=lambda item: rank.get(item.path.relative_to(TESTS).as_posix(), len(rank)))  # stable: the others keep their order

@@ -98,7 +98,7 @@ def supervised_reference(csv_file, tmp_path_factory) -> Path:
     return supervised_run(csv_file, tmp_path_factory.mktemp("supervised"), "sequential")
 
 
-@pytest.mark.parametrize("backend", ["local", pytest.param("ray", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("backend", [pytest.param(b, marks=pytest.mark.slow) for b in ("local", "ray")])
 def test_a_supervised_run_on_a_backend_gives_the_in_process_results(backend, csv_file, supervised_reference, tmp_path):
     assert_same_supervised_results(supervised_run(csv_file, tmp_path, backend, "--backend", backend), supervised_reference)
 

@@ -19,7 +19,8 @@ SVPG_TINY = {"num_particles": 2, "samples_per_particle": 100, "hidden": [8], "cr
 PPO_TINY = {"n_steps": 100, "batch_size": 50, "n_epochs": 1}
 PACKAGE_TASKS = ("svpg/PointReach-v0", "svpg/Knobs-v0")
 needs_minatar = pytest.mark.skipif(not minatar_installed(), reason='MinAtar is not installed: pip install "svpg[minatar]"')
-TASKS = (*PACKAGE_TASKS, pytest.param("MinAtar/Breakout-v1", marks=needs_minatar))
+# MinAtar's tiny runs are slow-marked (its CNN: about 2 s each); its wrapper and registration are tested below
+TASKS = (*PACKAGE_TASKS, pytest.param("MinAtar/Breakout-v1", marks=[needs_minatar, pytest.mark.slow]))
 
 
 @pytest.fixture
