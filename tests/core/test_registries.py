@@ -6,6 +6,7 @@ registries after every test.)"""
 import hashlib
 import json
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -95,3 +96,37 @@ def test_any_data_set_is_one_entry_with_its_loader():
     with pytest.raises(ValueError, match="'toy' is registered already"):
         register_dataset("toy", DatasetEntry("classification", load))
     assert "toy-classes" in supervised_data.classification_sets()
+
+
+class Sign(gym.Env):
+    """docs/architecture.md's toy environment: say on which side of 0 the observation is (reward 1 when right)."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.x = self.np_random.uniform(-1, 1, 1).astype(np.float32)
+        return self.x, {}
+
+    def step(self, action):
+        reward = float(int(action) == int(self.x[0] > 0))
+        self.x = self.np_random.uniform(-1, 1, 1).astype(np.float32)
+        return self.x, reward, False, False, {}
+
+
+def test_an_environment_is_one_gymnasium_registration():
+    """The recipe of docs/architecture.md: register the class under an id; svpg then trains on the id."""
+    from gymnasium.utils.env_checker import check_env
+
+    import svpg
+
+    gym.register(id="svpg-test/Sign-v0", entry_point=f"{__name__}:Sign", max_episode_steps=20)
+    try:
+        check_env(gym.make("svpg-test/Sign-v0").unwrapped)
+        model = svpg.SVPG("svpg-test/Sign-v0", estimator="reinforce", samples_per_particle=400, lr=0.02, seed=0, verbose=0)
+        model.learn(8 * 1_600)
+        assert model.horizon == 20  # from the registration's TimeLimit
+        assert model.scalars[0]["rollout/ep_rew_max"] >= 17  # of 20; a coin scores 10
+    finally:
+        gym.registry.pop("svpg-test/Sign-v0")
