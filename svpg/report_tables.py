@@ -173,12 +173,12 @@ def _screen_table(rows: list[dict]) -> str:
         "policy network, SVGD steps",
     ]
     table = []
+    preset = {k: v for k, v in load_preset("HalfCheetah-v5").items() if not k.startswith("_")}
     for options, label in SCREEN_CANDIDATES.items():
         own = [r for r in results if r["agent"] == "s2vgd" and r.get("options", "") == options]
         if not own:
             table.append([label, NOT_YET, *[""] * (len(header) - 2)])
             continue
-        preset = {k: v for k, v in load_preset("HalfCheetah-v5").items() if not k.startswith("_")}
         config = SVPGConfig(**{**preset, **(json.loads(options) if options else {})})
         steps = max(r["env_steps"] for r in own)
         svgd_steps = steps // (config.num_particles * config.samples_per_particle) * config.ppo_epochs
@@ -259,38 +259,30 @@ def _budget_rows(rows: list[dict], name: str) -> str:
     return render_table(header, table, "ll" + "r" * (len(header) - 2))
 
 
-register(
-    Table(
-        name="benchmark-off-policy",
-        doc="docs/benchmarks.md",
-        source=OFF_POLICY_FILE,
-        build=_budget_table("off-policy"),
-        command="python -m svpg.studies.benchmark --budget off-policy --tasks all --seeds 0-4 && "
-        f"python -m svpg.report gather runs/benchmark-off-policy --into {OFF_POLICY_FILE}",
-        compute=lambda rows: _core_hours(rows) if rows else f"{_off_policy_runs()} runs, {NOT_YET}",
-    )
-)
-
-
-def _off_policy_runs(seeds: int = 5) -> int:
-    """The off-policy table's runs: every task × agent of ``--budget off-policy`` on seeds 0–4."""
+def _budget_runs(name: str, seeds: int = 5) -> int:
+    """A budget's table's runs: every task × agent of ``--budget name`` on seeds 0–4."""
     from svpg.studies.benchmark import BUDGETS
 
-    budget = BUDGETS["off-policy"]
+    budget = BUDGETS[name]
     return len(budget.tasks) * len(budget.agents) * seeds
 
 
-register(
-    Table(
-        name="benchmark-spaces",
-        doc="docs/benchmarks.md",
-        source=SPACES_FILE,
-        build=_budget_table("spaces"),
-        command="python -m svpg.studies.benchmark --budget spaces --tasks all --seeds 0-4 && "
-        f"python -m svpg.report gather runs/benchmark-spaces --into {SPACES_FILE}",
-        compute=lambda rows: _core_hours(rows) if rows else f"30 runs, {NOT_YET}",
+def _budget_compute(name: str):
+    return lambda rows: _core_hours(rows) if rows else f"{_budget_runs(name)} runs, {NOT_YET}"
+
+
+for _budget, _file in (("off-policy", OFF_POLICY_FILE), ("spaces", SPACES_FILE)):
+    register(
+        Table(
+            name=f"benchmark-{_budget}",
+            doc="docs/benchmarks.md",
+            source=_file,
+            build=_budget_table(_budget),
+            command=f"python -m svpg.studies.benchmark --budget {_budget} --tasks all --seeds 0-4 && "
+            f"python -m svpg.report gather runs/benchmark-{_budget} --into {_file}",
+            compute=_budget_compute(_budget),
+        )
     )
-)
 
 
 # -- RL: the defaults against SB3 PPO's defaults (docs/results.md) ---------------------------------------
