@@ -466,6 +466,13 @@ def feature_size(obs: ObsLayout) -> int:
     return sum(p.features if p.kind == "image" else p.size for p in obs.parts)
 
 
+def network_input_size(space: gym.Space, flat_size: int) -> int:
+    """The width of the dense network's input for observations of ``space``: the extractors' features
+    for an image ``Box`` or a ``Dict``, else ``flat_size`` (the flat observation's size)."""
+    layout = ObsLayout.from_space(space)
+    return flat_size if layout is None else feature_size(layout)
+
+
 class _ToImage(nn.Module):
     """Flat (B, size) pixels → (B, C, H, W) in [0, 1]."""
 

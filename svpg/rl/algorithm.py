@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from svpg.core.extractors import network_input_size
 from svpg.core.svgd import SVGD
 from svpg.deprecation import renamed_attribute
 from svpg.envs import make_batched
@@ -193,7 +194,10 @@ class SVPG:
         self.spec = PolicySpec.for_spaces(
             self.env.single_observation_space,
             self.env.single_action_space,
-            cfg.network_kwargs(self.env.obs_dim, self.env.action_dim),
+            # svgd-star widens from the dense network's input: an image's features, not its pixel count
+            cfg.network_kwargs(
+                network_input_size(self.env.single_observation_space, self.env.obs_dim), self.env.action_dim
+            ),
             m,
             obs_scale=cfg.obs_scale,
             squashed=ESTIMATORS[cfg.estimator].squashed_policy,

@@ -318,12 +318,13 @@ class SVPGConfig:
             return "identity"
         return "median" if self.bandwidth == "median" else float(self.bandwidth)
 
-    def network_kwargs(self, obs_dim: int, out_dim: int) -> dict:
-        """NetworkSpec fields for the policy (``hidden`` instead of ``sizes``)."""
+    def network_kwargs(self, input_dim: int, out_dim: int) -> dict:
+        """NetworkSpec fields for the policy (``hidden`` instead of ``sizes``); ``input_dim`` is the width
+        of the dense network's input (an image's or a ``Dict``'s extractor features, else the observation's)."""
         structural = self.method == "s2vgd"
         hidden = tuple(self.hidden)
         if self.method == "svgd-star":
-            hidden = widen_to_match(obs_dim, hidden, out_dim, householder=4, prior=self.prior)
+            hidden = widen_to_match(input_dim, hidden, out_dim, householder=4, prior=self.prior)
         return dict(
             hidden=hidden,
             activation="tanh",

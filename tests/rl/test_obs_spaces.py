@@ -385,3 +385,17 @@ def test_minatar_bool_frames_are_binary_images_through_the_small_torso():
     from svpg.rl.export import to_module
 
     assert to_module(model.policy)(torch.from_numpy(frames).float()).tolist() == actions.tolist()
+
+
+def test_svgd_star_widens_an_image_policy_from_its_features_not_its_pixels():
+    from svpg.rl.config import parameter_count, widen_to_match
+
+    options = {**FAST, "hidden": (32, 32)}
+    model = svpg.SVPG(lambda: PixelReach(width=40), method="svgd-star", seed=0, verbose=0, **options)
+    features = 128  # the small torso's dense layer (the image is under 36 px)
+    hidden = tuple(model.policy.spec.network.sizes[1:-1])
+    assert hidden == widen_to_match(features, (32, 32), 2) == (39, 39)
+    assert widen_to_match(2 * 3 * 40, (32, 32), 2) == (38, 38)  # what the flat pixel count would give
+    # as many coordinates as S²VGD's dense network (K = 4) on the same features, at least
+    target = parameter_count((features, 32, 32, 2), householder=4, learn_scales=True, prior="mvg")
+    assert parameter_count((features, *hidden, 2), prior="mvg") >= target > parameter_count((features, 32, 32, 2))
