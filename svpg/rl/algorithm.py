@@ -202,7 +202,13 @@ class SVPG:
             obs_scale=cfg.obs_scale,
             squashed=ESTIMATORS[cfg.estimator].squashed_policy,
             deterministic=ESTIMATORS[cfg.estimator].deterministic_policy,
+            init_log_std=cfg.log_std_init,
         )
+        if cfg.log_std_init != 0 and not self.spec.learns_log_std:
+            raise ValueError(
+                f"--log-std-init sets the log-std of a Gaussian Box head, which {cfg.estimator} on "
+                f"{self.env.single_action_space} does not have: leave it at 0"
+            )
         # each seed's particles drawn from its own stream, exactly as its single-seed run draws them
         theta = torch.cat(
             [ParticlePolicy(self.spec, device=self.device, seed=seed).theta.detach() for seed in self.seeds]

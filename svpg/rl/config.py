@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -87,6 +88,9 @@ class SVPGConfig:
     num_particles: int = _f(4, "M, the number of policy particles")
     householder: int = _f(1, "K, Householder reflections per side of every layer (s2vgd only; capped at min(ℓ1, ℓ2))")
     hidden: tuple[int, ...] = _f((64, 64), "hidden layer widths of the tanh policy MLP")
+    log_std_init: float = _f(
+        0.0, "initial log σ of a Gaussian policy's state-independent log-std, every particle (SB3's log_std_init)"
+    )
     alpha: float = _f(
         100.0, "temperature α of the target q(θ) ∝ exp(J(θ)/α) p(θ) (eq. 18); larger α trusts the prior more"
     )
@@ -300,6 +304,8 @@ class SVPGConfig:
             problems.append("--clip-obs and --clip-reward must be > 0")
         if not 0 <= self.gamma <= 1:
             problems.append(f"--gamma must be in [0, 1], got {self.gamma}")
+        if not math.isfinite(self.log_std_init):
+            problems.append(f"--log-std-init must be a finite number, got {self.log_std_init}")
         if not self.hidden or min(self.hidden) < 1:
             problems.append(f"--hidden needs positive widths, got {self.hidden}")
         if self.bandwidth != "median":

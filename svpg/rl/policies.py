@@ -195,12 +195,14 @@ class PolicySpec:
         obs_scale: tuple[float, ...] = (),
         squashed: bool = False,
         deterministic: bool = False,
+        init_log_std: float = 0.0,
     ) -> PolicySpec:
         """Build from Gymnasium spaces; ``network`` holds NetworkSpec fields except ``sizes``' ends.
         ``squashed``: the tanh-squashed Gaussian head, ``deterministic``: the deterministic tanh head (Box
         actions with finite bounds only; ignored for discrete action spaces). An image
         Box or a Dict observation space gets an :class:`~svpg.core.extractors.ObsLayout`: the MLP reads
-        the extractors' features."""
+        the extractors' features. ``init_log_std``: the initial log σ of a Gaussian Box head (SB3's
+        ``log_std_init``)."""
         layout = ObsLayout.from_space(obs_space, "the observation space")
         if layout is not None:
             spec = cls.for_spaces(
@@ -211,6 +213,7 @@ class PolicySpec:
                 obs_scale,
                 squashed,
                 deterministic,
+                init_log_std,
             )
             return dataclasses.replace(spec, obs_dim=layout.size, obs_layout=layout)
         if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
@@ -279,6 +282,7 @@ class PolicySpec:
                 obs_scale=obs_scale,
                 squashed=squashed,
                 deterministic=deterministic,
+                init_log_std=init_log_std,
             )
         raise ValueError(f"svpg policies support {SUPPORTED_ACTIONS} action spaces, got {action_space}")
 

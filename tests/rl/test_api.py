@@ -235,11 +235,25 @@ def test_checkpoint_callback_keeps_the_last_n(tmp_path):
     (dict(lr="fast"), "'lr' must be a number"),
     (dict(iterations=3), "not SVPG options"),
     (dict(learning_rate=0.1), "unknown option"),
+    (dict(log_std_init=float("nan")), "--log-std-init must be a finite number"),
+    (dict(log_std_init=-2.0), r"--log-std-init sets the log-std of a Gaussian Box head, which ppo on Discrete\(2\)"),
 ])
 def test_bad_arguments_are_one_line_value_errors(kwargs, fragment):
     with pytest.raises(ValueError, match=fragment) as err:
         svpg.SVPG("CartPole-v1", **kwargs)
     assert "\n" not in str(err.value)
+
+
+def test_log_std_init_starts_every_particle_at_that_log_std_and_changes_nothing_else():
+    options = dict(seed=3, verbose=0, num_particles=2, samples_per_particle=200, hidden=(8,))
+    default, narrow = svpg.SVPG("Pendulum-v1", **options), svpg.SVPG("Pendulum-v1", log_std_init=-2.0, **options)
+    layout = narrow.policy.layout
+    assert layout.get(narrow.policy.theta, "pi.log_std").tolist() == [[-2.0], [-2.0]]
+    assert layout.get(default.policy.theta, "pi.log_std").tolist() == [[0.0], [0.0]]
+    rest = [name for name in layout if name != "pi.log_std"]
+    assert rest and all(torch.equal(layout.get(narrow.policy.theta, n), layout.get(default.policy.theta, n)) for n in rest)
+    with pytest.raises(ValueError, match=r"^--log-std-init sets the log-std of a Gaussian Box head, which sac"):
+        svpg.SVPG("Pendulum-v1", estimator="sac", log_std_init=-1.0, **options)
 
 
 def test_bad_environments_are_named():
