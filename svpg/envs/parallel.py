@@ -41,10 +41,13 @@ VectorFactory = Callable[[int], gym.vector.VectorEnv]
 #: takes hundreds of microseconds to wake on a busy machine, longer than a step of a few MuJoCo
 #: environments; within a rollout the next command comes sooner than this (the training process steps
 #: its own group and the policies in less), and between rollouts the worker blocks and frees its core.
+#: It yields the core between polls, so that on a loaded machine polling costs the other processes
+#: little (plain busy polling made stepping slower there than blocking at once). The training process
+#: itself never polls: it blocks on the workers once its own group has stepped (polling there was
+#: never faster).
 WORKER_SPIN_S = 0.002
-#: how long the training process polls the workers' pipes, once its own group has stepped, before it
-#: blocks on them (it never polls while the workers still have the cores to themselves).
-PARENT_SPIN_S = 0.0
+
+_yield = getattr(os, "sched_yield", lambda: None)
 
 
 def default_workers(num_envs: int) -> int:
@@ -75,11 +78,11 @@ def _quiet_value_errors(call: Callable, *args, **kwargs):
 
 
 def _spin_then_wait(conn: Connection, seconds: float) -> None:
-    """Return once ``conn`` has data: poll it for up to ``seconds``, then block."""
+    """Return once ``conn`` has data: poll it for up to ``seconds`` (yielding the core in between), then block."""
     if seconds > 0 and not conn.poll():
         deadline = time.perf_counter() + seconds
         while not conn.poll() and time.perf_counter() < deadline:
-            pass
+            _yield()
     conn.poll(None)
 
 
@@ -239,15 +242,10 @@ class GroupedAsyncVectorEnv(gym.vector.VectorEnv):
         x = np.asarray(x).reshape(len(self.sizes[1:]) * self.width, *np.shape(x)[2:])
         return x[self._rows] if self._padded else x
 
-    def _wait(self, wait: Callable) -> Any:
+    @staticmethod
+    def _wait(wait: Callable) -> Any:
         """The workers' results of the call in flight (``reset_wait`` or ``step_wait``), once this
         process's group is done; a worker's ``ValueError`` is re-raised on one line."""
-        assert self.workers is not None
-        if PARENT_SPIN_S > 0:
-            deadline = time.perf_counter() + PARENT_SPIN_S
-            for pipe in self.workers.parent_pipes:
-                if pipe is not None:
-                    _spin_then_wait(pipe, deadline - time.perf_counter())
         return _quiet_value_errors(wait)
 
     def _drain(self, wait: Callable) -> None:

@@ -1,5 +1,5 @@
-"""Environments in worker processes (vec_env="async") step exactly as in this process; errors about a
-user's environment name it and fit on one line."""
+"""Environments stepped in parallel groups (vec_env="async": this process and worker processes) step exactly
+as in this process; errors about a user's environment name it and fit on one line."""
 import gymnasium as gym
 import numpy as np
 import pytest
