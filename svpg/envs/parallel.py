@@ -14,8 +14,8 @@ The workers' groups are ``gym.Env`` s (:class:`EnvGroup`) in Gymnasium's ``Async
 autoreset disabled there (a group resets its own environments) and observations through shared
 memory. Its workers wait for the next command by polling their pipe for :data:`WORKER_SPIN_S` before
 they block (waking a blocked process costs more than a step of a few environments). When the groups
-differ in size the workers' smaller groups are padded to the largest one's size with rows that are
-never stepped.
+differ in size the training process gets a smallest one (it also runs the policies) and the workers'
+smaller groups are padded to the largest one's size with rows that are never stepped.
 """
 
 from __future__ import annotations
@@ -56,9 +56,10 @@ def default_workers(num_envs: int) -> int:
 
 
 def group_sizes(num_envs: int, n_workers: int) -> list[int]:
-    """Consecutive groups of environments, one per parallel group, as equal as can be (the larger first)."""
+    """Consecutive groups of environments, one per parallel group, as equal as can be; the smaller first
+    (the first is the training process's, which also runs the policies)."""
     base, extra = divmod(num_envs, n_workers)
-    return [base + (w < extra) for w in range(n_workers)]
+    return [base + (w >= n_workers - extra) for w in range(n_workers)]
 
 
 def _quiet_value_errors(call: Callable, *args, **kwargs):
@@ -216,7 +217,7 @@ class GroupedAsyncVectorEnv(gym.vector.VectorEnv):
         if n_workers == 1:
             return
         sizes = self.sizes[1:]
-        self.width = width = sizes[0]  # the workers' groups, padded to the largest one's size
+        self.width = width = max(sizes)  # the workers' groups, padded to the largest one's size
         # row of the workers' environment i (environment sizes[0] + i) in their padded batch
         self._rows = np.array([w * width + j for w, k in enumerate(sizes) for j in range(k)])
         self._padded = len(self._rows) != len(sizes) * width

@@ -56,10 +56,11 @@ def assert_same_steps(a, b, steps, actions, seeds=(None,)):
 
 
 def test_group_sizes_are_consecutive_and_as_equal_as_can_be():
-    assert group_sizes(8, 2) == [4, 4] and group_sizes(7, 3) == [3, 2, 2] and group_sizes(3, 3) == [1, 1, 1]
+    assert group_sizes(8, 2) == [4, 4] and group_sizes(7, 3) == [2, 2, 3] and group_sizes(3, 3) == [1, 1, 1]
+    assert group_sizes(9, 4) == [2, 2, 2, 3] and group_sizes(5, 1) == [5]
 
 
-@pytest.mark.parametrize("num_envs, n_workers", [(6, 2), (5, 3), (3, 1)])
+@pytest.mark.parametrize("num_envs, n_workers", [(6, 2), (7, 3), (3, 1)])  # (7, 3): groups of 2, 2 and 3
 def test_async_steps_as_sync_bit_for_bit(num_envs, n_workers):
     # short episodes so that same-step resets (and their final observations) happen in every group
     kw = dict(seed=3, max_episode_steps=7)
@@ -193,13 +194,13 @@ def sync_theta():
         return sync.learn(1600).policy.theta
 
 
-@pytest.mark.parametrize("n_workers", [2, 3, 1])  # 4 environments: 3 groups of 2, 1 and 1
+@pytest.mark.parametrize("n_workers", [2, 3, 1])  # 4 environments: 3 groups of 1, 1 and 2
 def test_svpg_trains_the_same_theta_with_async_environments(sync_theta, n_workers):
     import svpg
 
     with svpg.SVPG("Pendulum-v1", vec_env="async", n_workers=n_workers, **SVPG_KW) as par:
         assert isinstance(par.env.vec_env, GroupedAsyncVectorEnv) and par.env.vec_env.sizes == {
-            1: [4], 2: [2, 2], 3: [2, 1, 1]
+            1: [4], 2: [2, 2], 3: [1, 1, 2]
         }[n_workers]
         par.learn(1600)
         assert par.iteration == 2 and torch.equal(par.policy.theta, sync_theta)
