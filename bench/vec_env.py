@@ -1,17 +1,22 @@
 #!/usr/bin/env python
 """Environment steps per second of the generic path: environments stepped in this process
-(``vec_env="sync"``) against worker processes (``vec_env="async"``) and, where EnvPool is installed,
-EnvPool's threads (``vec_env="envpool"``, its own implementation of the task), and the ratios to sync.
+(``vec_env="sync"``) against W groups stepped in parallel, one by this process and W − 1 by worker
+processes (``vec_env="async"``, ``n_workers=W``) and, where EnvPool is installed, EnvPool's W threads
+(``vec_env="envpool"``, its own implementation of the task), and the ratios to sync.
 
     python bench/vec_env.py                                # Hopper-v5, 8 and 16 envs, 2 workers
     python bench/vec_env.py --num-envs 32 --workers 2 4 --steps 300 --repeats 7
     python bench/vec_env.py --env-id Pendulum-v1 --num-envs 16
+    python bench/vec_env.py --learn                        # also svpg.SVPG(...).learn end to end
 
 Each figure is ``svpg.envs.make_batched(...).step`` on a ``(num_envs, ...)`` action tensor drawn
 beforehand (no policy), autoresets included, over rollouts of ``--steps`` steps, as a training
 iteration runs them. The variants take turns, one rollout each per round, so that load from other
 processes hits them alike; each figure is the best of ``--repeats`` rounds (on a shared machine the
 best is the capacity, the rest is other people's load). The ratio is async / sync of those best figures.
+With ``--learn`` it also times whole PPO iterations of ``svpg.SVPG`` (rollouts, policies and updates,
+one torch thread) on the first ``--num-envs``: environment steps per second of an iteration, best of
+``--learn-repeats``.
 """
 
 from __future__ import annotations
@@ -55,13 +60,46 @@ def steps_per_second(env_id: str, num_envs: int, variants: dict[str, dict], step
             env.close()
 
 
+def learn_steps_per_second(env_id: str, num_envs: int, variants: dict[str, dict], repeats: int) -> dict:
+    """Best env-steps per second of one ``svpg.SVPG(...).learn`` iteration of each variant, in turns: 4
+    particles with ``num_envs / 4`` environments each, a full horizon per environment."""
+    import svpg
+    from svpg.rl.config import default_horizon
+
+    particles, models = 4, {}
+    samples = default_horizon(env_id) * max(1, num_envs // particles)
+    try:
+        for name, kw in variants.items():
+            models[name] = svpg.SVPG(
+                env_id, num_particles=particles, samples_per_particle=samples, seed=0, verbose=0, threads=1, **kw
+            )
+        best = dict.fromkeys(models, 0.0)
+        for r in range(repeats + 1):  # the first round warms up
+            for name, model in models.items():
+                model.learn(model.steps_per_update)
+                if r:
+                    best[name] = max(best[name], model.scalars[0]["time/fps"])
+        return best
+    finally:
+        for model in models.values():
+            model.close()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--env-id", default="Hopper-v5")
     p.add_argument("--num-envs", type=int, nargs="+", default=[8, 16])
-    p.add_argument("--workers", type=int, nargs="+", default=[2], help="n_workers of the async and envpool variants")
+    p.add_argument(
+        "--workers",
+        type=int,
+        nargs="+",
+        default=[2],
+        help="n_workers of the async (parallel groups, this process's included) and envpool (threads) variants",
+    )
     p.add_argument("--steps", type=int, default=200, help="steps per timed rollout")
     p.add_argument("--repeats", type=int, default=5, help="timed rounds (the best is reported)")
+    p.add_argument("--learn", action="store_true", help="also time svpg.SVPG(...).learn iterations end to end")
+    p.add_argument("--learn-repeats", type=int, default=2, help="timed learn iterations per variant")
     args = p.parse_args()
     torch.set_num_threads(1)
     try:
@@ -72,7 +110,7 @@ def main() -> None:
         pool = False
     print(
         f"{args.env_id}: env-steps/s, best of {args.repeats} rounds of {args.steps}-step rollouts; "
-        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; async/W: W worker processes, envpool/W: W threads"
+        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; async/W: W parallel groups (this process and W - 1 workers), envpool/W: W threads"
         + ("" if pool else " (EnvPool not installed or without this id)")
     )
     for n in args.num_envs:
@@ -81,6 +119,15 @@ def main() -> None:
             variants |= {f"envpool/{w}": {"vec_env": "envpool", "n_workers": w} for w in args.workers}
         sps = steps_per_second(args.env_id, n, variants, args.steps, args.repeats)
         line = f"  {n:4d} envs  sync {sps['sync']:8.0f}"
+        for name in variants:
+            if name != "sync":
+                line += f"  | {name} {sps[name]:8.0f} ({sps[name] / sps['sync']:.2f}x)"
+        print(line, flush=True)
+    if args.learn:
+        n = args.num_envs[0]
+        variants = {"sync": {}} | {f"async/{w}": {"vec_env": "async", "n_workers": w} for w in args.workers if w <= n}
+        sps = learn_steps_per_second(args.env_id, n, variants, args.learn_repeats)
+        line = f"  learn, {n} envs: sync {sps['sync']:8.0f}"
         for name in variants:
             if name != "sync":
                 line += f"  | {name} {sps[name]:8.0f} ({sps[name] / sps['sync']:.2f}x)"

@@ -106,13 +106,14 @@ def make_batched(
     :param dtype: floating dtype of observations and rewards.
     :param env_kwargs: keyword arguments of ``gym.make`` (Gymnasium ids only).
     :param vec_env: how the generic path steps its environments: ``"sync"``, one after the other in
-        this process, or ``"async"``, in ``n_workers`` worker processes that each step a consecutive
-        group of them (Gymnasium's ``AsyncVectorEnv``); the same seeds give the same results bit for
-        bit. ``"envpool"``: EnvPool's own implementation of the id in ``n_workers`` threads (same
-        seeds, same results, but not Gymnasium's; ``pip install "svpg[envpool]"``). The fast-path
-        tasks are one batch in this process and ignore it; a vector env needs ``"sync"``.
-    :param n_workers: worker processes of ``"async"`` (at most ``num_envs``), threads of ``"envpool"``
-        (None or 0: one per core).
+        this process, or ``"async"``, in ``n_workers`` consecutive groups stepped in parallel, the first
+        by this process and each other one by a worker process (Gymnasium's ``AsyncVectorEnv``); the
+        same seeds give the same results bit for bit. ``"envpool"``: EnvPool's own implementation of
+        the id in ``n_workers`` threads (same seeds, same results, but not Gymnasium's;
+        ``pip install "svpg[envpool]"``). The fast-path tasks are one batch in this process and ignore
+        it; a vector env needs ``"sync"``.
+    :param n_workers: parallel groups of ``"async"``, this process's included (at most ``num_envs``;
+        1: no worker process), threads of ``"envpool"`` (None or 0: one per core).
     :raises ValueError: for an unknown id (with suggestions), an env whose dependency is missing (naming
         what to install) or a bad ``num_envs``, ``vec_env`` or ``n_workers``.
     """

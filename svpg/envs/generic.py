@@ -3,7 +3,8 @@
 Wraps ``gym.make_vec(env_id, num_envs, vectorization_mode="sync")`` (or a ``SyncVectorEnv`` of a
 factory's environments, or a user's vector env) with same-step autoreset and converts numpy <-> torch
 at every step (a host round trip, so this path is for coverage, not speed). With ``vec_env="async"``
-the same environments run in worker processes (:mod:`svpg.envs.parallel`), a group per process.
+the same environments run in parallel groups, one in this process and one per worker process
+(:mod:`svpg.envs.parallel`).
 Observations are flattened (``Discrete`` observations are one-hot encoded; image ``Box`` and ``Dict``
 observations keep their space as ``single_observation_space`` and reach the policies as one flat float
 vector laid out by :class:`svpg.core.extractors.ObsLayout`, pixels 0–255); ``Box`` actions are clipped
@@ -135,7 +136,7 @@ class CheckObservations(gym.Wrapper):
 
 
 class GymVectorEnv(BatchedEnv):
-    """``num_envs`` copies of a Gymnasium environment in a ``SyncVectorEnv`` (or in worker processes,
+    """``num_envs`` copies of a Gymnasium environment in a ``SyncVectorEnv`` (or in parallel groups,
     ``vec_env="async"``), torch in and out.
 
     :param env_id: a registered Gymnasium id (also ``module:Id``), or a zero-argument callable that
@@ -145,12 +146,13 @@ class GymVectorEnv(BatchedEnv):
     :param max_episode_steps: time limit override (default: the id's registered limit; ``None`` if it
         has none).
     :param vec_env: ``"sync"`` steps the environments one after the other in this process;
-        ``"async"`` in ``n_workers`` processes, each stepping a consecutive group of them in turn
-        (:class:`~svpg.envs.parallel.GroupedAsyncVectorEnv`): same seeds, same results bit for bit.
-        Ids and factories only (a vector env steps as it was built). ``"envpool"``: EnvPool's own
-        implementation of the id, in ``n_workers`` threads (:mod:`svpg.envs.envpool_env`; ids only).
-    :param n_workers: worker processes of ``"async"`` (at most ``num_envs``), threads of ``"envpool"``
-        (default: one per core).
+        ``"async"`` in ``n_workers`` consecutive groups stepped in parallel, the first by this process
+        and each other one by a worker process (:class:`~svpg.envs.parallel.GroupedAsyncVectorEnv`):
+        same seeds, same results bit for bit. Ids and factories only (a vector env steps as it was
+        built). ``"envpool"``: EnvPool's own implementation of the id, in ``n_workers`` threads
+        (:mod:`svpg.envs.envpool_env`; ids only).
+    :param n_workers: parallel groups of ``"async"``, this process's included (at most ``num_envs``;
+        1: no worker process), threads of ``"envpool"`` (default: one per core).
     :param env_kwargs: extra keyword arguments for ``gym.make`` (ids only).
     """
 
@@ -173,7 +175,8 @@ class GymVectorEnv(BatchedEnv):
             raise ValueError(f"vec_env must be one of {VEC_ENVS}, got {vec_env!r}")
         if n_workers is not None and (not isinstance(n_workers, int) or n_workers < 0):
             raise ValueError(
-                f"n_workers must be a positive number of processes (0 or None: one per core), got {n_workers!r}"
+                f"n_workers must be a positive number of parallel groups or threads (0 or None: one per core), "
+                f"got {n_workers!r}"
             )
         same_step = gym.vector.AutoresetMode.SAME_STEP
         make_vector: VectorFactory

@@ -3,6 +3,7 @@
     model = svpg.SVPG("CartPole-v1", seed=0)
     model.learn(100_000, callback=cb)
     model.save("cartpole")                       # cartpole.safetensors: everything needed to continue
+    model.close()                                # its environments (``with svpg.SVPG(...) as model:`` too)
     model = svpg.SVPG.load("cartpole")           # continues bit for bit
     action, _ = model.predict(obs, deterministic=True)
 
@@ -30,6 +31,7 @@ import os
 import time
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import torch
 
@@ -237,6 +239,7 @@ class SVPG:
         # per-particle returns of the latest iteration
         self.last_returns = torch.zeros(self.total_particles, device=self.device)
         self.scalars: list[dict[str, float]] = []  # the latest iteration's logged scalars, one dict per seed
+        self.closed = False  # close() ran: the environments it owns are closed
 
     # -- one iteration -----------------------------------------------------------------------
     def reset_environments(self) -> torch.Tensor:
@@ -362,6 +365,8 @@ class SVPG:
         """
         from svpg.rl.callbacks import make_callback
 
+        if self.closed:
+            raise RuntimeError("this model was closed (SVPG.close): load or build a new one to train further")
         if (
             isinstance(total_timesteps, bool)
             or not isinstance(total_timesteps, (int, np.integer))
@@ -511,6 +516,24 @@ class SVPG:
     def get_env(self):
         """The batched training environments (:class:`svpg.envs.BatchedEnv`)."""
         return self.env
+
+    def close(self) -> None:
+        """Close the training environments this model built (from an id, copies of an env instance or a
+        factory), and with them the worker processes of ``vec_env="async"``; a ``gym.vector.VectorEnv``
+        passed as ``env`` is the caller's to close. Calling it again does nothing. ``predict``, ``save``
+        and the policies work after it, ``learn`` does not. ``with svpg.SVPG(...) as model:`` closes on
+        leaving the block."""
+        if self.closed:
+            return
+        self.closed = True
+        if not isinstance(self.env_source.factory, gym.vector.VectorEnv):
+            self.env.close()
+
+    def __enter__(self) -> SVPG:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
 
     # -- saving and loading ----------------------------------------------------------------------
     def seed_config(self, k: int = 0) -> SVPGConfig:

@@ -190,13 +190,15 @@ class SVPGConfig:
     vec_env: str = _f(
         "sync",
         "how the environments of a Gymnasium id (other than the fast-path tasks) or of your own env are stepped: "
-        "sync (one after the other in this process) | async (in --n-workers processes, each stepping its group of "
-        "them in turn; the same results bit for bit) | envpool (ids only: EnvPool's own implementation in "
+        "sync (one after the other in this process) | async (in --n-workers groups stepped in parallel, one by this "
+        "process and one by each worker process; the same results bit for bit) | envpool (ids only: EnvPool's own implementation in "
         '--n-workers threads; pip install "svpg[envpool]")',
         choices=VEC_ENVS,
     )
     n_workers: int = _f(
-        0, "worker processes of --vec-env async (at most one per environment), threads of envpool (0: one per core)"
+        0,
+        "parallel groups of --vec-env async, this process's included (at most one per environment; 1: no worker "
+        "process), threads of envpool (0: one per core)",
     )
     threads: int = _f(
         DEFAULT_THREADS,

@@ -132,6 +132,7 @@ def main(argv: list[str] | None = None, prog: str = "train.py") -> int:
                 f"nothing to do: {folders} finished {trainer.iterations} iterations; "
                 f"give --iterations N (> {trainer.iterations}) or --total-steps to train further"
             )
+            trainer.close()
             return 0
     else:
         print(f"run folder{'s' if len(trainer.run_dirs) > 1 else ''}: {folders}")
@@ -150,7 +151,8 @@ def main(argv: list[str] | None = None, prog: str = "train.py") -> int:
     )
     resume_hint = f"{train_cmd} --resume {folders}"
     try:
-        trainer.train()
+        with trainer:
+            trainer.train()
     except TrainingInterrupted as e:
         print(
             f"\n{e.signal_name}: stopped after iteration {e.iteration} and saved a checkpoint; "

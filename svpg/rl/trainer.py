@@ -140,6 +140,16 @@ class SVPGTrainer:
             lock.release()
         self.locks = []
 
+    def close(self) -> None:
+        """Close the model's environments (:meth:`svpg.SVPG.close`); ``train.py`` does at the end of a run."""
+        self.model.close()
+
+    def __enter__(self) -> SVPGTrainer:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
     # -- the loop ----------------------------------------------------------------------------
     def train(self, callback=None):
         """Train until ``self.iterations``; checkpoints every ``checkpoint_every`` iterations and at the end.

@@ -1,5 +1,5 @@
-"""Environments in worker processes (vec_env="async") step exactly as in this process; errors about a
-user's environment name it and fit on one line."""
+"""Environments stepped in parallel groups (vec_env="async": this process and worker processes) step exactly
+as in this process; errors about a user's environment name it and fit on one line."""
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -56,16 +56,20 @@ def assert_same_steps(a, b, steps, actions, seeds=(None,)):
 
 
 def test_group_sizes_are_consecutive_and_as_equal_as_can_be():
-    assert group_sizes(8, 2) == [4, 4] and group_sizes(7, 3) == [3, 2, 2] and group_sizes(3, 3) == [1, 1, 1]
+    assert group_sizes(8, 2) == [4, 4] and group_sizes(7, 3) == [2, 2, 3] and group_sizes(3, 3) == [1, 1, 1]
+    assert group_sizes(9, 4) == [2, 2, 2, 3] and group_sizes(5, 1) == [5]
 
 
-@pytest.mark.parametrize("num_envs, n_workers", [(6, 2), (5, 3)])
+@pytest.mark.parametrize("num_envs, n_workers", [(6, 2), (7, 3), (3, 1)])  # (7, 3): groups of 2, 2 and 3
 def test_async_steps_as_sync_bit_for_bit(num_envs, n_workers):
     # short episodes so that same-step resets (and their final observations) happen in every group
     kw = dict(seed=3, max_episode_steps=7)
     sync = envs.make_batched("Pendulum-v1", num_envs, **kw)
     par = envs.make_batched("Pendulum-v1", num_envs, vec_env="async", n_workers=n_workers, **kw)
     assert isinstance(par.vec_env, GroupedAsyncVectorEnv) and par.vec_env.n_workers == n_workers
+    # this process steps the first group, a worker process each other one
+    workers = par.vec_env.workers
+    assert (workers is None) if n_workers == 1 else len(workers.processes) == n_workers - 1
     assert par.single_observation_space == sync.single_observation_space and par.max_episode_steps == 7
     g = torch.Generator().manual_seed(0)
     acts = torch.randn(40, num_envs, 1, generator=g) * 3
@@ -116,6 +120,29 @@ def test_a_wrong_observation_is_one_line_naming_the_env(vec_env, bad, fragment):
     env.close()
 
 
+class PairFromSeed(Pair):
+    """``Pair`` whose steps go wrong only in environments reset with a seed of at least 2."""
+
+    def reset(self, *, seed=None, options=None):
+        self.wrong = seed is not None and seed >= 2
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        return (self.bad if self.wrong else np.zeros(2, np.float32)), 0.0, False, False, {}
+
+
+def test_a_wrong_observation_in_a_worker_process_is_one_line_naming_the_env():
+    # environments 0 and 1 (seeds 0, 1) are this process's group, 2 and 3 the worker's
+    env = envs.make_batched(lambda: PairFromSeed(np.zeros(3, np.float32)), 4, seed=0, vec_env="async", n_workers=2)
+    assert env.vec_env.sizes == [2, 2]
+    env.reset()
+    with pytest.raises(ValueError, match=r"^PairFromSeed: step\(\) returned an observation of shape \(3,\)") as err:
+        env.step(torch.zeros(4, dtype=torch.int64))
+    assert "\n" not in str(err.value)
+    env.close()
+    assert not any(p.is_alive() for p in env.vec_env.workers.processes)
+
+
 def test_a_discrete_observation_out_of_range_is_named():
     env = envs.make_batched(lambda: Walk(bad_at=1, bad=7), 2, seed=0)
     env.reset()
@@ -155,13 +182,25 @@ def test_an_env_instance_of_a_registered_id_is_named_by_its_id():
     assert envs.make_batched(source.target, 2).env_id == "Pendulum-v1"
 
 
-def test_svpg_trains_the_same_theta_with_async_environments():
+SVPG_KW = dict(num_particles=2, samples_per_particle=400, ppo_epochs=2, ppo_minibatches=4, value_epochs=2,
+               value_steps=4, seed=1, verbose=0)
+
+
+@pytest.fixture(scope="module")
+def sync_theta():
     import svpg
 
-    kw = dict(num_particles=2, samples_per_particle=400, ppo_epochs=2, ppo_minibatches=4, value_epochs=2,
-              value_steps=4, seed=1, verbose=0)
-    sync = svpg.SVPG("Pendulum-v1", **kw).learn(1600)
-    par = svpg.SVPG("Pendulum-v1", vec_env="async", n_workers=2, **kw).learn(1600)
-    assert isinstance(par.env.vec_env, GroupedAsyncVectorEnv) and par.iteration == sync.iteration == 2
-    assert torch.equal(par.policy.theta, sync.policy.theta)
-    par.env.close()
+    with svpg.SVPG("Pendulum-v1", **SVPG_KW) as sync:
+        return sync.learn(1600).policy.theta
+
+
+@pytest.mark.parametrize("n_workers", [2, 3, 1])  # 4 environments: 3 groups of 1, 1 and 2
+def test_svpg_trains_the_same_theta_with_async_environments(sync_theta, n_workers):
+    import svpg
+
+    with svpg.SVPG("Pendulum-v1", vec_env="async", n_workers=n_workers, **SVPG_KW) as par:
+        assert isinstance(par.env.vec_env, GroupedAsyncVectorEnv) and par.env.vec_env.sizes == {
+            1: [4], 2: [2, 2], 3: [1, 1, 2]
+        }[n_workers]
+        par.learn(1600)
+        assert par.iteration == 2 and torch.equal(par.policy.theta, sync_theta)

@@ -1,5 +1,6 @@
 """svpg.SVPG as a library: learn / predict / save / load, custom environments, callbacks, bad input."""
 import math
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -131,6 +132,48 @@ def test_env_instances_of_registered_ids_and_vector_envs():
         svpg.SVPG(gym.make_vec("CartPole-v1", num_envs=4, vectorization_mode="sync"), num_particles=4, verbose=0)
     with pytest.raises(ValueError, match="multiple of"):
         svpg.SVPG(vec, num_particles=3, verbose=0)
+
+
+ASYNC = dict(vec_env="async", num_particles=2, samples_per_particle=400, verbose=0, **CHEAP_PPO)  # 4 envs
+
+
+def test_close_ends_the_async_workers_once_and_stops_learn():
+    model = svpg.SVPG("Pendulum-v1", n_workers=3, **ASYNC)
+    workers = model.env.vec_env.workers.processes  # 3 groups: this process's and 2 workers'
+    assert len(workers) == 2 and set(workers) <= set(multiprocessing.active_children())
+    model.close()
+    assert model.closed and model.env.vec_env.closed and not any(p.is_alive() for p in workers)
+    assert not set(workers) & set(multiprocessing.active_children())
+    model.close()  # again: nothing left to do
+    with pytest.raises(RuntimeError, match=r"this model was closed \(SVPG.close\)"):
+        model.learn(800)
+    action, _ = model.predict(np.zeros(3, np.float32), deterministic=True)  # acting needs no environment
+    assert action.shape == (1,)
+
+
+def test_a_with_block_closes_what_the_model_built_not_a_vector_env_passed_in():
+    with svpg.SVPG("Pendulum-v1", n_workers=2, **ASYNC) as model:
+        workers = model.env.vec_env.workers.processes
+        assert len(workers) == 1 and workers[0].is_alive()
+    assert model.closed and not workers[0].is_alive()
+    vec = gym.make_vec("Pendulum-v1", num_envs=2, vectorization_mode="sync",
+                       vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP})
+    with svpg.SVPG(vec, num_particles=2, verbose=0) as model:
+        assert model.env.vec_env is vec
+    assert model.closed and not vec.closed  # the caller's to close, as in Stable-Baselines3
+    vec.close()
+
+
+def test_train_py_closes_its_async_workers(tmp_path):
+    import train
+
+    before = set(multiprocessing.active_children())
+    args = ["--env-id", "Pendulum-v1", "--vec-env", "async", "--n-workers", "2", "--num-particles", "2",
+            "--samples-per-particle", "400", "--ppo-epochs", "2", "--ppo-minibatches", "4", "--value-epochs", "2",
+            "--value-steps", "4", "--iterations", "1", "--eval-episodes", "0", "--progress", "false",
+            "--log-dir", str(tmp_path), "--run-name", "r"]
+    assert train.main(args) == 0
+    assert set(multiprocessing.active_children()) <= before
 
 
 def test_a_callback_returning_false_stops_at_that_iteration():
