@@ -22,6 +22,7 @@ one torch thread) on the first ``--num-envs``: environment steps per second of a
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -100,7 +101,29 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5, help="timed rounds (the best is reported)")
     p.add_argument("--learn", action="store_true", help="also time svpg.SVPG(...).learn iterations end to end")
     p.add_argument("--learn-repeats", type=int, default=2, help="timed learn iterations per variant")
+    p.add_argument(
+        "--out",
+        help="also append one JSON line per figure to this file (e.g. bench/results/vec_env.jsonl), "
+        "with the load, machine and commit",
+    )
+    p.add_argument("--machine", default=None, help="machine description recorded with --out (default: detected)")
     args = p.parse_args()
+    load_start = os.getloadavg()[0]
+    rows: list[dict] = []
+
+    def record(kind: str, n: int, sps: dict) -> None:
+        for name, value in sps.items():
+            rows.append(
+                {
+                    "env_id": args.env_id,
+                    "kind": kind,
+                    "num_envs": n,
+                    "variant": name,
+                    "steps_per_s": round(value, 1),
+                    "ratio_to_sync": round(value / sps["sync"], 3),
+                }
+            )
+
     torch.set_num_threads(1)
     try:
         import envpool
@@ -118,6 +141,7 @@ def main() -> None:
         if pool:
             variants |= {f"envpool/{w}": {"vec_env": "envpool", "n_workers": w} for w in args.workers}
         sps = steps_per_second(args.env_id, n, variants, args.steps, args.repeats)
+        record("step", n, sps)
         line = f"  {n:4d} envs  sync {sps['sync']:8.0f}"
         for name in variants:
             if name != "sync":
@@ -127,12 +151,27 @@ def main() -> None:
         n = args.num_envs[0]
         variants = {"sync": {}} | {f"async/{w}": {"vec_env": "async", "n_workers": w} for w in args.workers if w <= n}
         sps = learn_steps_per_second(args.env_id, n, variants, args.learn_repeats)
+        record("learn", n, sps)
         line = f"  learn, {n} envs: sync {sps['sync']:8.0f}"
         for name in variants:
             if name != "sync":
                 line += f"  | {name} {sps[name]:8.0f} ({sps[name] / sps['sync']:.2f}x)"
         print(line, flush=True)
-    print(f"load {os.getloadavg()[0]:.1f} at the end")
+    load_end = os.getloadavg()[0]
+    print(f"load {load_end:.1f} at the end")
+    if args.out:
+        from svpg.report import default_commit, default_machine
+
+        stamp = {
+            "cores": os.cpu_count(),
+            "load_start": round(load_start, 1),
+            "load_end": round(load_end, 1),
+            "machine": args.machine or default_machine(),
+            "commit": default_commit(),
+        }
+        with open(args.out, "a") as fh:
+            for row in rows:
+                fh.write(json.dumps({**row, **stamp}) + "\n")
 
 
 if __name__ == "__main__":
