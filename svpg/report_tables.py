@@ -360,6 +360,49 @@ register(
 )
 
 
+# -- RL: environment stepping, sync against async and EnvPool (docs/rl.md) ------------------------------------
+VEC_ENV_FILE = "bench/results/vec_env.jsonl"
+
+
+def _vec_env_table(rows: list[dict]) -> str:
+    """bench/vec_env.py's latest run (the last rows sharing its load, machine and commit): env-steps/s per
+    number of environments, sync and each other variant with its ratio to sync; ``learn`` rows are whole
+    ``svpg.SVPG`` iterations."""
+    if not rows:
+        raise ReportError(f"{VEC_ENV_FILE}: no rows")
+    stamp = ("machine", "commit", "load_start", "load_end")
+    last = [r for r in rows if all(r[k] == rows[-1][k] for k in stamp)]
+    variants = list(dict.fromkeys(r["variant"] for r in last if r["variant"] != "sync"))
+    header = ["what is timed", "environments", "sync (steps/s)", *[f"{v} (steps/s, × sync)" for v in variants]]
+    table = []
+    for kind, n in dict.fromkeys((r["kind"], r["num_envs"]) for r in last):
+        figures = {r["variant"]: r for r in last if r["kind"] == kind and r["num_envs"] == n}
+        cells = [
+            f"{figures[v]['steps_per_s']:,.0f} ({figures[v]['ratio_to_sync']:.2f}×)" if v in figures else "–"
+            for v in variants
+        ]
+        what = "environment steps" if kind == "step" else "svpg.SVPG learn iterations (PPO, 4 particles)"
+        table.append([what, str(n), f"{figures['sync']['steps_per_s']:,.0f}", *cells])
+    return render_table(header, table, "lr" + "r" * (len(header) - 2))
+
+
+def _vec_env_compute(rows: list[dict]) -> str:
+    r = rows[-1]
+    return f"about 2 minutes on the {r['machine']} with its other jobs paused, {r['cores']} cores, at {r['commit']}"
+
+
+register(
+    Table(
+        name="vec-env",
+        doc="docs/rl.md",
+        source=VEC_ENV_FILE,
+        build=_vec_env_table,
+        command=f"python bench/vec_env.py --num-envs 8 16 32 64 --workers 2 --repeats 7 --learn --out {VEC_ENV_FILE}",
+        compute=_vec_env_compute,
+    )
+)
+
+
 # -- RL: the off-policy estimator's defaults on tuning seeds (docs/rl.md) -------------------------------------
 def _sac_defaults_table(rows: list[dict]) -> str:
     from svpg.stats import cell

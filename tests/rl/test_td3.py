@@ -29,7 +29,7 @@ def test_the_deterministic_head_predicts_its_mode_in_the_box_and_exports_it(tmp_
     assert model.policy.spec.head == "deterministic" and model.policy.spec.network.sizes == (3, 8, 1)
     assert "pi.log_std" not in model.policy.layout
     with torch.no_grad():
-        model.policy.theta.normal_(0, 3.0)  # saturating outputs
+        model.policy.theta.normal_(0, 3.0, generator=torch.Generator().manual_seed(0))  # saturating outputs
     obs = np.random.default_rng(0).normal(size=(64, 3)).astype(np.float32)
     mode, _ = model.predict(obs, deterministic=True)
     sampled, _ = model.predict(obs)  # SB3's TD3 predicts μ(s) either way
@@ -38,12 +38,14 @@ def test_the_deterministic_head_predicts_its_mode_in_the_box_and_exports_it(tmp_
     i = model.policy.particle
     out = model.policy.net.forward(model.policy.net.weights(model.policy.theta.detach()[i : i + 1]),
                                    torch.as_tensor(obs)[None])
-    torch.testing.assert_close(torch.as_tensor(mode), 2.0 * torch.tanh(out[0]))  # Pendulum's box [−2, 2]
+    # the same function summed in another order: weights of std 3 make float32's rounding show at 1e-5
+    close = dict(rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(torch.as_tensor(mode), 2.0 * torch.tanh(out[0]), **close)  # Pendulum's box [−2, 2]
     for deterministic in (True, False):
         module = to_module(model.policy, deterministic=deterministic)
-        torch.testing.assert_close(module(torch.as_tensor(obs)), torch.as_tensor(mode), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(module(torch.as_tensor(obs)), torch.as_tensor(mode), **close)
     raw = to_module(model.policy, raw=True)
-    torch.testing.assert_close(raw(torch.as_tensor(obs)), out[0], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(raw(torch.as_tensor(obs)), out[0], **close)
     # saved and loaded with its head; a file of another head stores no such field
     path = model.save(tmp_path / "td3")
     loaded = load_policy(path)
