@@ -150,6 +150,9 @@ SCREEN_CANDIDATES = {
     "": "none (the defaults)",
     '{"ppo_epochs": 20, "ppo_minibatches": 64}': "4 × the SVGD steps",
     '{"hidden": [256, 256]}': "PPO's network width",
+    '{"gamma": 0.98}': "PPO's discount (γ = 0.98)",
+    '{"log_std_init": -2.0}': "PPO's initial log σ (−2)",
+    '{"hidden": [256, 256], "log_std_init": -2.0}': "initial log σ −2 and PPO's width",
 }
 
 
