@@ -156,66 +156,81 @@ SCREEN_CANDIDATES = {
 }
 
 
-def _screen_table(rows: list[dict]) -> str:
-    """The HalfCheetah-v5 screen of docs/benchmarks.md: S²VGD with each candidate's options on the tuning
-    seeds, one row per candidate (mean ± s.e. over seeds); a candidate without runs says so."""
-    import json
+def _screen(candidates: dict[str, str], tasks: Sequence[str]):
+    """A screen of S²VGD options on tuning seeds (docs/benchmarks.md): one row per task and candidate
+    (mean ± s.e. over seeds), a candidate without runs says so; rl-zoo3's PPO on the same seeds and budget,
+    where the file has it, closes each task's rows."""
 
-    from svpg.rl.config import SVPGConfig, load_preset
-    from svpg.stats import cell
+    def build(rows: list[dict]) -> str:
+        import json
 
-    results = _benchmark_rows(rows)
-    header = [
-        "options on top of the defaults",
-        "seeds",
-        "env steps",
-        "final return",
-        "mean over particles",
-        "AUC (mean training return)",
-        "wall-clock per run (min)",
-        "policy network, SVGD steps",
-    ]
-    table = []
-    preset = {k: v for k, v in load_preset("HalfCheetah-v5").items() if not k.startswith("_")}
-    for options, label in SCREEN_CANDIDATES.items():
-        own = [r for r in results if r["agent"] == "s2vgd" and r.get("options", "") == options]
-        if not own:
-            table.append([label, NOT_YET, *[""] * (len(header) - 2)])
-            continue
-        config = SVPGConfig(**{**preset, **(json.loads(options) if options else {})})
-        steps = max(r["env_steps"] for r in own)
-        svgd_steps = steps // (config.num_particles * config.samples_per_particle) * config.ppo_epochs
-        auc = [r["auc"] for r in own if r["auc"] == r["auc"]]
-        table.append(
-            [
-                label,
-                ", ".join(str(r["seed"]) for r in sorted(own, key=lambda r: r["seed"])),
-                f"{steps:,}",
-                doc_number(cell([r["final"] for r in own])),
-                doc_number(cell([r["final_particle_mean"] for r in own])),
-                doc_number(cell(auc)) if auc else "–",
-                doc_number(cell([r["wall_s"] / 60 for r in own], digits=2)),
-                f"{' × '.join(map(str, config.hidden))} tanh, {svgd_steps * config.ppo_minibatches:,}",
-            ]
-        )
-    ppo = [r for r in results if r["agent"] == "ppo"]  # the reference: rl-zoo3's PPO on the same seeds and budget
-    if ppo:
-        from svpg.studies.benchmark import training_shape
+        from svpg.rl.config import SVPGConfig, load_preset
+        from svpg.stats import cell
 
-        steps = max(r["env_steps"] for r in ppo)
-        table.append(
-            [
-                "SB3 PPO (rl-zoo3), for reference",
-                ", ".join(str(r["seed"]) for r in sorted(ppo, key=lambda r: r["seed"])),
-                f"{steps:,}",
-                doc_number(cell([r["final"] for r in ppo])),
-                "–",
-                doc_number(cell([r["auc"] for r in ppo])),
-                doc_number(cell([r["wall_s"] / 60 for r in ppo], digits=2)),
-                "{}, {:,}".format(*training_shape("ppo", "HalfCheetah-v5", steps)),
-            ]
-        )
-    return render_table(header, table, "lrrrrrrr")
+        results = _benchmark_rows(rows)
+        header = [
+            "options on top of the defaults",
+            "seeds",
+            "env steps",
+            "final return",
+            "mean over particles",
+            "AUC (mean training return)",
+            "wall-clock per run (min)",
+            "policy network, SVGD steps",
+        ]
+        if len(tasks) > 1:
+            header.insert(0, "task")
+        table = []
+        for task in tasks:
+            first = [task] if len(tasks) > 1 else []
+            preset = {k: v for k, v in load_preset(task).items() if not k.startswith("_")}
+            for options, label in candidates.items():
+                own = [
+                    r
+                    for r in results
+                    if r["task"] == task and r["agent"] == "s2vgd" and r.get("options", "") == options
+                ]
+                if not own:
+                    table.append([*first, label, NOT_YET, *[""] * (len(header) - 2 - len(first))])
+                    continue
+                config = SVPGConfig(**{**preset, **(json.loads(options) if options else {})})
+                steps = max(r["env_steps"] for r in own)
+                svgd_steps = steps // (config.num_particles * config.samples_per_particle) * config.ppo_epochs
+                auc = [r["auc"] for r in own if r["auc"] == r["auc"]]
+                table.append(
+                    [
+                        *first,
+                        label,
+                        ", ".join(str(r["seed"]) for r in sorted(own, key=lambda r: r["seed"])),
+                        f"{steps:,}",
+                        doc_number(cell([r["final"] for r in own])),
+                        doc_number(cell([r["final_particle_mean"] for r in own])),
+                        doc_number(cell(auc)) if auc else "–",
+                        doc_number(cell([r["wall_s"] / 60 for r in own], digits=2)),
+                        f"{' × '.join(map(str, config.hidden))} tanh, {svgd_steps * config.ppo_minibatches:,}",
+                    ]
+                )
+            ppo = [r for r in results if r["task"] == task and r["agent"] == "ppo"]
+            if ppo:
+                from svpg.studies.benchmark import training_shape
+
+                steps = max(r["env_steps"] for r in ppo)
+                table.append(
+                    [
+                        *first,
+                        "SB3 PPO (rl-zoo3), for reference",
+                        ", ".join(str(r["seed"]) for r in sorted(ppo, key=lambda r: r["seed"])),
+                        f"{steps:,}",
+                        doc_number(cell([r["final"] for r in ppo])),
+                        "–",
+                        doc_number(cell([r["auc"] for r in ppo])),
+                        doc_number(cell([r["wall_s"] / 60 for r in ppo], digits=2)),
+                        "{}, {:,}".format(*training_shape("ppo", task, steps)),
+                    ]
+                )
+        return render_table(header, table, "l" * (len(header) - 7) + "r" * 7)
+
+    return build
 
 
 register(
@@ -223,7 +238,7 @@ register(
         name="halfcheetah-screen",
         doc="docs/benchmarks.md",
         source=SCREEN_FILE,
-        build=_screen_table,
+        build=_screen(SCREEN_CANDIDATES, ["HalfCheetah-v5"]),
         command="python -m svpg.studies.benchmark --tasks HalfCheetah-v5 --agents s2vgd --total-steps 300000 "
         "--seeds 100-101 --out runs/cheetah-tuning/<candidate> --svpg-options '<options>' (and --agents ppo) && "
         f"python -m svpg.report gather runs/cheetah-tuning/* --into {SCREEN_FILE}",
