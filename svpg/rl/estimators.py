@@ -767,6 +767,8 @@ class SAC(OffPolicyEstimator):
         with torch.no_grad():
             layer_weights = policy.fast_weights(policy.theta.detach())[0]
         ent_loss = obs.new_zeros(self.seeds)
+        # the temperatures this update uses are those before their own step (Stable-Baselines3's order)
+        ent_coef = self.log_ent_coef.detach().exp()
         if self.auto_entropy:  # −log α_i (log π_i + H̄): α_i grows while the entropy is below its target
             with torch.no_grad():
                 _, logp = policy.squashed_sample(policy.net.fast_forward(layer_weights, obs), noise)
@@ -775,7 +777,6 @@ class SAC(OffPolicyEstimator):
             per_particle_loss.sum().backward()
             self.ent_optimizer.step()
             ent_loss = per_particle_loss.detach().view(self.seeds, m).mean(1)
-        ent_coef = self.log_ent_coef.detach().exp()
         # the critics: y = r + γ (1 − d) (min_k Q̄_ik(s', ã') − α_i log π_i(ã'|s'))
         with torch.no_grad():
             next_actions, next_logp = policy.squashed_sample(

@@ -201,12 +201,13 @@ def test_the_spaces_report_table(tmp_path):
     from svpg.report import _tables, write_rows
 
     table = _tables()["benchmark-spaces"]
-    text = table.render()
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    (tmp_path / table.source).write_text("")  # no run gathered yet
+    text = table.render(tmp_path)
     for task in benchmark.SPACES_TASKS:
         for agent in ("s2vgd", "ppo"):
             assert f"| {task} | {agent} | not measured yet |" in text
     assert "AUC − PPO (95 % CI)" in table_rows(text)["task"] and "30 runs, not measured yet" in text
-    (tmp_path / "bench" / "results").mkdir(parents=True)
     run = {"env_steps": 100000, "final": -1.5, "final_particle_mean": -2.0, "best_particle": 0, "wall_s": 120.0,
            "task": "svpg/Knobs-v0", "agent": "s2vgd", "seed": 0, "eval_episodes": 10, "auc": -3.0}
     write_rows(tmp_path / table.source, [run])

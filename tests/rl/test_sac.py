@@ -56,13 +56,14 @@ def test_squashed_log_prob_is_torch_distributions_tanh_normal():
 def test_squashed_actions_fill_the_box_and_predict_export_agree():
     model = tiny(hidden=(8,))
     with torch.no_grad():
-        model.policy.theta.normal_(0, 3.0)  # saturating outputs
+        model.policy.theta.normal_(0, 3.0, generator=torch.Generator().manual_seed(0))  # saturating outputs
     obs = np.random.default_rng(0).normal(size=(64, 3)).astype(np.float32)
     sampled, _ = model.predict(obs)
     assert sampled.shape == (64, 1) and np.all(np.abs(sampled) <= 2.0)
     mode, _ = model.predict(obs, deterministic=True)
     module = to_module(model.policy, deterministic=True)
-    torch.testing.assert_close(module(torch.as_tensor(obs)), torch.as_tensor(mode), rtol=1e-5, atol=1e-5)
+    # the same function summed in another order: weights of std 3 make float32's rounding show at 1e-5
+    torch.testing.assert_close(module(torch.as_tensor(obs)), torch.as_tensor(mode), rtol=1e-4, atol=1e-4)
 
 
 def test_replay_buffer_is_a_ring_per_run_and_samples_each_runs_own_store():
@@ -91,13 +92,13 @@ def test_the_actor_step_follows_grad_of_J_over_alpha_plus_weighted_log_prior():
     theta = model.policy.theta.detach().clone()
     seen, step = {}, model.svgd.step
     model.svgd.step = lambda grad: step(seen.setdefault("grad", grad.clone()))
+    ent_coef = est.log_ent_coef.detach().exp()  # before the temperature's own step (SB3's order)
     est.gradient_step(model, model.streams("replay_minibatch"), model.streams("sac_noise"))
     m, b = 4, est.batch_size
     g = model.streams("replay_minibatch")[0]
     indices = torch.randint(est.buffer.size, (m, b), generator=g)
     obs = est.buffer.obs[0][indices]
     noise = torch.randn((m, b, 1), generator=model.streams("sac_noise")[0])
-    ent_coef = est.log_ent_coef.detach().exp()  # after the temperature's own step, as the actor sees it
     block = theta.clone().requires_grad_()
     out = model.policy.net.forward(model.policy.net.weights(block), obs)
     mean, log_std = out.chunk(2, -1)
@@ -112,6 +113,16 @@ def test_the_actor_step_follows_grad_of_J_over_alpha_plus_weighted_log_prior():
     log_q = objective / 7.0 + 0.5 * model.policy.log_prior(block)
     (expected,) = torch.autograd.grad(log_q.sum(), block)
     torch.testing.assert_close(seen["grad"], expected, rtol=2e-3, atol=2e-4)
+
+
+def test_an_update_uses_the_temperatures_from_before_their_own_step_as_sb3_does():
+    model = tiny(learning_starts=10_000)  # the iteration only fills the buffer
+    est: SAC = model.estimator
+    model.train_iteration()
+    assert torch.all(est.log_ent_coef == 0)
+    info = est.gradient_step(model, model.streams("replay_minibatch"), model.streams("sac_noise"))
+    assert info["train/ent_coef"].tolist() == [1.0]  # α = e⁰ in the targets and the actor step
+    assert torch.all(est.log_ent_coef != 0)  # and the temperatures took their step
 
 
 def test_warm_up_and_update_iterations_log_the_same_scalars():
