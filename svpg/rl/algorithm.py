@@ -300,13 +300,16 @@ class SVPG:
         (:func:`svpg.rl.estimators.policy_gradient_surrogate`)."""
         return policy_gradient_surrogate(self.policy, batch, advantages, theta, rows)
 
-    def svgd_update(self, surrogate, samples: int) -> dict[str, torch.Tensor]:
+    def svgd_update(self, surrogate, samples: int, diagnostics: bool = True) -> dict[str, torch.Tensor]:
         """One SVGD step of every particle on ∇(surrogate/α + λ log p) (eq. 19; λ = ``prior_weight``, 1
         in the paper): ``surrogate(block, rows, k)`` gives seed k's (M,) objective and entropy for its
         particles ``block`` (rows ``rows`` of θ); ``samples``: how many samples the objective sums over
-        (the logged policy loss is per sample). The estimators' one way to move θ."""
+        (the logged policy loss is per sample). The estimators' one way to move θ.
+
+        :param diagnostics: return the step's scalars; False returns ``{}`` and skips their cost (the
+            pairwise distances and norms of all of θ), for the steps whose scalars nobody reads."""
         theta = self.policy.theta
-        grad, entropy, loss = torch.empty_like(theta), [], []
+        grads, entropy, loss = [], [], []
         # One seed at a time: the gradient is per-row work (a forward and backward pass over every
         # sample), which runs faster on one seed's activations, small enough to stay in cache, than on
         # all S·M particles' at once; each seed's gradient is then computed as its single-seed run does.
@@ -315,15 +318,18 @@ class SVPG:
             with self.policy.layout.split(block):  # one backward concatenation instead of one per block
                 objective, block_entropy = surrogate(block, rows, k)
                 log_q = objective / self.config.alpha + self.config.prior_weight * self.policy.log_prior(block)
-            grad[rows] = torch.autograd.grad(log_q.sum(), block)[0]
+            grads.append(torch.autograd.grad(log_q.sum(), block)[0])
             entropy.append(block_entropy.detach())
             loss.append(
                 -objective.detach().mean() / samples
             )  # SB3's train/policy_loss: −mean of the objective per sample
+        grad = grads[0] if len(grads) == 1 else torch.cat(grads)  # the seeds' rows are consecutive, in order
         self._check_finite(grad, "the gradient of log q(θ)")  # before the step: the optimizer state stays good
         terms = self.svgd.step(grad)
         self._check_finite(theta.detach(), "θ after the SVGD step")
         assert terms.min_householder_norm is not None  # set: the SVGD holds the policy's network
+        if not diagnostics:
+            return {}
         return {
             **terms.diagnostics(theta.detach()),
             "train/policy_loss": torch.stack(loss),
@@ -454,6 +460,10 @@ class SVPG:
         return x.view(len(self.seeds), -1, *x.shape[1:])
 
     def _check_finite(self, x: torch.Tensor, what: str) -> None:
+        # a finite sum means every term is finite (a NaN or an infinity would make it NaN or ±inf): one
+        # reduction instead of isfinite's several passes; only a non-finite sum needs the per-seed check
+        if bool(torch.isfinite(x.sum())):
+            return
         finite = torch.isfinite(x).view(len(self.seeds), -1).all(-1)
         if not finite.all():
             bad = [seed for seed, ok in zip(self.seeds, finite.tolist()) if not ok]
