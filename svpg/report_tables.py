@@ -247,6 +247,20 @@ register(
 )
 
 
+MUJOCO_SCREEN_FILE = "bench/results/mujoco_screen.csv"
+register(
+    Table(
+        name="mujoco-screen",
+        doc="docs/benchmarks.md",
+        source=MUJOCO_SCREEN_FILE,
+        build=_screen({"": "none (the defaults)", '{"log_std_init": -2.0}': "initial log σ −2"}, ["Hopper-v5"]),
+        command="python -m svpg.studies.benchmark --tasks Hopper-v5 --agents s2vgd --seeds 100-101 "
+        "--out runs/mujoco-tuning/<candidate> --svpg-options '<options>' && "
+        f"python -m svpg.report gather runs/mujoco-tuning/* --into {MUJOCO_SCREEN_FILE}",
+        compute=_core_hours,
+    )
+)
+
 def _budget_table(name: str):
     """The table of ``--budget name`` in docs/benchmarks.md: one row per (task, agent) of the budget,
     :func:`svpg.studies.benchmark.task_table`'s cells (AUC and the paired differences against the budget's
