@@ -261,6 +261,7 @@ register(
     )
 )
 
+
 def _budget_table(name: str):
     """The table of ``--budget name`` in docs/benchmarks.md: one row per (task, agent) of the budget,
     :func:`svpg.studies.benchmark.task_table`'s cells (AUC and the paired differences against the budget's
