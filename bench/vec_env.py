@@ -111,6 +111,13 @@ def main() -> None:
     load_start = os.getloadavg()[0]
     rows: list[dict] = []
 
+    def sync_and_async(n: int) -> dict[str, dict]:
+        return {"sync": {}} | {f"async/{w}": {"vec_env": "async", "n_workers": w} for w in args.workers if w <= n}
+
+    def show(label: str, sps: dict) -> None:
+        others = (f"  | {name} {v:8.0f} ({v / sps['sync']:.2f}x)" for name, v in sps.items() if name != "sync")
+        print(f"{label} {sps['sync']:8.0f}" + "".join(others), flush=True)
+
     def record(kind: str, n: int, sps: dict) -> None:
         for name, value in sps.items():
             rows.append(
@@ -137,26 +144,17 @@ def main() -> None:
         + ("" if pool else " (EnvPool not installed or without this id)")
     )
     for n in args.num_envs:
-        variants = {"sync": {}} | {f"async/{w}": {"vec_env": "async", "n_workers": w} for w in args.workers if w <= n}
+        variants = sync_and_async(n)
         if pool:
             variants |= {f"envpool/{w}": {"vec_env": "envpool", "n_workers": w} for w in args.workers}
         sps = steps_per_second(args.env_id, n, variants, args.steps, args.repeats)
         record("step", n, sps)
-        line = f"  {n:4d} envs  sync {sps['sync']:8.0f}"
-        for name in variants:
-            if name != "sync":
-                line += f"  | {name} {sps[name]:8.0f} ({sps[name] / sps['sync']:.2f}x)"
-        print(line, flush=True)
+        show(f"  {n:4d} envs  sync", sps)
     if args.learn:
         n = args.num_envs[0]
-        variants = {"sync": {}} | {f"async/{w}": {"vec_env": "async", "n_workers": w} for w in args.workers if w <= n}
-        sps = learn_steps_per_second(args.env_id, n, variants, args.learn_repeats)
+        sps = learn_steps_per_second(args.env_id, n, sync_and_async(n), args.learn_repeats)
         record("learn", n, sps)
-        line = f"  learn, {n} envs: sync {sps['sync']:8.0f}"
-        for name in variants:
-            if name != "sync":
-                line += f"  | {name} {sps[name]:8.0f} ({sps[name] / sps['sync']:.2f}x)"
-        print(line, flush=True)
+        show(f"  learn, {n} envs: sync", sps)
     load_end = os.getloadavg()[0]
     print(f"load {load_end:.1f} at the end")
     if args.out:
