@@ -277,7 +277,7 @@ def _benchmark_rows(run: Path) -> list[dict]:
 
     result = json.loads((run / RESULT).read_text())
     job = json.loads((run / JOB).read_text())
-    return [{**result, "options": job.get("svpg_options") or {}}]
+    return [{**result, "options": job.get("svpg_options") or job.get("sb3_options") or {}}]
 
 
 def _bandit_rows(run: Path) -> list[dict]:

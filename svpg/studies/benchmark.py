@@ -7,6 +7,7 @@ estimators against SB3 SAC and TD3, ``--budget off-policy``) and the observation
     python -m svpg.studies.benchmark --tasks Pendulum-v1 --seeds 0-4                       # every agent, reported seeds
     python -m svpg.studies.benchmark --tasks Pendulum-v1 --agents ppo,a2c --seeds 0-4 --jobs 2 --backend local
     python -m svpg.studies.benchmark --tasks Hopper-v5 --seeds 100-104 --svpg-options '{"lr": 0.01}'   # tuning seeds
+    python -m svpg.studies.benchmark --tasks HalfCheetah-v5 --agents a2c --seeds 100-101 --sb3-options '{"normalize": false}'
     python -m svpg.studies.benchmark --tasks all --seeds 0-4 --backend ray                  # Ray Tune trials (RAY_ADDRESS: a cluster)
     python -m svpg.studies.benchmark --budget off-policy --tasks all --seeds 0-4           # the off-policy table
     python -m svpg.studies.benchmark --budget spaces --tasks all --seeds 0-4               # the spaces table
@@ -318,9 +319,10 @@ OWN_OPTIONS = (
 
 
 # -- the SB3 side ----------------------------------------------------------------------------------
-def sb3_settings(agent: str, task: str) -> tuple[int, dict | None, dict]:
+def sb3_settings(agent: str, task: str, extra: dict | None = None) -> tuple[int, dict | None, dict]:
     """``(n_envs, VecNormalize kwargs or None, model kwargs)`` of rl-zoo3's entry for ``agent`` on ``task``,
-    with schedules and activations made SB3 objects. Raises ValueError for an entry it cannot read."""
+    its top-level keys replaced by ``extra``'s (as rl-zoo3's ``--hyperparams``), with schedules and
+    activations made SB3 objects. Raises ValueError for an entry it cannot read."""
     import torch.nn as nn
     from stable_baselines3.common.utils import LinearSchedule
 
@@ -328,7 +330,18 @@ def sb3_settings(agent: str, task: str) -> tuple[int, dict | None, dict]:
         raise ValueError(
             f"no rl-zoo3 hyperparameters for {agent} on {task}: add an entry to svpg.studies.benchmark.ZOO"
         )
-    entry = dict(ZOO[agent][task])
+    if extra:
+        import inspect
+
+        accepted = set(inspect.signature(sb3.algorithm(agent).__init__).parameters) - {"self", "policy", "env"}
+        accepted |= {"n_envs", "normalize", "noise_type", "noise_std"}  # rl-zoo3's own keys
+        unknown = sorted(set(extra) - accepted)
+        if unknown:
+            raise ValueError(
+                f"--sb3-options: {unknown} are not hyperparameters of SB3's {agent.upper()} (nor rl-zoo3's n_envs, "
+                "normalize, noise_type, noise_std): see its documentation"
+            )
+    entry = {**ZOO[agent][task], **(extra or {})}
     n_envs = entry.pop("n_envs", 1)
     normalize = entry.pop("normalize", False)
     if normalize is True:
@@ -496,7 +509,7 @@ def _write_json(path: Path, data: dict) -> None:
 
 def job_record(job: dict) -> dict:
     """What makes a run the run it is: a folder made for another record is refused, not mixed in."""
-    keys = ("task", "agent", "seed", "total_steps", "eval_episodes", "svpg_options")
+    keys = ("task", "agent", "seed", "total_steps", "eval_episodes", "svpg_options", "sb3_options")
     return {k: job[k] for k in keys if k in job and (k != "svpg_options" or job["agent"] in SVPG_AGENTS)}
 
 
@@ -599,7 +612,7 @@ def _train_sb3(job: dict, folder: Path) -> dict:
 
 def _train_sb3_locked(job: dict, folder: Path) -> dict:
     agent, task, seed, total = job["agent"], job["task"], job["seed"], job["total_steps"]
-    n_envs, normalize, kwargs = sb3_settings(agent, task)
+    n_envs, normalize, kwargs = sb3_settings(agent, task, job.get("sb3_options"))
     model = sb3.train_resumably(
         agent, task, seed, total, folder, n_envs, normalize, kwargs, progress=PROGRESS, checkpoints=CHECKPOINTS_PER_RUN
     )
@@ -626,6 +639,7 @@ def plan(
     eval_episodes: int = 10,
     svpg_extra: dict | None = None,
     budget: str = "on-policy",
+    sb3_extra: dict | None = None,
 ) -> list[dict]:
     """One job per (task, agent, seed), SB3 runs first (the slower ones, so no worker idles at the end),
     each trained for ``total_steps`` or else the ``budget``'s steps on its task. ``out`` is made absolute:
@@ -645,6 +659,8 @@ def plan(
                 }
                 if agent in SVPG_AGENTS:
                     job["svpg_options"] = svpg_extra or {}
+                elif sb3_extra:  # only when given: the run folders of rl-zoo3's settings keep their record
+                    job["sb3_options"] = sb3_extra
                 jobs.append(job)
     return jobs
 
@@ -669,7 +685,7 @@ def check(jobs: list[dict]) -> None:
             if not minatar_installed():
                 raise ValueError(f'{task} needs MinAtar: pip install "svpg[minatar]"')
         if agent in SB3_AGENTS:
-            sb3_settings(agent, task)
+            sb3_settings(agent, task, job.get("sb3_options"))
         else:
             import dataclasses
 
@@ -1023,6 +1039,13 @@ def main(argv: list[str] | None = None) -> int:
         help="svpg.SVPG options added to every task's preset (off-policy: to the SAC or TD3 estimator's "
         "defaults), as a JSON object, e.g. '{\"lr\": 0.01}'",
     )
+    p.add_argument(
+        "--sb3-options",
+        type=_json_object,
+        default={},
+        help="hyperparameters that replace the SB3 agents' rl-zoo3 entry's (top-level keys, as rl-zoo3's "
+        '--hyperparams), as a JSON object, e.g. \'{"normalize": {"norm_reward": false}}\'',
+    )
     p.add_argument("--report-only", action="store_true", help="only rebuild results.md, the CSVs and curves.png")
     add_backend_arguments(p, "runs", shared="--out")
     argv = sys.argv[1:] if argv is None else argv
@@ -1047,7 +1070,15 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError("--total-steps must be ≥ 0 and --eval-episodes ≥ 1")
         out = Path(args.out or (comparison.out + ("-tuning" if min(seeds) >= TUNING_SEEDS else "")))
         jobs = plan(
-            out, tasks, agents, seeds, args.total_steps or None, args.eval_episodes, args.svpg_options, args.budget
+            out,
+            tasks,
+            agents,
+            seeds,
+            args.total_steps or None,
+            args.eval_episodes,
+            args.svpg_options,
+            args.budget,
+            args.sb3_options,
         )
         if not args.report_only:
             check(jobs)

@@ -135,6 +135,13 @@ def test_gather_benchmark_runs(tmp_path):
     (other / "result.json").write_text((out / "Pendulum-v1" / "s2vgd__seed0" / "result.json").read_text())
     assert gather([tmp_path / "other-options"], into, "test", "abc") == 1
     assert sorted(r["options"] for r in read_rows(into)) == ['{"lr": 0.001}', '{"lr": 0.001}', '{"lr": 0.01}']
+    sb3 = tmp_path / "sb3-options" / "Pendulum-v1" / "a2c__seed0"  # an SB3 run of other --sb3-options: its own unit
+    sb3.mkdir(parents=True)
+    (sb3 / "job.json").write_text(json.dumps({**job, "agent": "a2c", "svpg_options": None, "sb3_options": {"normalize": False}}))
+    result = json.loads((out / "Pendulum-v1" / "s2vgd__seed0" / "result.json").read_text())
+    (sb3 / "result.json").write_text(json.dumps({**result, "agent": "a2c"}))
+    assert gather([tmp_path / "sb3-options"], into, "test", "abc") == 1
+    assert [r["options"] for r in read_rows(into) if r["agent"] == "a2c"] == ['{"normalize": false}']
 
 
 def test_gather_bandit_run(tmp_path):

@@ -354,10 +354,35 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
                           (["--budget", "off-policy", "--svpg-options", '{"estimator": "ppo"}'], "estimator"),
                           (["--seeds", "3-110"], "mixes reported seeds"),
                           (["--svpg-options", '{"method": "svgd"}'], "--svpg-options"),
-                          (["--svpg-options", '{"alpha": -1}'], "alpha")):
+                          (["--svpg-options", '{"alpha": -1}'], "alpha"),
+                          (["--agents", "a2c", "--sb3-options", '{"n_epoch": 3}'], "--sb3-options: ['n_epoch']")):
         assert benchmark.main([*argv, "--out", str(tmp_path)]) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_sb3_options_replace_the_rl_zoo3_entrys_keys(tmp_path, monkeypatch):
+    """--sb3-options, as rl-zoo3's --hyperparams: top-level keys replace the entry's, in SB3 jobs only, kept in
+    their record (so a folder of rl-zoo3's own settings is not mixed in) and passed to the SB3 model."""
+    assert benchmark.sb3_settings("a2c", "HalfCheetah-v5")[1] == {"gamma": 0.99}
+    n_envs, normalize, kwargs = benchmark.sb3_settings("a2c", "HalfCheetah-v5", {"normalize": {"norm_reward": False},
+                                                                               "n_steps": 8})
+    assert normalize == {"gamma": 0.99, "norm_reward": False} and kwargs["n_steps"] == 8 and n_envs == 1
+    extra = {"normalize": False}
+    jobs = benchmark.plan(tmp_path, ["HalfCheetah-v5"], ["a2c", "s2vgd"], [100], sb3_extra=extra)
+    a2c, s2vgd = sorted(jobs, key=lambda j: j["agent"])
+    assert benchmark.job_record(a2c)["sb3_options"] == extra and "sb3_options" not in s2vgd
+    assert "sb3_options" not in benchmark.plan(tmp_path, ["HalfCheetah-v5"], ["a2c"], [100])[0]
+    seen = {}
+
+    def train_resumably(agent, task, seed, total, folder, n_envs, normalize, kwargs, **_):
+        seen.update(normalize=normalize, n_steps=kwargs.get("n_steps"))
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(sb3, "train_resumably", train_resumably)
+    with pytest.raises(RuntimeError, match="stop"):
+        benchmark.run_job({**a2c, "sb3_options": {"normalize": False, "n_steps": 3}})
+    assert seen == {"normalize": None, "n_steps": 3}
 
 
 def test_a_folder_of_other_settings_is_refused(tmp_path, tiny_ppo, capsys):
