@@ -39,8 +39,8 @@ def main() -> None:
     def ours() -> float:
         minibatches, noise = model.streams("replay_minibatch"), model.streams("sac_noise")
         t0 = time.perf_counter()
-        for _ in range(args.steps):
-            estimator.gradient_step(model, minibatches, noise)
+        for i in range(args.steps):  # as in training: the SVGD diagnostics on an iteration's last update only
+            estimator.gradient_step(model, minibatches, noise, remaining=args.steps - 1 - i)
         return (time.perf_counter() - t0) / args.steps
 
     def theirs() -> float:

@@ -457,6 +457,77 @@ def _sac_defaults_table(rows: list[dict]) -> str:
     return render_table(header, table, "lrrrr")
 
 
+#: the off-policy estimator's MuJoCo screen: bench/sac_defaults.py's rows and SB3 SAC on the same seeds and budget
+SAC_HOPPER_CANDIDATES = {
+    "{}": "none (the defaults: per-particle critics, one gradient step per particle per M environment steps)",
+    '{"critics": "shared", "gradient_steps": -1}': "shared critics, one gradient step per environment step",
+}
+
+
+def _sac_hopper_table(rows: list[dict]) -> str:
+    """svpg's candidates (rows with ``eval_best``) beside SB3 SAC's runs (benchmark rows: ``agent`` sac), with
+    the paired difference of the best particle to SAC by seed."""
+    from svpg.stats import cell, format_difference, paired_difference
+
+    ours = [r for r in rows if "eval_best" in r]
+    sac = {int(r["seed"]): float(r["final"]) for r in rows if r.get("agent") == "sac"}
+    header = [
+        "options on top of the defaults",
+        "seeds",
+        "best particle",
+        "mean over particles",
+        "− SAC (95 % CI)",
+        "seconds per run",
+    ]
+    table = []
+    for options, label in SAC_HOPPER_CANDIDATES.items():
+        group = [r for r in ours if r["options"] == options]
+        if not group:
+            table.append([label, NOT_YET, "", "", "", ""])
+            continue
+        best = {int(r["seed"]): float(r["eval_best"]) for r in group}
+        table.append(
+            [
+                label,
+                ", ".join(str(k) for k in sorted(best)),
+                doc_number(cell(best.values())),
+                doc_number(cell([float(r["eval_mean"]) for r in group])),
+                doc_number(format_difference(*paired_difference(best, sac))) if sac else "",
+                f"{sum(float(r['seconds']) for r in group) / len(group):.0f}",
+            ]
+        )
+    runs = [r for r in rows if r.get("agent") == "sac"]
+    if runs:
+        wall = sum(float(r["wall_s"]) for r in runs) / len(runs)
+        seeds = ", ".join(str(k) for k in sorted(sac))
+        table.append(["SB3 SAC (rl-zoo3's settings)", seeds, doc_number(cell(sac.values())), "", "", f"{wall:.0f}"])
+    else:
+        table.append(["SB3 SAC (rl-zoo3's settings)", NOT_YET, "", "", "", ""])
+    return render_table(header, table, "lrrrrr")
+
+
+register(
+    Table(
+        name="sac-defaults-hopper",
+        doc="docs/rl.md",
+        source="bench/results/sac_defaults_hopper*.csv",
+        build=_sac_hopper_table,
+        command="python bench/sac_defaults.py --env-id Hopper-v5 --total-steps 100000 --seeds 100-101 --jobs 2 "
+        "--options '<options>' --out bench/results/sac_defaults_hopper.csv && python -m svpg.studies.benchmark "
+        "--budget off-policy --tasks Hopper-v5 --agents sac --seeds 100-101 --total-steps 100000 --out "
+        "runs/sac-hopper-tuning && python -m svpg.report gather runs/sac-hopper-tuning --into "
+        "bench/results/sac_defaults_hopper_sb3.csv",
+        compute=lambda rows: (
+            f"{len(rows)} runs, "
+            f"{sum(float(r.get('seconds') or r.get('wall_s') or 0) for r in rows) / 3600:.1f} core-hours on the "
+            "2-core VM"
+            if rows
+            else f"6 runs, {NOT_YET}"
+        ),
+    )
+)
+
+
 register(
     Table(
         name="sac-defaults-pendulum",

@@ -603,7 +603,13 @@ class OffPolicyEstimator(Estimator):
         N(0, 1) noise ``eps`` (R, N, A)."""
         raise NotImplementedError
 
-    def gradient_step(self, model: TrainingModel, minibatches, update_noise) -> dict[str, torch.Tensor]:
+    def gradient_step(
+        self, model: TrainingModel, minibatches, update_noise, remaining: int = 0
+    ) -> dict[str, torch.Tensor]:
+        """One update of the critics and (when due) the actors; ``remaining``: how many gradient steps
+        this iteration makes after this one. The iteration reports its last update's scalars, so an
+        update that a later actor step follows may skip the SVGD diagnostics' cost (their keys then
+        missing from what it returns)."""
         raise NotImplementedError
 
     def train_iteration(
@@ -649,8 +655,9 @@ class OffPolicyEstimator(Estimator):
                     recorded[key].append(value)
                 obs = res.obs
                 if self.buffer.added >= self.learning_starts and (t + 1) % self.train_freq == 0:
-                    for _ in range(gradient_steps):
-                        info = self.gradient_step(model, minibatches, update_noise)
+                    later = gradient_steps * (steps // self.train_freq - (t + 1) // self.train_freq)
+                    for j in range(gradient_steps):
+                        info = self.gradient_step(model, minibatches, update_noise, later + gradient_steps - 1 - j)
                     weights = None
         shape = (steps, rows, n)
         batch = Rollout(
@@ -758,7 +765,9 @@ class SAC(OffPolicyEstimator):
     def explore(self, model: TrainingModel, weights, obs: torch.Tensor, eps: torch.Tensor) -> torch.Tensor:
         return model.policy.sample(weights, obs, eps)
 
-    def gradient_step(self, model: TrainingModel, minibatches, update_noise) -> dict[str, torch.Tensor]:
+    def gradient_step(
+        self, model: TrainingModel, minibatches, update_noise, remaining: int = 0
+    ) -> dict[str, torch.Tensor]:
         """One SAC update of every particle (Stable-Baselines3's order): temperature, critics, one SVGD
         step of the actors, Polyak-averaged targets."""
         policy, m = model.policy, self.particles
@@ -798,7 +807,7 @@ class SAC(OffPolicyEstimator):
             objective = (q_pi - ent_coef[particle_rows].unsqueeze(1) * logp_pi).sum(1)
             return objective, -logp_pi.detach().mean(1)
 
-        info = model.svgd_update(surrogate, b)
+        info = model.svgd_update(surrogate, b, diagnostics=remaining == 0)
         with torch.no_grad():
             self.target.lerp_(self.critic.detach(), self.tau)
         per_seed = (self.seeds, m)
@@ -891,7 +900,9 @@ class TD3(OffPolicyEstimator):
         self._actor_info = None  # an iteration reports its own actor steps only
         return super().train_iteration(model, batch)
 
-    def gradient_step(self, model: TrainingModel, minibatches, update_noise) -> dict[str, torch.Tensor]:
+    def gradient_step(
+        self, model: TrainingModel, minibatches, update_noise, remaining: int = 0
+    ) -> dict[str, torch.Tensor]:
         """One TD3 update (Stable-Baselines3's order): the critics; every ``policy_delay``-th update, one
         SVGD step of the actors and the Polyak-averaged targets (critics and policies)."""
         policy, m = model.policy, self.particles
@@ -918,7 +929,8 @@ class TD3(OffPolicyEstimator):
                 q_pi = self.q_values(self.critic_weights(critic_weights, particle_rows, k), o, a)[:, 0]
                 return q_pi.sum(1), torch.full_like(q_pi[:, 0], float("nan"))  # no entropy: deterministic
 
-            self._actor_info = model.svgd_update(surrogate, b)
+            # the iteration reports its last actor step's diagnostics: none follows within `remaining`
+            self._actor_info = model.svgd_update(surrogate, b, diagnostics=remaining < self.policy_delay)
             with torch.no_grad():
                 self.target.lerp_(self.critic.detach(), self.tau)
                 self.target_theta.lerp_(policy.theta.detach(), self.tau)

@@ -288,3 +288,18 @@ def test_gradient_steps_minus_one_makes_one_update_per_environment_step():
     model.estimator.gradient_step = lambda *a: calls.append(1) or step(*a)
     model.train_iteration()  # 10 steps of 4 particles, one environment each
     assert len(calls) == 40
+
+
+@pytest.mark.parametrize("gradient_steps", [1, 3])
+def test_the_svgd_diagnostics_are_computed_on_an_iterations_last_update_only(gradient_steps):
+    """The iteration reports its last update's scalars: the SVGD diagnostics (pairwise distances, norms) are
+    computed for that update alone, and still reported."""
+    model = tiny(gradient_steps=gradient_steps)
+    flags = []
+    update = model.svgd_update
+    model.svgd_update = lambda *a, diagnostics=True: flags.append(diagnostics) or update(*a, diagnostics=diagnostics)
+    for _ in range(2):
+        flags.clear()
+        scalars = model.train_iteration()
+        assert len(flags) > 1 and flags[-1] and not any(flags[:-1])
+        assert torch.isfinite(scalars["svgd/bandwidth"]).all() and torch.isfinite(scalars["critic/q_loss"]).all()

@@ -264,3 +264,18 @@ def test_pendulum_best_particle_reaches_minus_250_within_30000_steps_with_the_de
     returns = evaluate_particles(model.policy, "Pendulum-v1", 10, seed=11, deterministic=True).mean(1)
     assert model.scalars[0]["rollout/ep_rew_max"] >= -250, model.scalars[0]
     assert returns.max() >= -250, returns
+
+
+def test_the_svgd_diagnostics_are_computed_on_an_iterations_last_actor_step_only():
+    """TD3 reports its iteration's last actor step: with an actor step every policy_delay = 2 critic updates
+    (13, then 25 updates in the first two iterations, the count carried across), only that step pays for the
+    SVGD diagnostics, and they are reported."""
+    model = tiny()
+    flags = []
+    update = model.svgd_update
+    model.svgd_update = lambda *a, diagnostics=True: flags.append(diagnostics) or update(*a, diagnostics=diagnostics)
+    for actor_steps in (6, 13):
+        flags.clear()
+        scalars = model.train_iteration()
+        assert flags == [False] * (actor_steps - 1) + [True]
+        assert torch.isfinite(scalars["svgd/bandwidth"]).all()
