@@ -16,6 +16,7 @@ SB3 is not run.
 """
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import time
@@ -115,6 +116,9 @@ def main() -> None:
     p.add_argument("--device", default="cpu")
     p.add_argument("--num-seeds", type=int, default=1, help="compare S seeds batched with 1 seed (S²VGD) instead of "
                    "S²VGD with plain SVGD (default: 1)")
+    p.add_argument("--out", default=None, help="also append the figures as one JSON line to this file (e.g. "
+                   "bench/results/throughput.jsonl), with the load, machine and commit")
+    p.add_argument("--machine", default=None, help="machine description recorded with --out (default: detected)")
     p.add_argument("--cells", default=None, help="time these structure-ablation cells on the task's preset, e.g. "
                    "svgd,svgd-star,s2vgd-K4-mvg (see python -m svpg.studies.ablation), instead of S²VGD against SVGD")
     args = p.parse_args()
@@ -122,6 +126,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     if args.cells:
         return compare_cells(p, args)
+    load_start = os.getloadavg()[0]
     print(f"task {env_id}: M = {args.particles}, {args.samples} samples/particle/iteration, "
           f"{args.estimator}, device {args.device}, {args.threads} torch thread(s), {os.cpu_count()} cores, "
           f"torch {torch.__version__}")
@@ -142,10 +147,26 @@ def main() -> None:
     first, second = rates.values()
     what = "batched seeds relative to one seed" if args.num_seeds > 1 else "S²VGD throughput relative to plain SVGD"
     print(f"\n{what}: {second / first:.2f}×" if args.num_seeds > 1 else f"\n{what}: {100 * (first / second - 1):+.1f} %")
+    (r1, l1), (r2, l2) = phases.values()
     if args.num_seeds > 1:  # batching pays only where per-op overhead, not per-row work, sets the time
-        (r1, l1), (rs, ls) = phases.values()
-        print(f"time per iteration, {args.num_seeds} seeds batched ÷ 1 seed: rollout {rs / r1:.2f}×, learning step "
-              f"{ls / l1:.2f}× (the ideal is 1×, the cost of {args.num_seeds} separate runs {args.num_seeds}×)")
+        print(f"time per iteration, {args.num_seeds} seeds batched ÷ 1 seed: rollout {r2 / r1:.2f}×, learning step "
+              f"{l2 / l1:.2f}× (the ideal is 1×, the cost of {args.num_seeds} separate runs {args.num_seeds}×)")
+    if args.out:
+        from svpg.report import default_commit, default_machine
+
+        row = {"kind": "seed-batch" if args.num_seeds > 1 else "methods", "env_id": env_id, "estimator": args.estimator,
+               "device": args.device, "num_seeds": args.num_seeds, "num_particles": args.particles,
+               "samples_per_particle": args.samples, "householder": args.householder, "threads": args.threads,
+               "iterations": args.iterations, "repeats": args.repeats,
+               # methods: S²VGD, then plain SVGD; seed-batch: one seed, then num_seeds batched
+               "first_steps_per_s": round(first, 1), "second_steps_per_s": round(second, 1),
+               "first_ms_rollout": round(r1, 2), "first_ms_learn": round(l1, 2),
+               "second_ms_rollout": round(r2, 2), "second_ms_learn": round(l2, 2),
+               "sb3_a2c_steps_per_s": round(sb3, 1), "cores": os.cpu_count(), "load_start": round(load_start, 1),
+               "load_end": round(os.getloadavg()[0], 1), "machine": args.machine or default_machine(),
+               "commit": default_commit()}
+        with open(args.out, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
 
 
 def compare_cells(parser, args) -> None:

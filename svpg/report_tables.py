@@ -1300,22 +1300,88 @@ register(
 )
 
 
+# -- throughput: bench/throughput.py --out (docs/results.md) ----------------------------------------------------
+THROUGHPUT_FILE = "bench/results/throughput.jsonl"
+THROUGHPUT_TASKS = {"CartPole-v1": "CartPole-v1", "svpg/CartPoleSwingUp-v0": "CartPoleSwingUp-v0",
+                    "svpg/DoublePendulum-v0": "DoublePendulum-v0"}  # fmt: skip
+ESTIMATOR_LABELS = {"reinforce": "REINFORCE", "a2c": "A2C"}
+#: the tables' protocol (bench/throughput.py's defaults): rows measured otherwise are not theirs
+THROUGHPUT_PROTOCOL = {"num_particles": 16, "samples_per_particle": 5000, "householder": 1, "threads": 1}
+
+
+def _throughput_rows(rows: list[dict], kind: str, gpu: bool, seeds: int = 1) -> dict[tuple[str, str], dict]:
+    """The newest row of ``kind`` per (task, estimator), on a GPU or on the CPU, of ``seeds`` seeds."""
+    newest = {}
+    for r in rows:
+        if r["kind"] == kind and r["device"].startswith("cuda") == gpu and int(r["num_seeds"]) == seeds:
+            newest[(r["env_id"], r["estimator"])] = r
+    return newest
+
+
+def _throughput_methods_table(rows: list[dict]) -> str:
+    """S²VGD and plain SVGD beside SB3 A2C per task (REINFORCE, the CPU): steps/s of whole iterations."""
+    found = _throughput_rows(rows, "methods", gpu=False)
+    table = []
+    for env_id, name in THROUGHPUT_TASKS.items():
+        r = found.get((env_id, "reinforce"))
+        if r is None:
+            table.append([name, NOT_MEASURED, "", "", ""])
+            continue
+        s2vgd, svgd, sb3 = r["first_steps_per_s"], r["second_steps_per_s"], r["sb3_a2c_steps_per_s"]
+        table.append([name, f"{s2vgd:,.0f}", f"{svgd:,.0f}", f"{sb3:,.0f}", f"{s2vgd / sb3:.1f}×"])
+    return render_table(["task", "S²VGD (K = 1)", "plain SVGD", "SB3 A2C", "S²VGD ÷ SB3"], table, "lrrrr")
+
+
+def _throughput_seed_batch_table(seeds: int, gpu: bool, tasks: Sequence[str]):
+    def build(rows: list[dict]) -> str:
+        found = _throughput_rows(rows, "seed-batch", gpu, seeds)
+        table = []
+        for env_id in tasks:
+            for estimator, label in ESTIMATOR_LABELS.items():
+                r = found.get((env_id, estimator))
+                first = [THROUGHPUT_TASKS[env_id], label]
+                if r is None:
+                    table.append([*first, NOT_MEASURED, "", "", "", ""])
+                    continue
+                one, batched = r["first_steps_per_s"], r["second_steps_per_s"]
+                rollout = r["second_ms_rollout"] / r["first_ms_rollout"]
+                learn = r["second_ms_learn"] / r["first_ms_learn"]
+                table.append(
+                    [
+                        *first,
+                        f"{one:,.0f}",
+                        f"{batched:,.0f}",
+                        f"{batched / one:.2f}×",
+                        f"{rollout:.2f}×",
+                        f"{learn:.2f}×",
+                    ]
+                )
+        header = ["task", "estimator", "1 seed (steps/s)", f"{seeds} seeds batched (steps/s)", "gain",
+                  f"rollout: {seeds} seeds ÷ 1", f"learning step: {seeds} seeds ÷ 1"]  # fmt: skip
+        return render_table(header, table, "llrrrrr")
+
+    return build
+
+
+def _throughput_compute(what: str):
+    def compute(rows: list[dict]) -> str:
+        if not rows:
+            return f"{what}, {NOT_MEASURED}"
+        r = rows[-1]
+        return f"{what}; measured on the {r['machine']}, {r['cores']} cores, at {r['commit']}"
+
+    return compute
+
+
 register(
     Table(
         name="throughput",
         doc="docs/results.md",
-        source="bench/results/throughput.jsonl",
-        build=_layout(
-            ["task", "S²VGD (K = 1)", "plain SVGD", "SB3 A2C", "S²VGD ÷ SB3"],
-            [
-                ["CartPole-v1", M, M, M, M],
-                ["CartPoleSwingUp-v0", M, M, M, M],
-                ["DoublePendulum-v0", M, M, M, M],
-            ],
-            "lrrrr",
-        ),
-        command="python bench/throughput.py --task TASK for each task above (prints the row)",
-        compute="a few core-minutes",
+        source=THROUGHPUT_FILE,
+        build=_throughput_methods_table,
+        command=f"python bench/throughput.py --task TASK --out {THROUGHPUT_FILE} for each task above",
+        compute=_throughput_compute("a few core-minutes each"),
+        select={"kind": "methods", **THROUGHPUT_PROTOCOL},
     )
 )
 
@@ -1324,29 +1390,11 @@ register(
     Table(
         name="throughput-seed-batch",
         doc="docs/results.md",
-        source="bench/results/throughput.jsonl",
-        build=_layout(
-            [
-                "task",
-                "estimator",
-                "1 seed (steps/s)",
-                "5 seeds batched (steps/s)",
-                "gain",
-                "rollout: 5 seeds ÷ 1",
-                "learning step: 5 seeds ÷ 1",
-            ],
-            [
-                ["CartPole-v1", "REINFORCE", M, M, M, M, M],
-                ["CartPole-v1", "A2C", M, M, M, M, M],
-                ["CartPoleSwingUp-v0", "REINFORCE", M, M, M, M, M],
-                ["CartPoleSwingUp-v0", "A2C", M, M, M, M, M],
-                ["DoublePendulum-v0", "REINFORCE", M, M, M, M, M],
-                ["DoublePendulum-v0", "A2C", M, M, M, M, M],
-            ],
-            "llrrrrr",
-        ),
-        command="python bench/throughput.py with the seed-batch options above (prints the rows)",
-        compute="a few core-minutes",
+        source=THROUGHPUT_FILE,
+        build=_throughput_seed_batch_table(5, False, list(THROUGHPUT_TASKS)),
+        command=f"python bench/throughput.py with the seed-batch options above and --out {THROUGHPUT_FILE}",
+        compute=_throughput_compute("a few core-minutes each"),
+        select={"kind": "seed-batch", "device": "cpu", **THROUGHPUT_PROTOCOL},
     )
 )
 
@@ -1355,25 +1403,11 @@ register(
     Table(
         name="throughput-gpu",
         doc="docs/results.md",
-        source="bench/results/throughput.jsonl",
-        build=_layout(
-            [
-                "task",
-                "estimator",
-                "1 seed (steps/s)",
-                "10 seeds batched (steps/s)",
-                "gain",
-                "rollout: 10 seeds ÷ 1",
-                "learning step: 10 seeds ÷ 1",
-            ],
-            [
-                ["CartPoleSwingUp-v0", "REINFORCE", M, M, M, M, M],
-                ["CartPoleSwingUp-v0", "A2C", M, M, M, M, M],
-            ],
-            "llrrrrr",
-        ),
-        command="python bench/throughput.py --device cuda with the options above, on a GPU (prints the rows)",
-        compute="a few GPU-minutes",
+        source=THROUGHPUT_FILE,
+        build=_throughput_seed_batch_table(10, True, ["svpg/CartPoleSwingUp-v0"]),
+        command=f"python bench/throughput.py --device cuda with the options above and --out {THROUGHPUT_FILE}, on a GPU",
+        compute=_throughput_compute("a few GPU-minutes each"),
+        select={"kind": "seed-batch", "device": "cuda", **THROUGHPUT_PROTOCOL},
     )
 )
 

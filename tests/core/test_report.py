@@ -194,3 +194,31 @@ def test_the_sac_hopper_screen_pairs_each_candidate_with_sb3_sac_by_seed():
     assert defaults[1:6] == ["100, 101", "1025.0 ± 75.0", "925.0 ± 75.0", "+25.0 [−928.0, +978.0]", "3600"]
     assert rows["SB3 SAC (rl-zoo3's settings)"][1:3] == ["100, 101", "1000.0 ± 0.0"]
     assert next(v for k, v in rows.items() if k.startswith("shared"))[1] == "not measured yet"
+
+
+def test_the_throughput_tables_take_the_newest_row_of_their_protocol():
+    """bench/throughput.py --out rows: steps/s and ratios as printed (hand-computed), the newest row per task and
+    estimator, and a row of other sizes (a smoke run) left out by the table's selection."""
+    from svpg.report import _tables
+
+    def row(kind, env_id, estimator, first, second, **kw):
+        return {"kind": kind, "env_id": env_id, "estimator": estimator, "device": "cpu", "num_seeds": 1,
+                "num_particles": 16, "samples_per_particle": 5000, "householder": 1, "threads": 1,
+                "first_steps_per_s": first, "second_steps_per_s": second, "first_ms_rollout": 40.0,
+                "first_ms_learn": 10.0, "second_ms_rollout": 50.0, "second_ms_learn": 50.0,
+                "sb3_a2c_steps_per_s": 2000.0, "machine": "m", "cores": 2, "commit": "c", **kw}
+
+    rows = [row("methods", "CartPole-v1", "reinforce", 90000.0, 95000.0),
+            row("methods", "CartPole-v1", "reinforce", 100000.0, 110000.0),  # newer: replaces the first
+            row("methods", "CartPole-v1", "reinforce", 5.0, 5.0, num_particles=2),  # a smoke run: not the table's
+            row("seed-batch", "svpg/DoublePendulum-v0", "a2c", 20000.0, 50000.0, num_seeds=5)]
+    table = _tables()["throughput"]
+    selected = [r for r in rows if all(str(r.get(k, "")) == str(v) for k, v in table.select.items())]
+    lines = table.build(selected).splitlines()
+    assert lines[2] == "| CartPole-v1 | 100,000 | 110,000 | 2,000 | 50.0× |"
+    assert lines[3] == "| CartPoleSwingUp-v0 | not re-measured |  |  |  |"
+    batch = _tables()["throughput-seed-batch"]
+    selected = [r for r in rows if all(str(r.get(k, "")) == str(v) for k, v in batch.select.items())]
+    lines = batch.build(selected).splitlines()
+    assert "| DoublePendulum-v0 | A2C | 20,000 | 50,000 | 2.50× | 1.25× | 5.00× |" in lines
+    assert "| CartPole-v1 | REINFORCE | not re-measured |  |  |  |  |" in lines
