@@ -91,6 +91,41 @@ def _spread(v: np.ndarray, spread: str) -> float:
     return _std(v)
 
 
+def spread_cell(values, spread: str, digits: int) -> str:
+    """``mean ± spread`` of ``values`` (``spread``: ``"std"`` or ``"se"``) with ``digits`` decimals."""
+    v = np.asarray(list(values), dtype=np.float64)
+    return f"{v.mean():.{digits}f} ± {_spread(v, spread):.{digits}f}"
+
+
+def agent_cells(
+    table: dict[tuple[str, int], dict], agent: str, reference: str, seeds: list[int], spread: str = "std"
+) -> list[str] | None:
+    """One agent's cells of :func:`compare_table` (seeds, normalised regret, reward / optimal reward, paired
+    difference to ``reference``, lower on, median seconds per run) over ``seeds``; None if it has none."""
+    own = {s: table[(agent, s)] for s in seeds if (agent, s) in table}
+    if not own:
+        return None
+    ref = {s: table[(reference, s)] for s in seeds if (reference, s) in table}
+    secs = np.median([v["seconds"] for v in own.values()])
+    paired = sorted(set(own) & set(ref))
+    if agent == reference or not paired:
+        diff, lower = "", ""
+    else:
+        a = {s: own[s]["normalised_regret"] for s in paired}
+        b = {s: ref[s]["normalised_regret"] for s in paired}
+        _, mean, lo, hi = paired_difference(a, b)
+        diff = f"{mean:+.2f} [{lo:+.2f}, {hi:+.2f}]" if math.isfinite(lo) else f"{mean:+.2f}"
+        lower = f"{sum(a[s] < b[s] for s in paired)}/{len(paired)}"
+    return [
+        str(len(own)),
+        spread_cell([v["normalised_regret"] for v in own.values()], spread, 2),
+        spread_cell([v["reward_ratio"] for v in own.values()], spread, 3),
+        diff,
+        lower,
+        f"{secs:.0f}",
+    ]
+
+
 def compare_table(
     table: dict[tuple[str, int], dict], reference: str, seeds: list[int] | None = None, spread: str = "std"
 ) -> str:
@@ -106,29 +141,13 @@ def compare_table(
         f"| agent | seeds | normalised regret (uniform = 100) | reward / optimal reward | minus {reference}: mean [95 % CI] | lower on | s per run |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    ref = {s: table[(reference, s)] for s in seeds if (reference, s) in table}
     rows = []
     for agent in agents:
-        own = {s: table[(agent, s)] for s in seeds if (agent, s) in table}
-        if not own:
+        cells = agent_cells(table, agent, reference, seeds, spread)
+        if cells is None:
             continue
-        reg = np.array([v["normalised_regret"] for v in own.values()])
-        ratio = np.array([v["reward_ratio"] for v in own.values()])
-        secs = np.median([v["seconds"] for v in own.values()])
-        paired = sorted(set(own) & set(ref))
-        if agent == reference or not paired:
-            diff, lower = "", ""
-        else:
-            a = {s: own[s]["normalised_regret"] for s in paired}
-            b = {s: ref[s]["normalised_regret"] for s in paired}
-            _, mean, lo, hi = paired_difference(a, b)
-            diff = f"{mean:+.2f} [{lo:+.2f}, {hi:+.2f}]" if math.isfinite(lo) else f"{mean:+.2f}"
-            lower = f"{sum(a[s] < b[s] for s in paired)}/{len(paired)}"
-        row = (
-            f"| {agent} | {len(own)} | {reg.mean():.2f} ± {_spread(reg, spread):.2f} | "
-            f"{ratio.mean():.3f} ± {_spread(ratio, spread):.3f} | {diff} | {lower} | {secs:.0f} |"
-        )
-        rows.append((agent, float(reg.mean()), row))
+        mean = float(np.mean([table[(agent, s)]["normalised_regret"] for s in seeds if (agent, s) in table]))
+        rows.append((agent, mean, f"| {agent} | {' | '.join(cells)} |"))
     lines += reference_first(rows, reference, higher_is_better=False)
     return "\n".join(lines) + "\n"
 
