@@ -281,13 +281,16 @@ def _benchmark_rows(run: Path) -> list[dict]:
 
 
 def _bandit_rows(run: Path) -> list[dict]:
-    from svpg.bandits.cli import BanditConfig
+    from svpg.bandits.cli import RESUME_OPTIONS, BanditConfig
     from svpg.bandits.compare import load_runs
 
     config, table = load_runs([run])
     full = json.loads((run / "config.json").read_text())
-    skip = ("problem", "rounds", "seed", "num_seeds", "agents", "threads", "progress", "run_name", "log_dir", "device")
+    # the unit's own columns, and the options that leave a seed's results unchanged (--num-seeds, --data-dir, …)
+    skip = (*RESUME_OPTIONS, "problem", "rounds", "seed", "agents", "run_name", "log_dir")
     options = _changed_options(full, _dataclass_defaults(BanditConfig), skip)
+    # the wheel's δ as a column of its own (also where it is the default, so not among the options)
+    problem = {"delta": config["delta"]} if config["problem"] == "wheel" else {}
     return [
         {
             "problem": config["problem"],
@@ -295,6 +298,7 @@ def _bandit_rows(run: Path) -> list[dict]:
             "options": options,
             "agent": agent,
             "seed": seed,
+            **problem,
             **values,
         }
         for (agent, seed), values in sorted(table.items(), key=lambda kv: (kv[0][1], kv[0][0]))

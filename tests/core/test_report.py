@@ -155,7 +155,9 @@ def test_gather_bandit_run(tmp_path):
     rows = read_rows(into)
     assert {(r["agent"], r["seed"]) for r in rows} == {("s2vgd", "0"), ("s2vgd", "1"), ("uniform", "0"), ("uniform", "1")}
     assert all(r["problem"] == "wheel" and r["rounds"] == "60" for r in rows)
-    assert json.loads(rows[0]["options"])["delta"] == 0.7
+    # the options that set what was played (--num-seeds and --progress only say how much and how it ran)
+    assert json.loads(rows[0]["options"]) == {"delta": 0.7, "num_particles": 3, "train_every": 30, "train_steps": 1}
+    assert {r["delta"] for r in rows} == {"0.7"}  # the wheel's δ, a column of its own
     assert {float(r["normalised_regret"]) for r in rows if r["agent"] == "uniform"} == {100.0}
 
 
