@@ -7,6 +7,8 @@ layout here (its labels and the papers' published figures, quoted from their tab
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Sequence
 
 from svpg.report import NOT_MEASURED, ReportError, Table, doc_number, register, render_table
@@ -544,6 +546,194 @@ register(
 )
 
 
+# -- bandits: train.py bandit, gathered by python -m svpg.report gather (docs/bandits.md) ------------------------
+WHEEL_FILE = "bench/results/bandit_wheel.csv"
+MUSHROOM_FILE = "bench/results/bandit_mushroom.csv"
+SHOWDOWN_FILE = "bench/results/bandit_showdown.csv"
+#: the wheel table's columns
+WHEEL_DELTAS = (0.5, 0.7, 0.9, 0.95, 0.99)
+#: the agents of the wheel table's two parts: normalised regret, then reward / optimal reward
+WHEEL_REGRET_AGENTS = ("s2vgd", "svgd", "neural-greedy", "eps-greedy-0.01", "eps-greedy-0.03", "linucb", "bbb", "vmg",
+                       "kflow-diag", "kflow-linear", "badam")  # fmt: skip
+WHEEL_RATIO_AGENTS = ("s2vgd", "svgd", "bbb", "vmg", "kflow-diag", "kflow-linear", "badam", "uniform")
+#: BADAM's Table 2 (Salas et al., arXiv:1811.03679): reward / optimal reward on the wheel, as printed there
+WHEEL_PUBLISHED = [
+    ["BADAM (their Table 2)", "0.76 ± 0.02", "0.74 ± 0.09", "0.83 ± 0.07", "0.34 ± 0.08", "0.59 ± 0.01"],
+    ["BBB (their Table 2)", "0.97 ± 0.02", "0.95 ± 0.02", "0.93 ± 0.02", "0.41 ± 0.18", "0.58 ± 0.00"],
+    ["Greedy (their Table 2)", "0.81 ± 0.17", "0.85 ± 0.15", "0.87 ± 0.09", "0.38 ± 0.13", "0.58 ± 0.00"],
+    ["Uniform (their Table 2)", "0.22 ± 0.00", "0.23 ± 0.01", "0.28 ± 0.01", "0.35 ± 0.01", "0.58 ± 0.01"],
+]
+MUSHROOM_AGENTS = ("svgd", "kflow-linear", "kflow-diag", "s2vgd", "neural-greedy", "bbb", "vmg", "eps-greedy-0.01",
+                   "badam", "eps-greedy-0.03", "linucb", "uniform")  # fmt: skip
+#: the options of Financial on the tables' schedule, as the gather writes them
+TABLES_SCHEDULE = '{"batch_size": 512, "train_steps": 200}'
+
+
+def _number(value) -> float:
+    return float(value) if value not in ("", None) else float("nan")
+
+
+def _bandit_options(row: dict) -> dict:
+    options = row.get("options") or {}
+    return json.loads(options) if isinstance(options, str) else dict(options)
+
+
+def _bandit_runs(rows: list[dict]) -> dict[tuple[str, int], dict]:
+    """The rows as ``{(agent, seed): metrics}``, the per-seed results of :func:`svpg.bandits.compare.load_runs`."""
+    from svpg.bandits.compare import METRICS
+
+    return {(r["agent"], int(r["seed"])): {m: _number(r.get(m)) for m in METRICS} for r in rows}
+
+
+def _bandit_compute(estimate: str):
+    """The agent time the rows add up to (the estimate while there are none)."""
+
+    def compute(rows: list[dict]) -> str:
+        if not rows:
+            return estimate
+        seconds = sum(s for s in (_number(r.get("seconds")) for r in rows) if math.isfinite(s))
+        time = f"{seconds / 3600:.1f} hours" if seconds >= 3600 else f"{seconds / 60:.0f} minutes"
+        return f"{len(rows)} runs of an agent on a seed, {time} of agent time"
+
+    return compute
+
+
+def _wheel_delta(row: dict) -> float:
+    """The δ a wheel row was played at: its column (a row gathered before the column: its options' δ, else the
+    default)."""
+    if row.get("delta") not in ("", None):
+        return float(row["delta"])
+    from svpg.bandits.cli import BanditConfig
+
+    return float(_bandit_options(row).get("delta", BanditConfig.delta))
+
+
+def _wheel_rows(rows: list[dict]) -> list[dict]:
+    """The rows of the wheel table: runs with options other than δ (tuning runs) are not its."""
+    return [r for r in rows if not set(_bandit_options(r)) - {"delta"}]
+
+
+def _bandit_wheel(rows: list[dict]) -> str:
+    """One column per δ: normalised regret (upper part) and reward / optimal reward (lower part), mean ± std over
+    seeds as ``python -m svpg.compare --spread std`` prints them, then BADAM's Table 2. Runs with options other
+    than δ are not the table's; a cell without runs says *not re-measured* (a row without any: its first cell)."""
+    from svpg.bandits.compare import spread_cell
+
+    by_delta: dict[float, list[dict]] = {}
+    for r in _wheel_rows(rows):
+        by_delta.setdefault(_wheel_delta(r), []).append(r)
+    runs = {delta: _bandit_runs(group) for delta, group in by_delta.items()}
+
+    def row(agent: str, metric: str, digits: int) -> list[str]:
+        cells = []
+        for delta in WHEEL_DELTAS:
+            values = [v[metric] for (a, _), v in runs.get(delta, {}).items() if a == agent]
+            cells.append(doc_number(spread_cell(values, "std", digits)) if values else NOT_MEASURED)
+        return [agent, *cells] if set(cells) != {NOT_MEASURED} else [agent, NOT_MEASURED, *[""] * (len(cells) - 1)]
+
+    table = [row(agent, "normalised_regret", 2) for agent in WHEEL_REGRET_AGENTS]
+    table.append(["*reward / optimal reward*", *[""] * len(WHEEL_DELTAS)])
+    table += [row(agent, "reward_ratio", 3) for agent in WHEEL_RATIO_AGENTS]
+    table += WHEEL_PUBLISHED
+    return render_table(["agent", *(f"δ = {d}" for d in WHEEL_DELTAS)], table)
+
+
+def _bandit_mushroom(rows: list[dict]) -> str:
+    """:func:`svpg.bandits.compare.agent_cells` per agent (mean ± std over seeds, paired difference to S²VGD)."""
+    from svpg.bandits.compare import agent_cells
+
+    runs = _bandit_runs(rows)
+    seeds = sorted({s for _, s in runs})
+    table = []
+    for agent in MUSHROOM_AGENTS:
+        cells = agent_cells(runs, agent, "s2vgd", seeds, "std")
+        measured = [doc_number(c) for c in cells[1:]] if cells else [NOT_MEASURED, "", "", "", ""]
+        table.append([agent, *measured])
+    header = ["agent", "normalised regret (uniform = 100)", "reward / optimal reward", "minus S²VGD: mean [95 % CI]",
+              "lower on", "s per run"]  # fmt: skip
+    return render_table(header, table)
+
+
+def _bandit_showdown(problem: str, agents: Sequence[str] | None = None, not_here: bool = True):
+    """A Showdown data set's table (:mod:`svpg.bandits.showdown_table`): one row per agent (default: every one of
+    the tables, in their order), the papers' figures for its posterior family beside it, and (``not_here``)
+    their methods that svpg does not have."""
+
+    def build(rows: list[dict]) -> str:
+        from svpg.bandits.showdown_table import HEADER, ORDER, measured_cells, not_here_rows, published_cells
+
+        runs = _bandit_runs(rows)
+        table = []
+        for agent in agents or ORDER:
+            cells = measured_cells(runs, agent)
+            measured = [doc_number(c) for c in cells] if cells else [NOT_MEASURED, "", "", "", ""]
+            table.append([f"**{agent}**" if agent == "s2vgd" else agent, *measured, *published_cells(problem, agent)])
+        if not_here:
+            table += not_here_rows(problem, agents or ORDER)
+        return render_table(HEADER, table)
+
+    return build
+
+
+register(
+    Table(
+        name="bandit-wheel",
+        doc="docs/bandits.md",
+        source=WHEEL_FILE,
+        build=_bandit_wheel,
+        command="python train.py bandit --problem wheel --delta D --rounds 5000 --num-seeds 5 --run-name wheel-D (and --agents bbb,vmg,kflow-diag,kflow-linear,badam,uniform --run-name wheel-variational-D) for each δ above; python -m svpg.report gather runs/wheel-* --into bench/results/bandit_wheel.csv",
+        compute=lambda rows: _bandit_compute("10 runs of 5 seeds, about 40 core-minutes")(_wheel_rows(rows)),
+        select={"problem": "wheel", "rounds": 5000},
+    )
+)
+
+
+register(
+    Table(
+        name="bandit-mushroom",
+        doc="docs/bandits.md",
+        source=MUSHROOM_FILE,
+        build=_bandit_mushroom,
+        command="the two commands above; python -m svpg.report gather runs/mushroom runs/mushroom-variational --into bench/results/bandit_mushroom.csv",
+        compute=_bandit_compute("12 agents × 10 seeds, about 2.8 core-hours on the loaded 2-core VM"),
+        select={"problem": "mushroom", "rounds": 50000, "options": ""},
+    )
+)
+
+
+for _problem, _rounds, _seeds, _run, _estimate in (
+    ("statlog", 43500, 5, "showdown-statlog-full", "about 30 minutes of agent time, an estimate"),
+    ("covertype", 50000, 5, "showdown-covertype-full", "about 35 minutes of agent time, an estimate"),
+    ("financial", 3713, 10, "showdown-financial", "about 10 minutes of agent time, an estimate"),
+    ("adult", 45222, 5, "showdown-adult-full", "about 45 minutes of agent time, an estimate"),
+):
+    register(
+        Table(
+            name=f"bandit-showdown-{_problem}",
+            doc="docs/bandits.md",
+            source=SHOWDOWN_FILE,
+            build=_bandit_showdown(_problem),
+            command=f"python train.py bandit --problem {_problem} --rounds {_rounds} --num-seeds {_seeds} "
+            f"--agents $AGENTS --run-name {_run}; python -m svpg.report gather runs/{_run} --into {SHOWDOWN_FILE}",
+            compute=_bandit_compute(_estimate),
+            select={"problem": _problem, "rounds": _rounds, "options": ""},  # our schedule: not the one below
+        )
+    )
+
+
+register(
+    Table(
+        name="bandit-showdown-financial-tables",
+        doc="docs/bandits.md",
+        source=SHOWDOWN_FILE,
+        build=_bandit_showdown("financial", ("s2vgd", "kflow-linear", "neural-greedy", "uniform"), not_here=False),
+        command=f"the command above; python -m svpg.report gather runs/showdown-financial-tables --into {SHOWDOWN_FILE}",
+        compute=_bandit_compute("about 20 minutes of agent time per seed, an estimate"),
+        select={"problem": "financial", "rounds": 3713, "options": TABLES_SCHEDULE},
+    )
+)
+
+
 # -- the tables whose runs were lost: their layout, the papers' figures, "not re-measured" ------------------
 M = None  # a measured cell in a layout
 
@@ -566,273 +756,6 @@ def _layout(header: Sequence[str], rows: Sequence[Sequence[str | None]], align: 
         return render_table(header, out, align)
 
     return build
-
-
-register(
-    Table(
-        name="bandit-wheel",
-        doc="docs/bandits.md",
-        source="bench/results/bandit_wheel.csv",
-        build=_layout(
-            ["agent", "δ = 0.5", "δ = 0.7", "δ = 0.9", "δ = 0.95", "δ = 0.99"],
-            [
-                ["s2vgd", M, M, M, M, M],
-                ["svgd", M, M, M, M, M],
-                ["neural-greedy", M, M, M, M, M],
-                ["eps-greedy-0.01", M, M, M, M, M],
-                ["eps-greedy-0.03", M, M, M, M, M],
-                ["linucb", M, M, M, M, M],
-                ["bbb", M, M, M, M, M],
-                ["vmg", M, M, M, M, M],
-                ["kflow-diag", M, M, M, M, M],
-                ["kflow-linear", M, M, M, M, M],
-                ["badam", M, M, M, M, M],
-                ["*reward / optimal reward*", "", "", "", "", ""],
-                ["s2vgd", M, M, M, M, M],
-                ["svgd", M, M, M, M, M],
-                ["bbb", M, M, M, M, M],
-                ["vmg", M, M, M, M, M],
-                ["kflow-diag", M, M, M, M, M],
-                ["kflow-linear", M, M, M, M, M],
-                ["badam", M, M, M, M, M],
-                ["uniform", M, M, M, M, M],
-                ["BADAM (their Table 2)", "0.76 ± 0.02", "0.74 ± 0.09", "0.83 ± 0.07", "0.34 ± 0.08", "0.59 ± 0.01"],
-                ["BBB (their Table 2)", "0.97 ± 0.02", "0.95 ± 0.02", "0.93 ± 0.02", "0.41 ± 0.18", "0.58 ± 0.00"],
-                ["Greedy (their Table 2)", "0.81 ± 0.17", "0.85 ± 0.15", "0.87 ± 0.09", "0.38 ± 0.13", "0.58 ± 0.00"],
-                ["Uniform (their Table 2)", "0.22 ± 0.00", "0.23 ± 0.01", "0.28 ± 0.01", "0.35 ± 0.01", "0.58 ± 0.01"],
-            ],
-            "lrrrrr",
-        ),
-        command="python train.py bandit --problem wheel --delta D --rounds 5000 --num-seeds 5 --run-name wheel-D (and --agents bbb,vmg,kflow-diag,kflow-linear,badam,uniform --run-name wheel-variational-D) for each δ above; python -m svpg.report gather runs/wheel-* --into bench/results/bandit_wheel.csv",
-        compute="10 runs of 5 seeds, about 40 core-minutes",
-    )
-)
-
-
-register(
-    Table(
-        name="bandit-mushroom",
-        doc="docs/bandits.md",
-        source="bench/results/bandit_mushroom.csv",
-        build=_layout(
-            [
-                "agent",
-                "normalised regret (uniform = 100)",
-                "reward / optimal reward",
-                "minus S²VGD: mean [95 % CI]",
-                "lower on",
-                "s per run",
-            ],
-            [
-                ["svgd", M, M, M, M, M],
-                ["kflow-linear", M, M, M, M, M],
-                ["kflow-diag", M, M, M, M, M],
-                ["s2vgd", M, M, M, M, M],
-                ["neural-greedy", M, M, M, M, M],
-                ["bbb", M, M, M, M, M],
-                ["vmg", M, M, M, M, M],
-                ["eps-greedy-0.01", M, M, M, M, M],
-                ["badam", M, M, M, M, M],
-                ["eps-greedy-0.03", M, M, M, M, M],
-                ["linucb", M, M, M, M, M],
-                ["uniform", M, M, M, M, M],
-            ],
-            "lrrrrr",
-        ),
-        command="the two commands above; python -m svpg.report gather runs/mushroom runs/mushroom-variational --into bench/results/bandit_mushroom.csv",
-        compute="12 agents × 10 seeds, about 2.8 core-hours on the loaded 2-core VM",
-    )
-)
-
-
-register(
-    Table(
-        name="bandit-showdown-statlog",
-        doc="docs/bandits.md",
-        source="bench/results/bandit_showdown.csv",
-        build=_layout(
-            [
-                "agent",
-                "seeds",
-                "normalised regret (uniform = 100)",
-                "reward / optimal",
-                "minus S²VGD: mean [95 % CI]",
-                "s per run",
-                "Huang et al. T4 (regret)",
-                "Salas et al. T1 (reward / optimal)",
-            ],
-            [
-                ["**s2vgd**", M, M, M, "", M, "", ""],
-                ["svgd", M, M, M, M, M, "", ""],
-                ["bbb", M, M, M, M, M, "1.01 ± 0.01 (Diag)", "0.69 ± 0.11 (BBB)"],
-                ["vmg", M, M, M, M, M, "", ""],
-                ["kflow-diag", M, M, M, M, M, "0.84 ± 0.06 (K-Diag)", ""],
-                ["kflow-linear", M, M, M, M, M, "0.81 ± 0.01 (K-Linear)", ""],
-                ["badam", M, M, M, M, M, "", "0.97 ± 0.02 (BADAM)"],
-                ["neural-greedy", M, M, M, M, M, "1.29 ± 0.20 (SGD)", "0.97 ± 0.02 (Greedy)"],
-                ["eps-greedy-0.01", M, M, M, M, M, "", ""],
-                ["linucb", M, M, M, M, M, "", ""],
-                ["uniform", M, M, M, M, M, "", "0.14 ± 0.00 (Uniform)"],
-                ["*fBNN (not here)*", "", "", "", "", "", "0.73 ± 0.01", ""],
-                ["*K-Nonlinear (not here)*", "", "", "", "", "", "0.79 ± 0.04", ""],
-                ["*MC Dropout (not here)*", "", "", "", "", "", "", "0.98 ± 0.02"],
-            ],
-            "lrrrrrrr",
-        ),
-        command="python train.py bandit --problem statlog --rounds 43500 --num-seeds 5 --agents $AGENTS --run-name showdown-statlog-full; python -m svpg.report gather runs/showdown-statlog-full --into bench/results/bandit_showdown.csv",
-        compute="about 30 minutes of agent time, an estimate",
-    )
-)
-
-
-register(
-    Table(
-        name="bandit-showdown-covertype",
-        doc="docs/bandits.md",
-        source="bench/results/bandit_showdown.csv",
-        build=_layout(
-            [
-                "agent",
-                "seeds",
-                "normalised regret (uniform = 100)",
-                "reward / optimal",
-                "minus S²VGD: mean [95 % CI]",
-                "s per run",
-                "Huang et al. T4 (regret)",
-                "Salas et al. T1 (reward / optimal)",
-            ],
-            [
-                ["**s2vgd**", M, M, M, "", M, "", ""],
-                ["svgd", M, M, M, M, M, "", ""],
-                ["bbb", M, M, M, M, M, "28.42 ± 0.30 (Diag)", "0.43 ± 0.05 (BBB)"],
-                ["vmg", M, M, M, M, M, "", ""],
-                ["kflow-diag", M, M, M, M, M, "29.19 ± 0.16 (K-Diag)", ""],
-                ["kflow-linear", M, M, M, M, M, "28.13 ± 0.12 (K-Linear)", ""],
-                ["badam", M, M, M, M, M, "", "0.52 ± 0.06 (BADAM)"],
-                ["neural-greedy", M, M, M, M, M, "30.01 ± 0.21 (SGD)", "0.57 ± 0.04 (Greedy)"],
-                ["eps-greedy-0.01", M, M, M, M, M, "", ""],
-                ["linucb", M, M, M, M, M, "", ""],
-                ["uniform", M, M, M, M, M, "", "0.14 ± 0.00 (Uniform)"],
-                ["*fBNN (not here)*", "", "", "", "", "", "32.03 ± 0.40", ""],
-                ["*K-Nonlinear (not here)*", "", "", "", "", "", "28.06 ± 0.15", ""],
-                ["*MC Dropout (not here)*", "", "", "", "", "", "", "0.52 ± 0.06"],
-            ],
-            "lrrrrrrr",
-        ),
-        command="python train.py bandit --problem covertype --rounds 50000 --num-seeds 5 --agents $AGENTS --run-name showdown-covertype-full; python -m svpg.report gather runs/showdown-covertype-full --into bench/results/bandit_showdown.csv",
-        compute="about 35 minutes of agent time, an estimate",
-    )
-)
-
-
-register(
-    Table(
-        name="bandit-showdown-financial",
-        doc="docs/bandits.md",
-        source="bench/results/bandit_showdown.csv",
-        build=_layout(
-            [
-                "agent",
-                "seeds",
-                "normalised regret (uniform = 100)",
-                "reward / optimal",
-                "minus S²VGD: mean [95 % CI]",
-                "s per run",
-                "Huang et al. T4 (regret)",
-                "Salas et al. T1 (reward / optimal)",
-            ],
-            [
-                ["**s2vgd**", M, M, M, "", M, "", ""],
-                ["svgd", M, M, M, M, M, "", ""],
-                ["bbb", M, M, M, M, M, "7.43 ± 0.57 (Diag)", "0.09 ± 0.15 (BBB)"],
-                ["vmg", M, M, M, M, M, "", ""],
-                ["kflow-diag", M, M, M, M, M, "5.88 ± 0.25 (K-Diag)", ""],
-                ["kflow-linear", M, M, M, M, M, "5.88 ± 0.35 (K-Linear)", ""],
-                ["badam", M, M, M, M, M, "", "0.89 ± 0.03 (BADAM)"],
-                ["neural-greedy", M, M, M, M, M, "6.08 ± 0.47 (SGD)", "0.91 ± 0.02 (Greedy)"],
-                ["eps-greedy-0.01", M, M, M, M, M, "", ""],
-                ["linucb", M, M, M, M, M, "", ""],
-                ["uniform", M, M, M, M, M, "", "-0.00 ± 0.01 (Uniform)"],
-                ["*fBNN (not here)*", "", "", "", "", "", "7.27 ± 1.09", ""],
-                ["*K-Nonlinear (not here)*", "", "", "", "", "", "5.78 ± 0.28", ""],
-                ["*MC Dropout (not here)*", "", "", "", "", "", "", "0.88 ± 0.03"],
-            ],
-            "lrrrrrrr",
-        ),
-        command="python train.py bandit --problem financial --rounds 3713 --num-seeds 10 --agents $AGENTS --run-name showdown-financial; python -m svpg.report gather runs/showdown-financial --into bench/results/bandit_showdown.csv",
-        compute="about 10 minutes of agent time, an estimate",
-    )
-)
-
-
-register(
-    Table(
-        name="bandit-showdown-adult",
-        doc="docs/bandits.md",
-        source="bench/results/bandit_showdown.csv",
-        build=_layout(
-            [
-                "agent",
-                "seeds",
-                "normalised regret (uniform = 100)",
-                "reward / optimal",
-                "minus S²VGD: mean [95 % CI]",
-                "s per run",
-                "Huang et al. T4 (regret)",
-                "Salas et al. T1 (reward / optimal)",
-            ],
-            [
-                ["**s2vgd**", M, M, M, "", M, "", ""],
-                ["svgd", M, M, M, M, M, "", ""],
-                ["bbb", M, M, M, M, M, "76.32 ± 0.09 (Diag)", "0.12 ± 0.01 (BBB)"],
-                ["vmg", M, M, M, M, M, "", ""],
-                ["kflow-diag", M, M, M, M, M, "77.28 ± 0.01 (K-Diag)", ""],
-                ["kflow-linear", M, M, M, M, M, "75.94 ± 0.12 (K-Linear)", ""],
-                ["badam", M, M, M, M, M, "", "0.19 ± 0.02 (BADAM)"],
-                ["neural-greedy", M, M, M, M, M, "79.31 ± 0.47 (SGD)", "0.17 ± 0.02 (Greedy)"],
-                ["eps-greedy-0.01", M, M, M, M, M, "", ""],
-                ["linucb", M, M, M, M, M, "", ""],
-                ["uniform", M, M, M, M, M, "", "0.07 ± 0.00 (Uniform)"],
-                ["*fBNN (not here)*", "", "", "", "", "", "84.45 ± 0.82", ""],
-                ["*K-Nonlinear (not here)*", "", "", "", "", "", "77.30 ± 0.26", ""],
-                ["*MC Dropout (not here)*", "", "", "", "", "", "", "0.18 ± 0.02"],
-            ],
-            "lrrrrrrr",
-        ),
-        command="python train.py bandit --problem adult --rounds 45222 --num-seeds 5 --agents $AGENTS --run-name showdown-adult-full; python -m svpg.report gather runs/showdown-adult-full --into bench/results/bandit_showdown.csv",
-        compute="about 45 minutes of agent time, an estimate",
-    )
-)
-
-
-register(
-    Table(
-        name="bandit-showdown-financial-tables",
-        doc="docs/bandits.md",
-        source="bench/results/bandit_showdown.csv",
-        build=_layout(
-            [
-                "agent",
-                "seeds",
-                "normalised regret (uniform = 100)",
-                "reward / optimal",
-                "minus S²VGD: mean [95 % CI]",
-                "s per run",
-                "Huang et al. T4 (regret)",
-                "Salas et al. T1 (reward / optimal)",
-            ],
-            [
-                ["**s2vgd**", M, M, M, "", M, "", ""],
-                ["kflow-linear", M, M, M, M, M, "5.88 ± 0.35 (K-Linear)", ""],
-                ["neural-greedy", M, M, M, M, M, "6.08 ± 0.47 (SGD)", "0.91 ± 0.02 (Greedy)"],
-                ["uniform", M, M, M, M, M, "", "-0.00 ± 0.01 (Uniform)"],
-            ],
-            "lrrrrrrr",
-        ),
-        command="the command above; python -m svpg.report gather runs/showdown-financial-tables --into bench/results/bandit_showdown.csv",
-        compute="about 20 minutes of agent time per seed, an estimate",
-    )
-)
 
 
 register(
