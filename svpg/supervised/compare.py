@@ -91,6 +91,42 @@ def table_task(table: dict[str, dict[int, dict]]) -> str:
     return "regression" if any("rmse" in row for rows in table.values() for row in rows.values()) else "classification"
 
 
+def summarise(
+    chosen: dict[str, dict[int, dict]], metrics: list[tuple]
+) -> tuple[dict[str, dict[str, tuple[float, float]]], dict[str, int]]:
+    """({method: {key: (mean, standard error)}}, {key: decimals}) of ``metrics`` (entries of :data:`METRICS`) over
+    each method's rows (``{method: {split: row}}``); a column's decimals keep its smallest mean's digits."""
+    summary = {
+        method: {key: mean_se([row[key] * scale for row in own.values()]) for key, _, _, scale, _, _ in metrics}
+        for method, own in chosen.items()
+    }
+    digits = {key: decimals((s[key][0] for s in summary.values()), least) for key, _, _, _, least, _ in metrics}
+    return summary, digits
+
+
+def mean_se_cell(mean: float, se: float, digits: int) -> str:
+    """``mean ± se``, the mean alone where the standard error is undefined (one split)."""
+    return f"{mean:.{digits}f} ± {se:.{digits}f}" if math.isfinite(se) else f"{mean:.{digits}f}"
+
+
+def difference_cell(own: dict[int, dict], ref: dict[int, dict], metric: tuple, digits: int) -> tuple[str, int, int]:
+    """(the paired difference own − ref of ``metric`` over the splits both have, ``+d [low, high]`` with its 95 %
+    t-interval, ``+d`` for one pair, empty for none; the splits where own is better; the pairs)."""
+    key, _, _, scale, _, higher = metric
+    a = {k: row[key] * scale for k, row in own.items()}
+    b = {k: row[key] * scale for k, row in ref.items() if k in a}
+    pairs, mean, lo, hi = paired_difference(a, b)
+    d = digits
+    text = f"{mean:+.{d}f} [{lo:+.{d}f}, {hi:+.{d}f}]" if math.isfinite(lo) else (f"{mean:+.{d}f}" if pairs else "")
+    better = sum((a[k] > b[k]) if higher else (a[k] < b[k]) for k in b)
+    return text, better, pairs
+
+
+def median_seconds(own: dict[int, dict], key: str) -> str:
+    """The median of ``key`` (seconds per split or per epoch) over the rows, as the tables print it."""
+    return f"{np.median([row[key] for row in own.values()]):.1f}"
+
+
 def compare_table(
     table: dict[str, dict[int, dict]],
     reference: str,
@@ -119,35 +155,21 @@ def compare_table(
         for method, by_split in table.items()
         if (own := {k: row for k, row in by_split.items() if splits is None or k in splits})
     }
-    summary = {
-        method: {key: mean_se([row[key] * scale for row in own.values()]) for key, _, _, scale, _, _ in metrics}
-        for method, own in chosen.items()
-    }
-    digits = {key: decimals((s[key][0] for s in summary.values()), least) for key, _, _, _, least, _ in metrics}
+    summary, digits = summarise(chosen, metrics)
     rows = []
     for method, own in chosen.items():
         cells = [labels.get(method, method), str(len(own))]
-        for key, *_ in metrics:
-            mean, se = summary[method][key]
-            d = digits[key]
-            cells.append(f"{mean:.{d}f} ± {se:.{d}f}" if math.isfinite(se) else f"{mean:.{d}f}")
+        cells += [mean_se_cell(*summary[method][key], digits[key]) for key, *_ in metrics]
         better, pairs = [], 0
-        for key, _, _, scale, _, higher in paired:
+        for metric in paired:
             if method == reference:
                 cells.append("")
                 continue
-            a = {k: row[key] * scale for k, row in own.items()}
-            b = {k: row[key] * scale for k, row in ref.items() if k in a}
-            pairs, mean, lo, hi = paired_difference(a, b)
-            d = digits[key]
-            cells.append(
-                f"{mean:+.{d}f} [{lo:+.{d}f}, {hi:+.{d}f}]"
-                if math.isfinite(lo)
-                else (f"{mean:+.{d}f}" if pairs else "")
-            )
-            better.append(str(sum((a[k] > b[k]) if higher else (a[k] < b[k]) for k in b)))
+            text, wins, pairs = difference_cell(own, ref, metric, digits[metric[0]])
+            cells.append(text)
+            better.append(str(wins))
         cells.append(f"{' / '.join(better)} of {pairs}" if better else "")
-        cells.append(f"{np.median([row[time_key] for row in own.values()]):.1f}")
+        cells.append(median_seconds(own, time_key))
         rows.append((method, summary[method][metrics[0][0]][0], "| " + " | ".join(cells) + " |"))
     lines += reference_first(rows, reference, higher_is_better=metrics[0][-1])
     return "\n".join(lines) + "\n"
