@@ -305,35 +305,34 @@ def _bandit_rows(run: Path) -> list[dict]:
     ]
 
 
-def _supervised_rows(run: Path) -> list[dict]:
-    from svpg.supervised.compare import RESULT_KEYS, TIME_KEY, load_runs
-    from svpg.supervised.config import SupervisedConfig
-    from svpg.supervised.runfolder import load_config
+#: what a supervised row records of a (method, split) fit besides its test metrics: its training and test rows,
+#: the epoch whose weights it kept, its wall-clock seconds and mean seconds per epoch
+SUPERVISED_FIT_KEYS = ("n_train", "n_test", "best_epoch", "seconds", "seconds_per_epoch")
 
-    shared, table, labels = load_runs([run])
-    cfg, _ = load_config(run)
+
+def _supervised_rows(run: Path) -> list[dict]:
+    """One row per finished (method, split): the metrics of its split file, the epochs it trained (what the options
+    resolved to), and for classification the validation figures of every evaluated epoch (its TensorBoard curves:
+    ``val_log_likelihood`` and ``val_error`` as ``[[epoch, value], …]``)."""
     import dataclasses
 
+    from svpg.supervised.compare import RESULT_KEYS, load_runs
+    from svpg.supervised.config import SupervisedConfig
+    from svpg.supervised.runfolder import RESUME_OPTIONS, load_config, validation_curves
+
+    shared, table, labels = load_runs([run])
+    cfg, built = load_config(run)
     full = json.loads(json.dumps(dataclasses.asdict(cfg), default=list))
-    skip: tuple[str, ...] = (
-        "dataset",
-        "protocol",
-        "method",
-        "splits",
-        "threads",
-        "progress",
-        "run_name",
-        "log_dir",
-        "device",
-    )
-    skip = (*skip, "data_dir", "checkpoint_minutes", "save_models", "compile")
+    # the unit's own columns, and the options that leave a split's results unchanged (threads, device, --compile, …)
+    skip = (*RESUME_OPTIONS, "dataset", "protocol", "method", "run_name", "log_dir", "save_models")
     options = _changed_options(full, _dataclass_defaults(SupervisedConfig), skip)
+    epochs = built.get("resolved", {}).get("epochs", {})
     rows = []
     for method, by_split in table.items():
         for split, row in sorted(by_split.items()):
             metrics = {k: row[k] for k in RESULT_KEYS if k in row}
-            times = {k: row[k] for k in set(TIME_KEY.values()) if k in row}
-            budget = {k: row[k] for k in ("epochs", "epoch") if k in row}
+            fit = {k: row[k] for k in SUPERVISED_FIT_KEYS if k in row}
+            curves = validation_curves(run, method, split) if "error" in row else {}
             rows.append(
                 {
                     "dataset": shared["dataset"],
@@ -343,8 +342,9 @@ def _supervised_rows(run: Path) -> list[dict]:
                     "label": labels.get(method, method),
                     "split": split,
                     **metrics,
-                    **budget,
-                    **times,
+                    **({"epochs": epochs[method]} if method in epochs else {}),
+                    **fit,
+                    **curves,
                 }
             )
     return rows

@@ -108,6 +108,33 @@ def read_finished(run_dir: Path, methods: list[str]) -> dict[str, dict[int, dict
     return finished
 
 
+#: the validation figures of every evaluated epoch in a fit's TensorBoard curves (``<method>/split_<k>/``)
+VALIDATION_TAGS = ("val_log_likelihood", "val_error")
+
+
+def curves_dir(run_dir: Path, method: str, k: int) -> Path:
+    """The TensorBoard curves of one (method, split): every classification fit, split 0 of a regression set."""
+    return Path(run_dir) / method / f"split_{k:02d}"
+
+
+def validation_curves(run_dir: Path, method: str, k: int) -> dict[str, list[list[float]]]:
+    """``{tag: [[epoch, value], …]}`` of :data:`VALIDATION_TAGS` in the curves of one (method, split), in epoch
+    order; a tag the curves lack (no validation rows, no curves) is left out."""
+    folder = curves_dir(run_dir, method, k)
+    if not folder.is_dir():
+        return {}
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(folder), size_guidance={"scalars": 0})  # every point, not a sample of them
+    events.Reload()
+    found = set(events.Tags().get("scalars", ()))
+    return {
+        tag: [[e.step, e.value] for e in sorted(events.Scalars(tag), key=lambda e: e.step)]
+        for tag in VALIDATION_TAGS
+        if tag in found
+    }
+
+
 @dataclass
 class SupervisedRun:
     """A run folder and what is needed to fill it."""

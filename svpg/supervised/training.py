@@ -21,6 +21,7 @@ from svpg.supervised.runfolder import (
     SupervisedRun,
     built,
     checkpoint_file,
+    curves_dir,
     prepare,
     read_finished,
     split_file,
@@ -39,7 +40,7 @@ def fit_split(run: SupervisedRun, method: str, k: int, progress: bool) -> dict:
     x_tr, y_tr, x_te, y_te = split_data(cfg, data, k)
     seed = split_seed(cfg.seed, k)
     model = make_estimator(cfg, data, run.settings, method, seed, progress=progress)
-    curves = run.run_dir / method / f"split_{k:02d}"
+    curves = curves_dir(run.run_dir, method, k)
     model_file = run.run_dir / MODELS_DIR / f"{method}_split{k:02d}.safetensors"
     checkpoint_path = checkpoint_file(run.run_dir, method, k)
     checkpoint = checkpoint_path if cfg.checkpoint_minutes > 0 else None  # --checkpoint-minutes 0: none used
