@@ -573,7 +573,7 @@ def _number(value) -> float:
     return float(value) if value not in ("", None) else float("nan")
 
 
-def _bandit_options(row: dict) -> dict:
+def _row_options(row: dict) -> dict:
     options = row.get("options") or {}
     return json.loads(options) if isinstance(options, str) else dict(options)
 
@@ -605,12 +605,12 @@ def _wheel_delta(row: dict) -> float:
         return float(row["delta"])
     from svpg.bandits.cli import BanditConfig
 
-    return float(_bandit_options(row).get("delta", BanditConfig.delta))
+    return float(_row_options(row).get("delta", BanditConfig.delta))
 
 
 def _wheel_rows(rows: list[dict]) -> list[dict]:
     """The rows of the wheel table: runs with options other than δ (tuning runs) are not its."""
-    return [r for r in rows if not set(_bandit_options(r)) - {"delta"}]
+    return [r for r in rows if not set(_row_options(r)) - {"delta"}]
 
 
 def _bandit_wheel(rows: list[dict]) -> str:
@@ -758,396 +758,472 @@ def _layout(header: Sequence[str], rows: Sequence[Sequence[str | None]], align: 
     return build
 
 
+# -- supervised: train.py supervised (docs/supervised.md) ---------------------------------------------------
+UCI_FILE = "bench/results/supervised_uci.csv"
+MNIST_FILE = "bench/results/supervised_mnist.csv"
+FASHION_MNIST_FILE = "bench/results/supervised_fashion_mnist.csv"
+#: the tables' names of the methods
+METHOD_LABELS = {"s2vgd": "S²VGD (K = 1)", "svgd": "SVGD", "map": "MAP", "bbb": "BBB", "vmg": "VMG",
+                 "kflow-linear": "K-Linear", "kflow-diag": "K-Diag", "badam": "BADAM"}  # fmt: skip
+#: the columns of a gathered supervised row that are numbers
+SUPERVISED_NUMBERS = ("rmse", "test_ll", "error", "nll", "ece", "epochs", "best_epoch", "seconds", "seconds_per_epoch")
+#: the columns of a gathered classification row that hold a validation curve, [[epoch, value], …]
+SUPERVISED_CURVES = ("val_log_likelihood", "val_error")
+
+
+def _supervised_runs(rows: list[dict]) -> dict[str, dict[int, dict]]:
+    """The rows as ``{method: {split: row}}``, numbers as numbers (an empty cell: NaN; a curve: its list), the
+    shape of :func:`svpg.supervised.compare.load_runs`."""
+    runs: dict[str, dict[int, dict]] = {}
+    for r in rows:
+        row = {**r, **{k: _number(r.get(k)) for k in SUPERVISED_NUMBERS}}
+        for k in SUPERVISED_CURVES:
+            curve = r.get(k) or []
+            row[k] = json.loads(curve) if isinstance(curve, str) else curve
+        runs.setdefault(r["method"], {})[int(r["split"])] = row
+    return runs
+
+
+def _measured(label: Sequence[str], cells: Sequence[str | None]) -> list[str]:
+    """A table row: a cell without units (None) says *not re-measured*; a row without any says it in its first
+    measured cell, the others empty (the layout of a table before its runs were gathered)."""
+    if all(c is None for c in cells):
+        return [*label, NOT_MEASURED, *[""] * (len(cells) - 1)]
+    return [*label, *(NOT_MEASURED if c is None else doc_number(c) for c in cells)]
+
+
+def _mean_cells(runs: dict[str, dict[int, dict]], method: str, task: str, digits: dict) -> dict[str, str]:
+    """``{metric: mean ± standard error over the method's splits}`` (:func:`svpg.supervised.compare.mean_se_cell`)."""
+    from svpg.supervised.compare import METRICS, mean_se_cell, summarise
+
+    summary, _ = summarise({method: runs[method]}, METRICS[task])
+    return {
+        key: mean_se_cell(mean, se, digits[key]) if math.isfinite(mean) else "–"
+        for key, (mean, se) in summary[method].items()
+    }
+
+
+def _digits(runs: dict[str, dict[int, dict]], methods: Sequence[str], task: str) -> dict[str, int]:
+    """Each metric's decimals over the methods of a table (as ``python -m svpg.compare`` chooses them)."""
+    from svpg.supervised.compare import METRICS, summarise
+
+    return summarise({m: runs[m] for m in methods if m in runs}, METRICS[task])[1]
+
+
+def _regression_cells(runs: dict[str, dict[int, dict]], method: str, digits: dict, differences: bool) -> list | None:
+    """One method's cells of a UCI table: test RMSE and log-likelihood (mean ± s.e. over splits), with
+    ``differences`` its paired differences to S²VGD (95 % t-interval; empty for S²VGD or without it), and the
+    median seconds per split; None without splits."""
+    from svpg.supervised.compare import METRICS, TIME_KEY, difference_cell, median_seconds
+
+    own = runs.get(method)
+    if not own:
+        return None
+    means = _mean_cells(runs, method, "regression", digits)
+    cells = [means["rmse"], means["test_ll"]]
+    if differences:
+        ref = runs.get("s2vgd") if method != "s2vgd" else None
+        for metric in METRICS["regression"]:
+            cells.append(difference_cell(own, ref, metric, digits[metric[0]])[0] if ref else "")
+    return [*cells, median_seconds(own, TIME_KEY["regression"])]
+
+
+def _uci_table(datasets: dict[str, Sequence[tuple[str, ...]]], published: dict[str, list], differences: bool = True):
+    """A table of UCI data sets: per data set its rows (the table's label cells, then the method), each with
+    :func:`_regression_cells`, then the papers' rows (``published``) as given."""
+
+    def build(rows: list[dict]) -> str:
+        table = []
+        for dataset, methods in datasets.items():
+            runs = _supervised_runs([r for r in rows if r["dataset"] == dataset])
+            digits = _digits(runs, [m[-1] for m in methods], "regression")
+            for *label, method in methods:
+                cells = _regression_cells(runs, method, digits, differences)
+                table.append(_measured(label, cells or [None] * (5 if differences else 3)))
+            table += published.get(dataset, [])
+        if differences:
+            header = ["method", "test RMSE", "test log-likelihood", "method − S²VGD, RMSE [95 %]",
+                      "method − S²VGD, LL [95 %]", "s / split"]  # fmt: skip
+        else:
+            header = ["method", "optimizer, lr, epochs", "test RMSE", "test log-likelihood", "s / split"]
+        if len(datasets) > 1:
+            header[0] = "data set, method"
+        return render_table(header, table, "l" * len(header))
+
+    return build
+
+
+def _supervised_compute(estimate: str, used=None):
+    """The training time the table's fits add up to (``used``: those of its rows that are the table's; the
+    estimate while there are none)."""
+
+    def compute(rows: list[dict]) -> str:
+        rows = used(rows) if used else rows
+        if not rows:
+            return estimate
+        seconds = sum(s for s in (_number(r.get("seconds")) for r in rows) if math.isfinite(s))
+        time = f"{seconds / 3600:.1f} hours" if seconds >= 3600 else f"{seconds / 60:.0f} minutes"
+        return f"{len(rows)} fits of a method on a split, {time} of training"
+
+    return compute
+
+
+UCI_SELECT = {"protocol": "standard", "options": ""}  # the standard splits, every method with its defaults
+TABLE1_SETS = {"boston": "Boston", "concrete": "Concrete", "energy": "Energy", "kin8nm": "Kin8nm", "naval": "Naval",
+               "power": "Power (CCPP)", "wine": "Wine", "yacht": "Yacht", "protein": "Protein (5 splits)"}  # fmt: skip
+TABLE1_PUBLISHED = {
+    "boston": ["2.56 / 2.96 / 2.70; −2.43 / −2.50 / −2.46", "2.81 ± 0.11 / −2.54 ± 0.08"],
+    "concrete": ["4.25 / 5.32 / 4.89; −2.90 / −3.08 / −3.01", "4.70 ± 0.14 / −2.98 ± 0.03"],
+    "energy": ["0.38 / 1.37 / 0.54; −0.55 / −1.77 / −1.06", "1.16 ± 0.03 / −1.45 ± 0.03"],
+    "kin8nm": ["0.07 / 0.09 / 0.08; 1.15 / 0.98 / 1.10", "0.08 ± 0.00 / 1.14 ± 0.01"],
+    "naval": ["0.00 / 0.00 / 0.00; 4.79 / 4.09 / 2.46", "0.00 ± 0.00 / 5.84 ± 0.00"],
+    "power": ["3.84 / 4.03 / 4.04; −2.77 / −2.82 / −2.82", "3.88 ± 0.03 / −2.78 ± 0.01"],
+    "wine": ["0.59 / 0.61 / 0.61; −0.90 / −0.93 / −0.95", "0.61 ± 0.01 / −0.93 ± 0.02"],
+    "yacht": ["0.47 / 0.86 / 0.48; −0.81 / −1.23 / −1.30", "0.77 ± 0.06 / −1.29 ± 0.02"],
+    "protein": ["4.15 / 4.61 / 4.13; −2.84 / −2.95 / −2.84", "4.14 ± 0.01 / −2.84 ± 0.00"],
+}
+
+
+def _supervised_table1(rows: list[dict]) -> str:
+    """Per data set: S²VGD's, SVGD's and VMG's test RMSE / log-likelihood (mean ± s.e. over splits), S²VGD − SVGD
+    paired by split (95 % t-intervals), the papers' Table 1 as printed."""
+    from svpg.supervised.compare import METRICS, difference_cell
+
+    table = []
+    for dataset, name in TABLE1_SETS.items():
+        runs = _supervised_runs([r for r in rows if r["dataset"] == dataset])
+        digits = _digits(runs, ("s2vgd", "svgd", "vmg"), "regression")
+
+        def both(method: str, runs=runs, digits=digits) -> str | None:
+            if method not in runs:
+                return None
+            means = _mean_cells(runs, method, "regression", digits)
+            return f"{means['rmse']} / {means['test_ll']}"
+
+        diff = None
+        if "s2vgd" in runs and "svgd" in runs:
+            parts = [difference_cell(runs["s2vgd"], runs["svgd"], m, digits[m[0]])[0] for m in METRICS["regression"]]
+            diff = " / ".join(parts) if all(parts) else "–"  # "–": no split that both have
+        table.append([*_measured([name], [both("s2vgd"), both("svgd"), diff, both("vmg")]),
+                      *TABLE1_PUBLISHED[dataset]])  # fmt: skip
+    header = ["data set", "S²VGD (ours) RMSE / LL", "SVGD (ours)", "S²VGD − SVGD [95 %] RMSE / LL", "VMG (ours)",
+              "S²VGD's Table 1: S²VGD / SVGD / VMG (RMSE; LL)", "VMG's Table 1: VMG"]  # fmt: skip
+    return render_table(header, table, "lllllll")
+
+
+def _papers(s2vgd_paper: tuple[str, str], vmg_paper: tuple[str, str], prefix: str = "") -> list[list[str]]:
+    """The papers' rows of a per-data-set table with differences: S²VGD's Table 1 (S²VGD / SVGD / VMG) and VMG's."""
+    s2vgd, vmg = (f"*{prefix}, {paper} paper" if prefix else f"*{paper} paper, Table 1" for paper in ("S²VGD", "VMG"))
+    return [
+        [f"{s2vgd}: S²VGD / SVGD / VMG*", f"*{s2vgd_paper[0]}*", f"*{s2vgd_paper[1]}*", "", "", ""],
+        [f"{vmg}: VMG*", f"*{vmg_paper[0]}*", f"*{vmg_paper[1]}*", "", "", ""],
+    ]
+
+
 register(
     Table(
         name="supervised-table1",
         doc="docs/supervised.md",
-        source="bench/results/supervised_uci.csv",
-        build=_layout(
-            [
-                "data set",
-                "S²VGD (ours) RMSE / LL",
-                "SVGD (ours)",
-                "S²VGD − SVGD [95 %] RMSE / LL",
-                "VMG (ours)",
-                "S²VGD's Table 1: S²VGD / SVGD / VMG (RMSE; LL)",
-                "VMG's Table 1: VMG",
-            ],
-            [
-                ["Boston", M, M, M, M, "2.56 / 2.96 / 2.70; −2.43 / −2.50 / −2.46", "2.81 ± 0.11 / −2.54 ± 0.08"],
-                ["Concrete", M, M, M, M, "4.25 / 5.32 / 4.89; −2.90 / −3.08 / −3.01", "4.70 ± 0.14 / −2.98 ± 0.03"],
-                ["Energy", M, M, M, M, "0.38 / 1.37 / 0.54; −0.55 / −1.77 / −1.06", "1.16 ± 0.03 / −1.45 ± 0.03"],
-                ["Kin8nm", M, M, M, M, "0.07 / 0.09 / 0.08; 1.15 / 0.98 / 1.10", "0.08 ± 0.00 / 1.14 ± 0.01"],
-                ["Naval", M, M, M, M, "0.00 / 0.00 / 0.00; 4.79 / 4.09 / 2.46", "0.00 ± 0.00 / 5.84 ± 0.00"],
-                ["Power (CCPP)", M, M, M, M, "3.84 / 4.03 / 4.04; −2.77 / −2.82 / −2.82", "3.88 ± 0.03 / −2.78 ± 0.01"],
-                ["Wine", M, M, M, M, "0.59 / 0.61 / 0.61; −0.90 / −0.93 / −0.95", "0.61 ± 0.01 / −0.93 ± 0.02"],
-                ["Yacht", M, M, M, M, "0.47 / 0.86 / 0.48; −0.81 / −1.23 / −1.30", "0.77 ± 0.06 / −1.29 ± 0.02"],
-                [
-                    "Protein (5 splits)",
-                    M,
-                    M,
-                    M,
-                    M,
-                    "4.15 / 4.61 / 4.13; −2.84 / −2.95 / −2.84",
-                    "4.14 ± 0.01 / −2.84 ± 0.00",
-                ],
-            ],
-            "lllllll",
-        ),
-        command="the nine commands above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_uci.csv for each",
-        compute="about 17 core-hours",
+        source=UCI_FILE,
+        build=_supervised_table1,
+        command=f"the nine commands above; python -m svpg.report gather runs/<run-name> --into {UCI_FILE} for each",
+        compute=_supervised_compute("about 17 core-hours"),
+        select=UCI_SELECT,
     )
 )
 
 
-register(
-    Table(
-        name="supervised-boston",
-        doc="docs/supervised.md",
-        source="bench/results/supervised_uci.csv",
-        build=_layout(
-            ["method", "optimizer, lr, epochs", "test RMSE", "test log-likelihood", "s / split"],
-            [
-                ["S²VGD (K = 1)", "Adam 3e-3, 2400", M, M, M],
-                ["SVGD", "Adam 3e-3, 800", M, M, M],
-                ["BBB", "Adam 3e-3, 2400", M, M, M],
-                ["VMG", "Adam 1e-3 constant, Polyak, 2400", M, M, M],
-                ["K-Linear", "Adam 1e-2, 2400", M, M, M],
-                ["K-Diag", "Adam 1e-2, 4800", M, M, M],
-                ["BADAM", "Adam 5e-3 constant, 2400", M, M, M],
-                ["MAP", "Adam 3e-3, 2400", M, M, M],
-                ["*S²VGD paper, Table 1: S²VGD*", "", "*2.56 ± 0.33*", "*−2.43 ± 0.10*", ""],
-                ["*S²VGD paper, Table 1: SVGD*", "", "*2.96 ± 0.10*", "*−2.50 ± 0.03*", ""],
-                ["*S²VGD paper, Table 1: VMG (re-reported)*", "", "*2.70*", "*−2.46*", ""],
-                ["*VMG paper, Table 1: VMG*", "", "*2.81 ± 0.11*", "*−2.54 ± 0.08*", ""],
-            ],
-            "lllll",
-        ),
-        command="python train.py supervised --dataset boston --protocol standard --method s2vgd,svgd,bbb,vmg,kflow-linear,kflow-diag,badam,map --threads 1; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_uci.csv",
-        compute="about 1.8 core-hours",
+def _per_method(optimizers: dict[str, str], papers: list[tuple[str, str, str]]):
+    """Boston's and Concrete's table: every method with its optimizer, lr and epochs (as given), then the papers'
+    figures (label, RMSE, log-likelihood)."""
+    published = [[f"*{label}*", "", f"*{rmse}*", f"*{ll}*", ""] for label, rmse, ll in papers]
+    methods = [(METHOD_LABELS[m], text, m) for m, text in optimizers.items()]
+    return methods, published
+
+
+for _dataset, _optimizers, _papers_rows, _command, _estimate in (
+    (
+        "boston",
+        {"s2vgd": "Adam 3e-3, 2400", "svgd": "Adam 3e-3, 800", "bbb": "Adam 3e-3, 2400",
+         "vmg": "Adam 1e-3 constant, Polyak, 2400", "kflow-linear": "Adam 1e-2, 2400", "kflow-diag": "Adam 1e-2, 4800",
+         "badam": "Adam 5e-3 constant, 2400", "map": "Adam 3e-3, 2400"},
+        [("S²VGD paper, Table 1: S²VGD", "2.56 ± 0.33", "−2.43 ± 0.10"),
+         ("S²VGD paper, Table 1: SVGD", "2.96 ± 0.10", "−2.50 ± 0.03"),
+         ("S²VGD paper, Table 1: VMG (re-reported)", "2.70", "−2.46"),
+         ("VMG paper, Table 1: VMG", "2.81 ± 0.11", "−2.54 ± 0.08")],
+        "python train.py supervised --dataset boston --protocol standard --method "
+        "s2vgd,svgd,bbb,vmg,kflow-linear,kflow-diag,badam,map --threads 1",
+        "about 1.8 core-hours",
+    ),
+    (
+        "concrete",
+        {"s2vgd": "Adam 0.003, 3200", "svgd": "Adam 0.003, 3200", "bbb": "RMSprop 0.003, 1600",
+         "vmg": "Adam 1e-3 constant, Polyak, 3200", "kflow-linear": "RMSprop 0.001, 1600",
+         "kflow-diag": "Adam 0.01, 6400", "badam": "Adam 5e-3 constant, 1600", "map": "Adam 0.003, 3200"},
+        [("S²VGD paper, Table 1: S²VGD", "4.25 ± 0.37", "−2.90 ± 0.07"),
+         ("S²VGD paper, Table 1: SVGD", "5.32 ± 0.10", "−3.08 ± 0.02"),
+         ("S²VGD paper, Table 1: VMG (re-reported)", "4.89", "−3.01"),
+         ("VMG paper, Table 1: VMG", "4.70 ± 0.14", "−2.98 ± 0.03")],
+        "the Concrete command above",
+        "about 4.5 core-hours",
+    ),
+):  # fmt: skip
+    _methods, _published = _per_method(_optimizers, _papers_rows)
+    register(
+        Table(
+            name=f"supervised-{_dataset}",
+            doc="docs/supervised.md",
+            source=UCI_FILE,
+            build=_uci_table({_dataset: _methods}, {_dataset: _published}, differences=False),
+            command=f"{_command}; python -m svpg.report gather runs/<run-name> --into {UCI_FILE}",
+            compute=_supervised_compute(_estimate),
+            select={"dataset": _dataset, **UCI_SELECT},
+        )
     )
-)
 
 
-register(
-    Table(
-        name="supervised-concrete",
-        doc="docs/supervised.md",
-        source="bench/results/supervised_uci.csv",
-        build=_layout(
-            ["method", "optimizer, lr, epochs", "test RMSE", "test log-likelihood", "s / split"],
-            [
-                ["S²VGD (K = 1)", "Adam 0.003, 3200", M, M, M],
-                ["SVGD", "Adam 0.003, 3200", M, M, M],
-                ["BBB", "RMSprop 0.003, 1600", M, M, M],
-                ["VMG", "Adam 1e-3 constant, Polyak, 3200", M, M, M],
-                ["K-Linear", "RMSprop 0.001, 1600", M, M, M],
-                ["K-Diag", "Adam 0.01, 6400", M, M, M],
-                ["BADAM", "Adam 5e-3 constant, 1600", M, M, M],
-                ["MAP", "Adam 0.003, 3200", M, M, M],
-                ["*S²VGD paper, Table 1: S²VGD*", "", "*4.25 ± 0.37*", "*−2.90 ± 0.07*", ""],
-                ["*S²VGD paper, Table 1: SVGD*", "", "*5.32 ± 0.10*", "*−3.08 ± 0.02*", ""],
-                ["*S²VGD paper, Table 1: VMG (re-reported)*", "", "*4.89*", "*−3.01*", ""],
-                ["*VMG paper, Table 1: VMG*", "", "*4.70 ± 0.14*", "*−2.98 ± 0.03*", ""],
-            ],
-            "lllll",
-        ),
-        command="the Concrete command above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_uci.csv",
-        compute="about 4.5 core-hours",
+def _order(*methods: str, prefix: str = "") -> list[tuple[str, str]]:
+    """A table's rows in the document's order: (label, method)."""
+    return [(f"{prefix}{METHOD_LABELS[m]}", m) for m in methods]
+
+
+for _dataset, _methods, _s2vgd_paper, _vmg_paper, _command, _estimate in (
+    ("yacht", _order("s2vgd", "svgd", "map", "kflow-linear", "kflow-diag", "bbb", "badam", "vmg"),
+     ("0.47 / 0.86 / 0.48", "−0.81 / −1.23 / −1.30"), ("0.77 ± 0.06", "−1.29 ± 0.02"),
+     "the Yacht commands above; python -m svpg.report gather runs/table1-yacht-s2vgd runs/table1-yacht-vmg",
+     "about 55 core-minutes"),
+    ("energy", _order("s2vgd", "svgd", "map", "kflow-linear", "vmg", "bbb", "badam", "kflow-diag"),
+     ("0.38 / 1.37 / 0.54", "−0.55 / −1.77 / −1.06"), ("1.16 ± 0.03", "−1.45 ± 0.03"),
+     "the Energy commands above; python -m svpg.report gather runs/<run-name>", "about 69 core-minutes"),
+    ("kin8nm", _order("s2vgd", "svgd", "kflow-linear", "map", "badam", "vmg", "kflow-diag", "bbb"),
+     ("0.07 / 0.09 / 0.08", "1.15 / 0.98 / 1.10"), ("0.08 ± 0.00", "1.14 ± 0.01"),
+     "the Kin8nm commands above; python -m svpg.report gather runs/<run-name>", "about 83 core-minutes"),
+    ("wine", _order("s2vgd", "svgd", "map", "bbb", "vmg", "kflow-linear", "kflow-diag", "badam"),
+     ("0.59 / 0.61 / 0.61", "−0.90 / −0.93 / −0.95"), ("0.61 ± 0.01", "−0.93 ± 0.02"),
+     "the Wine commands above; python -m svpg.report gather runs/<run-name>", "about 2.1 core-hours"),
+    ("protein", _order("s2vgd", "vmg", "svgd", "map", "kflow-linear", "badam", "kflow-diag", "bbb"),
+     ("4.15 / 4.61 / 4.13", "−2.84 / −2.95 / −2.84"), ("4.14 ± 0.01", "−2.84 ± 0.00"),
+     "the Protein commands above; python -m svpg.report gather runs/<run-name>", "about 57 core-minutes"),
+):  # fmt: skip
+    register(
+        Table(
+            name=f"supervised-{_dataset}",
+            doc="docs/supervised.md",
+            source=UCI_FILE,
+            build=_uci_table({_dataset: _methods}, {_dataset: _papers(_s2vgd_paper, _vmg_paper)}),
+            command=f"{_command} --into {UCI_FILE}",
+            compute=_supervised_compute(_estimate),
+            select={"dataset": _dataset, **UCI_SELECT},
+        )
     )
-)
-
-
-register(
-    Table(
-        name="supervised-yacht",
-        doc="docs/supervised.md",
-        source="bench/results/supervised_uci.csv",
-        build=_layout(
-            [
-                "method",
-                "test RMSE",
-                "test log-likelihood",
-                "method − S²VGD, RMSE [95 %]",
-                "method − S²VGD, LL [95 %]",
-                "s / split",
-            ],
-            [
-                ["S²VGD (K = 1)", M, M, M, M, M],
-                ["SVGD", M, M, M, M, M],
-                ["MAP", M, M, M, M, M],
-                ["K-Linear", M, M, M, M, M],
-                ["K-Diag", M, M, M, M, M],
-                ["BBB", M, M, M, M, M],
-                ["BADAM", M, M, M, M, M],
-                ["VMG", M, M, M, M, M],
-                [
-                    "*S²VGD paper, Table 1: S²VGD / SVGD / VMG*",
-                    "*0.47 / 0.86 / 0.48*",
-                    "*−0.81 / −1.23 / −1.30*",
-                    "",
-                    "",
-                    "",
-                ],
-                ["*VMG paper, Table 1: VMG*", "*0.77 ± 0.06*", "*−1.29 ± 0.02*", "", "", ""],
-            ],
-            "llllll",
-        ),
-        command="the Yacht commands above; python -m svpg.report gather runs/table1-yacht-s2vgd runs/table1-yacht-vmg --into bench/results/supervised_uci.csv",
-        compute="about 55 core-minutes",
-    )
-)
-
-
-register(
-    Table(
-        name="supervised-energy",
-        doc="docs/supervised.md",
-        source="bench/results/supervised_uci.csv",
-        build=_layout(
-            [
-                "method",
-                "test RMSE",
-                "test log-likelihood",
-                "method − S²VGD, RMSE [95 %]",
-                "method − S²VGD, LL [95 %]",
-                "s / split",
-            ],
-            [
-                ["S²VGD (K = 1)", M, M, M, M, M],
-                ["SVGD", M, M, M, M, M],
-                ["MAP", M, M, M, M, M],
-                ["K-Linear", M, M, M, M, M],
-                ["VMG", M, M, M, M, M],
-                ["BBB", M, M, M, M, M],
-                ["BADAM", M, M, M, M, M],
-                ["K-Diag", M, M, M, M, M],
-                [
-                    "*S²VGD paper, Table 1: S²VGD / SVGD / VMG*",
-                    "*0.38 / 1.37 / 0.54*",
-                    "*−0.55 / −1.77 / −1.06*",
-                    "",
-                    "",
-                    "",
-                ],
-                ["*VMG paper, Table 1: VMG*", "*1.16 ± 0.03*", "*−1.45 ± 0.03*", "", "", ""],
-            ],
-            "llllll",
-        ),
-        command="the Energy commands above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_uci.csv",
-        compute="about 69 core-minutes",
-    )
-)
-
-
-register(
-    Table(
-        name="supervised-kin8nm",
-        doc="docs/supervised.md",
-        source="bench/results/supervised_uci.csv",
-        build=_layout(
-            [
-                "method",
-                "test RMSE",
-                "test log-likelihood",
-                "method − S²VGD, RMSE [95 %]",
-                "method − S²VGD, LL [95 %]",
-                "s / split",
-            ],
-            [
-                ["S²VGD (K = 1)", M, M, M, M, M],
-                ["SVGD", M, M, M, M, M],
-                ["K-Linear", M, M, M, M, M],
-                ["MAP", M, M, M, M, M],
-                ["BADAM", M, M, M, M, M],
-                ["VMG", M, M, M, M, M],
-                ["K-Diag", M, M, M, M, M],
-                ["BBB", M, M, M, M, M],
-                [
-                    "*S²VGD paper, Table 1: S²VGD / SVGD / VMG*",
-                    "*0.07 / 0.09 / 0.08*",
-                    "*1.15 / 0.98 / 1.10*",
-                    "",
-                    "",
-                    "",
-                ],
-                ["*VMG paper, Table 1: VMG*", "*0.08 ± 0.00*", "*1.14 ± 0.01*", "", "", ""],
-            ],
-            "llllll",
-        ),
-        command="the Kin8nm commands above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_uci.csv",
-        compute="about 83 core-minutes",
-    )
-)
-
-
-register(
-    Table(
-        name="supervised-wine",
-        doc="docs/supervised.md",
-        source="bench/results/supervised_uci.csv",
-        build=_layout(
-            [
-                "method",
-                "test RMSE",
-                "test log-likelihood",
-                "method − S²VGD, RMSE [95 %]",
-                "method − S²VGD, LL [95 %]",
-                "s / split",
-            ],
-            [
-                ["S²VGD (K = 1)", M, M, M, M, M],
-                ["SVGD", M, M, M, M, M],
-                ["MAP", M, M, M, M, M],
-                ["BBB", M, M, M, M, M],
-                ["VMG", M, M, M, M, M],
-                ["K-Linear", M, M, M, M, M],
-                ["K-Diag", M, M, M, M, M],
-                ["BADAM", M, M, M, M, M],
-                [
-                    "*S²VGD paper, Table 1: S²VGD / SVGD / VMG*",
-                    "*0.59 / 0.61 / 0.61*",
-                    "*−0.90 / −0.93 / −0.95*",
-                    "",
-                    "",
-                    "",
-                ],
-                ["*VMG paper, Table 1: VMG*", "*0.61 ± 0.01*", "*−0.93 ± 0.02*", "", "", ""],
-            ],
-            "llllll",
-        ),
-        command="the Wine commands above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_uci.csv",
-        compute="about 2.1 core-hours",
-    )
-)
 
 
 register(
     Table(
         name="supervised-power-naval",
         doc="docs/supervised.md",
-        source="bench/results/supervised_uci.csv",
-        build=_layout(
-            [
-                "data set, method",
-                "test RMSE",
-                "test log-likelihood",
-                "method − S²VGD, RMSE [95 %]",
-                "method − S²VGD, LL [95 %]",
-                "s / split",
-            ],
-            [
-                ["Power, S²VGD (K = 1)", M, M, M, M, M],
-                ["Power, SVGD", M, M, M, M, M],
-                ["Power, MAP", M, M, M, M, M],
-                ["Power, K-Linear", M, M, M, M, M],
-                ["Power, BBB", M, M, M, M, M],
-                ["Power, VMG", M, M, M, M, M],
-                ["Power, K-Diag", M, M, M, M, M],
-                ["Power, BADAM", M, M, M, M, M],
-                [
-                    "*Power, S²VGD paper: S²VGD / SVGD / VMG*",
-                    "*3.84 / 4.03 / 4.04*",
-                    "*−2.77 / −2.82 / −2.82*",
-                    "",
-                    "",
-                    "",
-                ],
-                ["*Power, VMG paper: VMG*", "*3.88 ± 0.03*", "*−2.78 ± 0.01*", "", "", ""],
-                ["Naval, S²VGD (K = 1)", M, M, M, M, M],
-                ["Naval, SVGD", M, M, M, M, M],
-                ["Naval, K-Linear", M, M, M, M, M],
-                ["Naval, K-Diag", M, M, M, M, M],
-                ["Naval, MAP", M, M, M, M, M],
-                ["Naval, BBB", M, M, M, M, M],
-                ["Naval, VMG", M, M, M, M, M],
-                ["Naval, BADAM", M, M, M, M, M],
-                [
-                    "*Naval, S²VGD paper: S²VGD / SVGD / VMG*",
-                    "*0.00 / 0.00 / 0.00*",
-                    "*4.79 / 4.09 / 2.46*",
-                    "",
-                    "",
-                    "",
-                ],
-                ["*Naval, VMG paper: VMG*", "*0.00 ± 0.00*", "*5.84 ± 0.00*", "", "", ""],
-            ],
-            "llllll",
+        source=UCI_FILE,
+        build=_uci_table(
+            {
+                "power": _order("s2vgd", "svgd", "map", "kflow-linear", "bbb", "vmg", "kflow-diag", "badam",
+                                prefix="Power, "),
+                "naval": _order("s2vgd", "svgd", "kflow-linear", "kflow-diag", "map", "bbb", "vmg", "badam",
+                                prefix="Naval, "),
+            },
+            {
+                "power": _papers(("3.84 / 4.03 / 4.04", "−2.77 / −2.82 / −2.82"),
+                                 ("3.88 ± 0.03", "−2.78 ± 0.01"), prefix="Power"),
+                "naval": _papers(("0.00 / 0.00 / 0.00", "4.79 / 4.09 / 2.46"),
+                                 ("0.00 ± 0.00", "5.84 ± 0.00"), prefix="Naval"),
+            },
         ),
-        command="the Power and Naval commands above; python -m svpg.report gather runs/table1-power runs/table1-power-parametric runs/table1-naval-s2vgd runs/table1-naval-others --into bench/results/supervised_uci.csv",
-        compute="about 4.4 core-hours",
+        command="the Power and Naval commands above; python -m svpg.report gather runs/table1-power "
+        f"runs/table1-power-parametric runs/table1-naval-s2vgd runs/table1-naval-others --into {UCI_FILE}",
+        compute=_supervised_compute(
+            "about 4.4 core-hours", lambda rows: [r for r in rows if r["dataset"] in ("power", "naval")]
+        ),
+        select=UCI_SELECT,
     )
-)
+)  # fmt: skip
 
 
-register(
-    Table(
-        name="supervised-protein",
-        doc="docs/supervised.md",
-        source="bench/results/supervised_uci.csv",
-        build=_layout(
-            [
-                "method",
-                "test RMSE",
-                "test log-likelihood",
-                "method − S²VGD, RMSE [95 %]",
-                "method − S²VGD, LL [95 %]",
-                "s / split",
-            ],
-            [
-                ["S²VGD (K = 1)", M, M, M, M, M],
-                ["VMG", M, M, M, M, M],
-                ["SVGD", M, M, M, M, M],
-                ["MAP", M, M, M, M, M],
-                ["K-Linear", M, M, M, M, M],
-                ["BADAM", M, M, M, M, M],
-                ["K-Diag", M, M, M, M, M],
-                ["BBB", M, M, M, M, M],
-                [
-                    "*S²VGD paper, Table 1: S²VGD / SVGD / VMG*",
-                    "*4.15 / 4.61 / 4.13*",
-                    "*−2.84 / −2.95 / −2.84*",
-                    "",
-                    "",
-                    "",
-                ],
-                ["*VMG paper, Table 1: VMG*", "*4.14 ± 0.01*", "*−2.84 ± 0.00*", "", "", ""],
-            ],
-            "llllll",
-        ),
-        command="the Protein commands above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_uci.csv",
-        compute="about 57 core-minutes",
-    )
-)
+# MNIST and Fashion-MNIST: one run (split 0) per method and setting, told apart by their options
+def _setting(row: dict) -> dict:
+    """A classification row's options that change its training: ``--keep-epoch`` only picks which epoch's weights it
+    ends with, and ``--weight-prior gaussian`` is what the default gives for classification."""
+    options = {k: v for k, v in _row_options(row).items() if k != "keep_epoch"}
+    if options.get("weight_prior") == "gaussian":
+        del options["weight_prior"]
+    return options
+
+
+def _runs_of(rows: list[dict], method: str, options: dict) -> dict[int, dict]:
+    """``{split: row}`` of ``method`` run with exactly ``options``."""
+    return _supervised_runs([r for r in rows if r["method"] == method and _row_options(r) == options]).get(method, {})
+
+
+def _error_cell(runs: dict[int, dict], digits: int) -> str:
+    """The test error in percent, mean ± s.e. over the runs (one run: its error)."""
+    from svpg.stats import mean_se
+    from svpg.supervised.compare import mean_se_cell
+
+    mean, se = mean_se([r["error"] * 100 for r in runs.values()])
+    return f"{mean_se_cell(mean, se, digits)} %" if math.isfinite(mean) else "–"
+
+
+def _curve_at(curve: list, epoch: int) -> float:
+    return next((float(v) for e, v in curve if int(e) == epoch), math.nan)
+
+
+def _last_and_best(runs: dict[int, dict]) -> str | None:
+    """The validation log-likelihood at the last evaluated epoch, and the best with its epoch, ``−0.0512 (−0.0480,
+    37)`` (several runs: the means, and every run's best epoch); None without curves."""
+    curves = [r["val_log_likelihood"] for r in runs.values() if r["val_log_likelihood"]]
+    if not curves:
+        return None
+    last = sum(c[-1][1] for c in curves) / len(curves)
+    best = [max(c, key=lambda p: p[1]) for c in curves]
+    epochs = ", ".join(str(int(e)) for e, _ in best)
+    return f"{last:.4f} ({sum(v for _, v in best) / len(best):.4f}, {epochs})"
+
+
+MNIST_TABLE2: list[tuple[str, str, dict, str]] = [
+    ("S²VGD (K = 1)", "s2vgd", {}, "1.43 %"),
+    ("S²VGD (K = 10)", "s2vgd", {"householder": 10}, "1.36 %"),
+    ("SVGD", "svgd", {}, "1.53 %"),
+    ("MAP", "map", {}, "1.59 % (RMSprop)"),
+    ("BBB (Gaussian prior)", "bbb", {}, "1.82 % (scale mixture 1.32 %)"),
+    ("VMG (150 pseudo-data pairs per layer)", "vmg", {}, "1.15 % (its own Table 2)"),
+]
+#: the eq. 14 table's methods (run with --weight-prior mvg, keeping the best epoch and, apart, the last)
+MNIST_EQ14 = [("S²VGD (K = 1)", "s2vgd"), ("SVGD", "svgd"), ("MAP", "map")]
+#: the curves table's runs: (label, method, setting), the setting as :func:`_setting` gives it
+MNIST_CURVES: list[tuple[str, str, dict]] = [
+    ("MAP, eq. 14 (CPU)", "map", {"weight_prior": "mvg"}),
+    ("SVGD, eq. 14 (GPU)", "svgd", {"weight_prior": "mvg"}),
+    ("S²VGD K = 1, eq. 14 (GPU, stopped at epoch 75)", "s2vgd", {"weight_prior": "mvg"}),
+    ("S²VGD K = 10, eq. 14 (GPU, stopped at epoch 53)", "s2vgd", {"householder": 10, "weight_prior": "mvg"}),
+    ("MAP, fixed N(0, 1) (CPU)", "map", {}),
+    ("S²VGD K = 1, fixed N(0, 1) (CPU)", "s2vgd", {}),
+    ("S²VGD K = 10, fixed N(0, 1) (CPU)", "s2vgd", {"householder": 10}),
+    ("SVGD, fixed N(0, 1) (CPU)", "svgd", {}),
+]
+CURVE_EPOCHS = (6, 20, 30, 50, 75, 100)
+LAST = {"keep_epoch": "last"}
+EQ14 = {"weight_prior": "mvg"}
+
+
+def _classification_digits(groups: list[dict[int, dict]]) -> dict[str, int]:
+    from svpg.supervised.compare import METRICS, summarise
+
+    return summarise({str(i): g for i, g in enumerate(groups) if g}, METRICS["classification"])[1]
+
+
+def _mnist_table(rows: list[dict]) -> str:
+    """Table 2's methods after 100 epochs (``--keep-epoch last``): test error, NLL and ECE (mean ± s.e. over runs;
+    one run: its figures), the validation log-likelihood at the last epoch (best, epoch), the median seconds per
+    epoch; the papers' Table 2 as printed."""
+    from svpg.supervised.compare import TIME_KEY, median_seconds
+
+    groups = [_runs_of(rows, method, {**options, **LAST}) for _, method, options, _ in MNIST_TABLE2]
+    digits = _classification_digits(groups)
+    table = []
+    for (label, *_, paper), runs in zip(MNIST_TABLE2, groups):
+        cells: list[str | None] = [None] * 5
+        if runs:
+            means = _mean_cells({"m": runs}, "m", "classification", digits)
+            cells = [_error_cell(runs, digits["error"]), means["nll"], means["ece"], _last_and_best(runs) or "–",
+                     median_seconds(runs, TIME_KEY["classification"])]  # fmt: skip
+        row = _measured([label], cells)
+        table.append([row[0], row[1], paper, *row[2:]])
+    header = ["method", "test error", "paper's Table 2", "test NLL", "ECE", "validation LL at epoch 100 (best, epoch)",
+              "s per epoch"]  # fmt: skip
+    return render_table(header, table, "lrrrrrr")
+
+
+def _mnist_used(rows: list[dict]) -> list[dict]:
+    wanted = [(m, {**o, **LAST}) for _, m, o, _ in MNIST_TABLE2]
+    return [r for r in rows if (r["method"], _row_options(r)) in wanted]
+
+
+def _mnist_eq14_table(rows: list[dict]) -> str:
+    """Eq. 14's runs: the test error of the best epoch on the validation images, that epoch, the validation
+    log-likelihood at the last epoch, and the test error of the run that keeps the last epoch."""
+    best = [_runs_of(rows, method, EQ14) for _, method in MNIST_EQ14]
+    last = [_runs_of(rows, method, {**EQ14, **LAST}) for _, method in MNIST_EQ14]
+    digits = _classification_digits(best + last)
+    table = []
+    for (label, _), kept, after in zip(MNIST_EQ14, best, last):
+        curve = _last_and_best(kept or after)
+        cells = [
+            _error_cell(kept, digits["error"]) if kept else None,
+            ", ".join(str(int(r["best_epoch"])) for r in kept.values()) if kept else None,
+            curve.split(" (")[0] if curve else ("–" if kept or after else None),
+            _error_cell(after, digits["error"]) if after else None,
+        ]
+        table.append(_measured([label], cells))
+    header = ["method", "test error", "epoch kept (validation NLL)", "validation LL at epoch 100",
+              "test error after 100 epochs (`--keep-epoch last`)"]  # fmt: skip
+    return render_table(header, table, "lrrrr")
+
+
+def _mnist_eq14_used(rows: list[dict]) -> list[dict]:
+    wanted = [(m, o) for _, m in MNIST_EQ14 for o in (EQ14, {**EQ14, **LAST})]
+    return [r for r in rows if (r["method"], _row_options(r)) in wanted]
+
+
+def _curve_run(rows: list[dict], method: str, setting: dict) -> dict | None:
+    """The row of the longest validation curve among ``method``'s runs of ``setting`` (the run that kept the best
+    epoch and the one that kept the last trained alike)."""
+    runs = [r for r in _supervised_runs([r for r in rows if r["method"] == method and _setting(r) == setting])
+            .get(method, {}).values()]  # fmt: skip
+    runs = [r for r in runs if r["val_error"]]
+    return max(runs, key=lambda r: len(r["val_error"]), default=None)
+
+
+def _mnist_curves_table(rows: list[dict]) -> str:
+    """The validation error (%) of each run at the table's epochs; ``–`` at an epoch its curve does not reach."""
+    table = []
+    for label, method, setting in MNIST_CURVES:
+        run = _curve_run(rows, method, setting)
+        cells: list[str | None] = [None] * len(CURVE_EPOCHS)
+        if run is not None:
+            values = [_curve_at(run["val_error"], e) * 100 for e in CURVE_EPOCHS]
+            cells = [f"{v:.2f} %" if math.isfinite(v) else "–" for v in values]
+        table.append(_measured([label], cells))
+    return render_table(["run", "epoch 6", "20", "30", "50", "75", "100"], table, "lrrrrrr")
+
+
+FASHION_MNIST_ROWS = [("S²VGD (K = 1)", "10", "s2vgd"), ("SVGD", "10", "svgd"), ("MAP", "1", "map")]
+
+
+def _fashion_mnist_table(rows: list[dict]) -> str:
+    """Eq. 14's runs (``--weight-prior mvg``): the epoch kept, test error, NLL and ECE, median seconds per epoch."""
+    from svpg.supervised.compare import TIME_KEY, median_seconds
+
+    groups = [_runs_of(rows, method, EQ14) for *_, method in FASHION_MNIST_ROWS]
+    digits = _classification_digits(groups)
+    table = []
+    for (label, particles, _), runs in zip(FASHION_MNIST_ROWS, groups):
+        cells: list[str | None] = [None] * 5
+        if runs:
+            means = _mean_cells({"m": runs}, "m", "classification", digits)
+            cells = [", ".join(str(int(r["best_epoch"])) for r in runs.values()), _error_cell(runs, digits["error"]),
+                     means["nll"], means["ece"], median_seconds(runs, TIME_KEY["classification"])]  # fmt: skip
+        table.append(_measured([label, particles], cells))
+    header = ["method", "particles", "best epoch (validation NLL)", "test error", "test NLL", "ECE", "s per epoch"]
+    return render_table(header, table, "lllllll")
 
 
 register(
     Table(
         name="supervised-mnist",
         doc="docs/supervised.md",
-        source="bench/results/supervised_mnist.csv",
-        build=_layout(
-            [
-                "method",
-                "test error",
-                "paper's Table 2",
-                "test NLL",
-                "ECE",
-                "validation LL at epoch 100 (best, epoch)",
-                "s per epoch",
-            ],
-            [
-                ["S²VGD (K = 1)", M, "1.43 %", M, M, M, M],
-                ["S²VGD (K = 10)", M, "1.36 %", M, M, M, M],
-                ["SVGD", M, "1.53 %", M, M, M, M],
-                ["MAP", M, "1.59 % (RMSprop)", M, M, M, M],
-                ["BBB (Gaussian prior)", M, "1.82 % (scale mixture 1.32 %)", M, M, M, M],
-                ["VMG (150 pseudo-data pairs per layer)", M, "1.15 % (its own Table 2)", M, M, M, M],
-            ],
-            "lrrrrrr",
-        ),
-        command="the MNIST commands above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_mnist.csv",
-        compute="about 1.6 core-hours per method (100 epochs)",
+        source=MNIST_FILE,
+        build=_mnist_table,
+        command=f"the MNIST commands above; python -m svpg.report gather runs/<run-name> --into {MNIST_FILE}",
+        compute=_supervised_compute("about 1.6 core-hours per method (100 epochs)", _mnist_used),
+        select={"dataset": "mnist"},
     )
 )
 
@@ -1156,24 +1232,11 @@ register(
     Table(
         name="supervised-mnist-eq14",
         doc="docs/supervised.md",
-        source="bench/results/supervised_mnist.csv",
-        build=_layout(
-            [
-                "method",
-                "test error",
-                "epoch kept (validation NLL)",
-                "validation LL at epoch 100",
-                "test error after 100 epochs (`--keep-epoch last`)",
-            ],
-            [
-                ["S²VGD (K = 1)", M, M, M, M],
-                ["SVGD", M, M, M, M],
-                ["MAP", M, M, M, M],
-            ],
-            "lrrrr",
-        ),
-        command="the eq. 14 commands above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_mnist.csv",
-        compute="about 1.6 core-hours per method",
+        source=MNIST_FILE,
+        build=_mnist_eq14_table,
+        command=f"the eq. 14 commands above; python -m svpg.report gather runs/<run-name> --into {MNIST_FILE}",
+        compute=_supervised_compute("about 1.6 core-hours per method", _mnist_eq14_used),
+        select={"dataset": "mnist"},
     )
 )
 
@@ -1182,23 +1245,11 @@ register(
     Table(
         name="supervised-mnist-curves",
         doc="docs/supervised.md",
-        source="bench/results/supervised_mnist.csv",
-        build=_layout(
-            ["run", "epoch 6", "20", "30", "50", "75", "100"],
-            [
-                ["MAP, eq. 14 (CPU)", M, M, M, M, M, M],
-                ["SVGD, eq. 14 (GPU)", M, M, M, M, M, M],
-                ["S²VGD K = 1, eq. 14 (GPU, stopped at epoch 75)", M, M, M, M, M, M],
-                ["S²VGD K = 10, eq. 14 (GPU, stopped at epoch 53)", M, M, M, M, M, M],
-                ["MAP, fixed N(0, 1) (CPU)", M, M, M, M, M, M],
-                ["S²VGD K = 1, fixed N(0, 1) (CPU)", M, M, M, M, M, M],
-                ["S²VGD K = 10, fixed N(0, 1) (CPU)", M, M, M, M, M, M],
-                ["SVGD, fixed N(0, 1) (CPU)", M, M, M, M, M, M],
-            ],
-            "lrrrrrr",
-        ),
-        command="the runs above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_mnist.csv",
+        source=MNIST_FILE,
+        build=_mnist_curves_table,
+        command=f"the runs above; python -m svpg.report gather runs/<run-name> --into {MNIST_FILE}",
         compute="the runs of the two tables above",
+        select={"dataset": "mnist"},
     )
 )
 
@@ -1207,18 +1258,17 @@ register(
     Table(
         name="supervised-fashion-mnist",
         doc="docs/supervised.md",
-        source="bench/results/supervised_fashion_mnist.csv",
-        build=_layout(
-            ["method", "particles", "best epoch (validation NLL)", "test error", "test NLL", "ECE", "s per epoch"],
-            [
-                ["S²VGD (K = 1)", "10", M, M, M, M, M],
-                ["SVGD", "10", M, M, M, M, M],
-                ["MAP", "1", M, M, M, M, M],
+        source=FASHION_MNIST_FILE,
+        build=_fashion_mnist_table,
+        command="the Fashion-MNIST commands above; python -m svpg.report gather runs/<run-name> "
+        f"--into {FASHION_MNIST_FILE}",
+        compute=_supervised_compute(
+            "about 2 core-hours",
+            lambda rows: [
+                r for r in rows if (r["method"], _row_options(r)) in [(m, EQ14) for *_, m in FASHION_MNIST_ROWS]
             ],
-            "lllllll",
         ),
-        command="the Fashion-MNIST commands above; python -m svpg.report gather runs/<run-name> --into bench/results/supervised_fashion_mnist.csv",
-        compute="about 2 core-hours",
+        select={"dataset": "fashion-mnist"},
     )
 )
 
