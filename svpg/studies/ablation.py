@@ -57,6 +57,7 @@ from svpg.io import atomic_write
 from svpg.rl.config import ESTIMATORS, ON_POLICY_ESTIMATORS, PAPER_TASKS
 from svpg.stats import parse_range_list
 from svpg.studies import experiments
+from svpg.studies.ablation_analysis import THRESHOLD, WINDOW
 from svpg.studies.ablation_cells import CELL_FORM, CONTROLS, PRIOR_NAMES, Cell, timing_file
 from svpg.studies.experiments import finished_iterations, job_label, run_folder, unfinished
 
@@ -241,11 +242,14 @@ def main(argv: list[str] | None = None) -> int:
         "--reference", default="svgd", help="the cell every other is compared with, seed by seed (default: svgd)"
     )
     p.add_argument(
-        "--window", type=int, default=10, help="iterations of the trailing mean that smooths every curve (default: 10)"
+        "--window",
+        type=int,
+        default=WINDOW,
+        help="iterations of the trailing mean that smooths every curve (default: 10)",
     )
     p.add_argument(
         "--threshold",
-        default="90%",
+        default=THRESHOLD,
         help="τ of 'iterations to τ': a return, or a percentage f: f of the way "
         "from the first iteration to the peak of the best control's seed-averaged best-particle curve, per "
         "estimator (default: 90%%)",

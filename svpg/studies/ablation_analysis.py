@@ -24,6 +24,7 @@ from svpg.studies.experiments import run_folder
 METRICS = ("peak_best", "final_best", "peak_mean", "final_mean")  # compared with the reference, seed by seed
 DIVERSITY = ("theta_distance", "action_kl", "action_mean_distance")
 STATE_ENVS, STATE_EVERY = 20, 10  # the fixed states: 20 random-action episodes, every 10th step
+WINDOW, THRESHOLD = 10, "90%"  # the defaults of --window and --threshold
 
 
 # -- per-run metrics ----------------------------------------------------------------------------------
@@ -176,6 +177,33 @@ def thresholds(curves: dict, spec: tuple[str, float], window: int) -> tuple[dict
     return taus, text
 
 
+def per_run_metrics(curves: dict, taus: dict, window: int) -> dict:
+    """(cell, estimator) → {seed: :func:`curve_metrics`} of :func:`run_curves`' curves, with each estimator's τ."""
+    return {
+        key: {seed: curve_metrics(mean, best, window, taus[key[1]]) for seed, (mean, best) in runs.items()}
+        for key, runs in curves.items()
+    }
+
+
+def summary_row(runs: dict, ref: dict | None, keys=(*METRICS, "iterations_to_threshold", *DIVERSITY)) -> dict:
+    """A (cell, estimator)'s row of ``cells.csv`` from its per-seed metrics ``runs``: mean and standard error over
+    seeds of every metric in ``keys``, how many seeds reach τ, and the paired differences to the reference's
+    per-seed metrics ``ref`` (None: no reference, the differences NaN)."""
+    row: dict = {}
+    for m in keys:
+        row[m], row[f"{m}_se"] = mean_se([r[m] for r in runs.values()])
+    row["reached"] = sum(math.isfinite(r["iterations_to_threshold"]) for r in runs.values())
+    row["pairs"] = len(set(runs) & set(ref)) if ref else 0
+    for m in METRICS:
+        _, d, lo, hi = (
+            paired_difference({s: r[m] for s, r in runs.items()}, {s: r[m] for s, r in ref.items()})
+            if ref
+            else (0, math.nan, math.nan, math.nan)
+        )
+        row |= {f"d_{m}": d, f"d_{m}_lo": lo, f"d_{m}_hi": hi}
+    return row
+
+
 def selection_scores(per_run: dict, estimators) -> dict:
     """--select's rule: per s2vgd cell with every estimator, the mean over estimators of the mean over
     seeds of the peak best-particle return."""
@@ -211,12 +239,10 @@ def analyse(
     taus, tau_text = thresholds(curves, threshold, window)
     config = load_preset(task) | overrides
     states = probe_states(config["env_id"], config.get("horizon") or default_horizon(config["env_id"]))
-    per_run: dict = {}
-    for (cell, e), runs in curves.items():
-        for seed, (mean, best) in runs.items():
-            metrics = curve_metrics(mean, best, window, taus[e])
+    per_run = per_run_metrics(curves, taus, window)
+    for (cell, e), runs in per_run.items():
+        for seed, metrics in runs.items():
             metrics |= diversity(run_folder(out, cell, e, seed), states)
-            per_run.setdefault((cell, e), {})[seed] = metrics
     order = {c.name: i for i, c in enumerate(cells)}
     table = []
     for (cell, e), runs in sorted(per_run.items(), key=lambda kv: (ESTIMATORS.index(kv[0][1]), order[kv[0][0]])):
@@ -233,20 +259,12 @@ def analyse(
             "seeds": len(runs),
             "iterations": next(iter(runs.values()))["iterations"],
         }
-        for m in (*METRICS, "iterations_to_threshold", *DIVERSITY):
-            row[m], row[f"{m}_se"] = mean_se([r[m] for r in runs.values()])
-        row["threshold"] = taus[e]
-        row["reached"] = sum(math.isfinite(r["iterations_to_threshold"]) for r in runs.values())
-        row["seconds_per_iteration"] = seconds_per_iteration(out, cell, e, seeds)
         ref = per_run.get((reference, e)) if cell != reference else None
-        row["pairs"] = len(set(runs) & set(ref)) if ref else 0
-        for m in METRICS:
-            _, d, lo, hi = (
-                paired_difference({s: r[m] for s, r in runs.items()}, {s: r[m] for s, r in ref.items()})
-                if ref
-                else (0, math.nan, math.nan, math.nan)
-            )
-            row |= {f"d_{m}": d, f"d_{m}_lo": lo, f"d_{m}_hi": hi}
+        summary = summary_row(runs, ref)
+        reached, pairs = summary.pop("reached"), summary.pop("pairs")
+        differences = {k: summary.pop(k) for k in list(summary) if k.startswith("d_")}
+        row |= summary | {"threshold": taus[e], "reached": reached}
+        row |= {"seconds_per_iteration": seconds_per_iteration(out, cell, e, seeds), "pairs": pairs, **differences}
         table.append(row)
     scores = selection_scores(per_run, estimators)
     return {

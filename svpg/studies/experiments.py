@@ -184,9 +184,10 @@ def collect(out: Path, keys: list[tuple], label: str = "method") -> list[dict]:
     return rows
 
 
-def summarise(rows: list[dict], label: str = "method") -> dict:
+def summarise(rows: list[dict], label: str = "method", metrics=("mean", "max", "min")) -> dict:
     """(method, estimator) → per-metric (iterations, seeds) arrays truncated to the shortest seed; seeds
-    in their order of appearance (``label``: the column that names a row's method or cell)."""
+    in their order of appearance (``label``: the column that names a row's method or cell; ``metrics``: the
+    columns of a row that hold its returns)."""
     import numpy as np
 
     groups: dict = {}
@@ -197,32 +198,30 @@ def summarise(rows: list[dict], label: str = "method") -> dict:
         n = min(len(v) for v in seeds.values())
         out[key] = {
             m: np.array([[row[m] for row in sorted(v, key=lambda x: x["iteration"])[:n]] for v in seeds.values()]).T
-            for m in ("mean", "max", "min")
+            for m in metrics
         }
     return out
 
 
+def grid_cells(mean, mx) -> list[str]:
+    """A (method, estimator)'s returns as ``results.md`` prints them, from its (iterations, seeds) curves of the
+    mean and the max over particles: final mean, final max (mean ± standard error over seeds of the last
+    iteration), peak mean, peak max (the best iteration of the seed-averaged curve)."""
+    from svpg.stats import cell
+
+    return [cell(mean[-1]), cell(mx[-1]), f"{mean.mean(1).max():.1f}", f"{mx.mean(1).max():.1f}"]
+
+
 def write_table(summary: dict, path: Path, task: str, wall: float | None) -> str:
     """``results.md``: final returns as mean ± standard error over seeds, peak returns of the seed-averaged curve."""
-    from svpg.stats import cell, convention, markdown_table
+    from svpg.stats import convention, markdown_table
 
     rows = []
     for (method, estimator), s in sorted(
         summary.items(), key=lambda kv: (kv[0][1], list(POLICY_METHODS).index(kv[0][0]))
     ):
         mean, mx = s["mean"], s["max"]
-        rows.append(
-            [
-                method,
-                estimator,
-                mean.shape[1],
-                mean.shape[0],
-                cell(mean[-1]),
-                cell(mx[-1]),
-                f"{mean.mean(1).max():.1f}",
-                f"{mx.mean(1).max():.1f}",
-            ]
-        )
+        rows.append([method, estimator, mean.shape[1], mean.shape[0], *grid_cells(mean, mx)])
     seeds = sorted({s["mean"].shape[1] for s in summary.values()})
     text = (
         "\n".join(

@@ -281,6 +281,7 @@ def train_one(task_env: str, algo: str, seed: int, steps: int, eval_every: int, 
             returns = evaluate(model, eval_env, 10)
             rows.append(
                 {
+                    "env_id": task_env,
                     "algo": algo,
                     "seed": seed,
                     "total_steps": done,
