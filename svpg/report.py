@@ -15,8 +15,9 @@ a table that no file supports fails ``make test``.
 
 ``gather`` exports the finished units of run folders into a result file: runs of
 ``python -m svpg.studies.benchmark`` (its ``--out`` or single run folders), of ``train.py bandit`` (one row per
-agent and seed), of ``train.py supervised`` (one per method and split) and of ``train.py`` (one per run,
-at its last finished iteration). Each row carries the unit's setting (options that differ from the
+agent and seed), of ``train.py supervised`` (one per method and split), of ``train.py`` (one per run,
+at its last finished iteration; a grid's ``--out`` of ``python -m svpg.studies.experiments`` or ``ablation``
+gives its runs, and the ``sb3/`` folder of ``python -m svpg.studies.sb3`` in it one row per SB3 agent and seed). Each row carries the unit's setting (options that differ from the
 defaults), its metrics, budget and wall-clock, the machine (``--machine``) and the commit (``--commit``;
 default: the checkout's ``HEAD``). Rows already in the file with the same setting and seed or split are
 replaced, others kept, so a user's own grid produces the same files as the committed ones.
@@ -268,7 +269,7 @@ UNIT_KEYS = {
     "benchmark": ("task", "agent", "options", "seed"),  # options: tuning runs of other svpg options apart
     "bandit": ("problem", "rounds", "options", "agent", "seed"),
     "supervised": ("dataset", "protocol", "options", "method", "split"),
-    "rl": ("env_id", "method", "options", "seed"),
+    "rl": ("env_id", "method", "estimator", "options", "seed"),
 }
 
 
@@ -350,21 +351,38 @@ def _supervised_rows(run: Path) -> list[dict]:
     return rows
 
 
+#: the run folders of python -m svpg.studies.experiments and ablation: ``<method or cell>__<estimator>__seed<s>``
+STUDY_RUN = re.compile(r"^(?P<label>.+)__(?P<estimator>[\w-]+)__seed(?P<seed>\d+)$")
+#: the folder of python -m svpg.studies.sb3 under a grid's ``--out``, and its evaluations
+SB3_FOLDER, SB3_CURVES = "sb3", "curves.csv"
+
+
 def _rl_rows(run: Path) -> list[dict]:
+    """One row per run at its last finished iteration: its final returns (mean and max over particles), its
+    budget and wall-clock, and its per-iteration returns ``mean_curve`` and ``max_curve`` (the paper grid's peak is
+    the best iteration of the seed-averaged curve, the ablation's smoothed over iterations: not a figure of one
+    seed). A run of the studies' grids also records its ``cell`` (the ablation's cell, the grid's method), and one
+    of the ablation (its ``--out`` holds ``timing/``) the diversity of its final particles, ``action_kl``, and
+    the seconds per iteration of its seed batch, ``seconds_per_iteration``.
+    The folder of ``python -m svpg.studies.sb3`` gives one row per agent and seed (:func:`_sb3_rows`)."""
     from svpg.rl.checkpoints import PROGRESS_FILE, ProgressCSV
     from svpg.rl.compare import RUN_ONLY
     from svpg.rl.config import SVPGConfig
     from svpg.runs import CONFIG_FILE
 
+    if _is_sb3_folder(run):
+        return _sb3_rows(run)
     config = json.loads((run / CONFIG_FILE).read_text())
     progress = ProgressCSV.read(run / PROGRESS_FILE)
     if not progress:
         return []
     last = progress[-1]
-    options = _changed_options(config, _dataclass_defaults(SVPGConfig), (*RUN_ONLY, "env_id", "method"))
+    skip = (*RUN_ONLY, "env_id", "method", "estimator")
+    options = _changed_options(config, _dataclass_defaults(SVPGConfig), skip)
     row = {
         "env_id": config["env_id"],
         "method": config["method"],
+        "estimator": config["estimator"],
         "options": options,
         "seed": config.get("seed"),
         "iteration": int(float(last["iteration"])),
@@ -376,7 +394,93 @@ def _rl_rows(run: Path) -> list[dict]:
         if key in last:
             row["wall_s"] = float(last[key])
             break
+    study = STUDY_RUN.match(run.name)
+    if study and study["estimator"] == config["estimator"] and int(study["seed"]) == config.get("seed"):
+        row["cell"] = study["label"]
+        if (run.parent / "timing").is_dir():
+            row["action_kl"] = _action_kl(run, config)
+            row["seconds_per_iteration"] = _batch_seconds(run, study["label"], config["estimator"], row["seed"])
+    row["mean_curve"] = [float(r["rollout/ep_rew_mean"]) for r in progress]
+    row["max_curve"] = [float(r["rollout/ep_rew_max"]) for r in progress]
     return [row]
+
+
+def _action_kl(run: Path, config: dict) -> float:
+    """The ablation's action KL of the run's final particles (:func:`svpg.studies.ablation_analysis.diversity`)."""
+    from svpg.rl.config import default_horizon
+    from svpg.studies.ablation_analysis import diversity
+
+    states = _probe_states(config["env_id"], config.get("horizon") or default_horizon(config["env_id"]))
+    return diversity(run, states)["action_kl"]
+
+
+def _batch_seconds(run: Path, cell: str, estimator: str, seed: int) -> float:
+    """Wall-clock seconds per iteration of the seed batch the run trained in, from the ablation's ``timing/``
+    (:func:`svpg.studies.ablation_analysis.seconds_per_iteration` over the seeds trained with this one)."""
+    from svpg.studies.ablation_analysis import seconds_per_iteration
+    from svpg.studies.ablation_cells import timing_file
+
+    path, seeds = timing_file(run.parent, cell, estimator), {seed}
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            batch = json.loads(line)["seeds"]
+        except (ValueError, KeyError, TypeError):  # a line torn by a kill
+            continue
+        if seed in batch:
+            seeds.update(batch)
+    return seconds_per_iteration(run.parent, cell, estimator, sorted(seeds))
+
+
+_PROBES: dict[tuple[str, int], object] = {}
+
+
+def _probe_states(env_id: str, horizon: int):
+    from svpg.studies.ablation_analysis import probe_states
+
+    if (env_id, horizon) not in _PROBES:  # the same states for every run of a task: made once per gather
+        _PROBES[env_id, horizon] = probe_states(env_id, horizon)
+    return _PROBES[env_id, horizon]
+
+
+def _is_sb3_folder(path: Path) -> bool:
+    from svpg.comparing import is_rl_run
+
+    return path.name == SB3_FOLDER and (path / SB3_CURVES).is_file() and not is_rl_run(path)
+
+
+def _sb3_rows(folder: Path) -> list[dict]:
+    """One row per (agent, seed) of ``python -m svpg.studies.sb3``'s ``curves.csv``: method ``sb3-<agent>``, its
+    budget in steps as its option, the final deterministic evaluation return and the evaluation curve as
+    ``mean_curve`` (one policy: its mean and max over particles are the same)."""
+    rows = read_rows(folder / SB3_CURVES)
+    if rows and "env_id" not in rows[0]:
+        raise ReportError(
+            f"{folder / SB3_CURVES} does not name its task (written before curves.csv recorded env_id): "
+            "train it again with python -m svpg.studies.sb3 into a new --out"
+        )
+    runs: dict[tuple[str, int], list[dict]] = {}
+    for r in rows:
+        runs.setdefault((r["algo"], int(r["seed"])), []).append(r)
+    out = []
+    for (algo, seed), evaluations in sorted(runs.items()):
+        evaluations.sort(key=lambda r: int(r["total_steps"]))
+        curve = [float(r["eval_mean"]) for r in evaluations]
+        steps = int(evaluations[-1]["total_steps"])
+        out.append(
+            {
+                "env_id": evaluations[-1]["env_id"],
+                "method": f"sb3-{algo}",
+                "estimator": "",
+                "options": {"steps": steps},
+                "seed": seed,
+                "total_steps": steps,
+                "final_mean": curve[-1],
+                "final_max": curve[-1],
+                "mean_curve": curve,
+                "max_curve": curve,
+            }
+        )
+    return out
 
 
 def run_units(path: Path) -> tuple[str, list[Path]]:
@@ -386,16 +490,21 @@ def run_units(path: Path) -> tuple[str, list[Path]]:
     from svpg.rl.compare import expand, is_benchmark_run
 
     path = Path(path)
+    if _is_sb3_folder(path):
+        return "rl", [path]
+    sb3 = [path / SB3_FOLDER] if _is_sb3_folder(path / SB3_FOLDER) else []  # beside a grid's runs, in its --out
     kind = run_kind(path)
     if kind in ("bandit", "supervised"):
         return kind, [path]
+    if kind is None and sb3:
+        return "rl", sb3
     if kind == "rl":
         runs = expand([path])
         benchmark = [is_benchmark_run(r) for r in runs]
         if all(benchmark):
             return "benchmark", runs
         if not any(benchmark):
-            return "rl", runs
+            return "rl", runs + sb3
         raise ReportError(f"{path} holds runs of python -m svpg.studies.benchmark and of train.py: gather them apart")
     raise ReportError(
         f"{path} is not a run folder of train.py, train.py bandit, train.py supervised or "
