@@ -1385,27 +1385,145 @@ register(
 )
 
 
+# -- RL: the paper's grid (docs/results.md) and the structure ablation (docs/rl.md) ---------------------------
+PAPER_GRID_FILE = "bench/results/rl_paper_grid.csv"
+ABLATION_FILE = "bench/results/rl_ablation.csv"
+GRID_METHODS = ("s2vgd", "svgd", "svgd-star", "independent")
+GRID_ESTIMATORS = ("reinforce", "a2c")
+#: the SB3 rows of the swing-up grid: (label, the gathered method of python -m svpg.studies.sb3)
+GRID_SB3 = (("SB3 A2C", "sb3-a2c"), ("SB3 PPO", "sb3-ppo"))
+#: the ablation's report stage: its cells and seeds (the tuning stage's seeds 100–104 are not the tables')
+ABLATION_CELLS = ("s2vgd-K1-flat-a300", "svgd", "svgd-star", "svgd-a300")
+ABLATION_SEEDS = range(10)
+#: the threshold of the ablation's time tables, "iterations to halfway"
+HALFWAY = "50%"
+
+
+def _env_id(task: str) -> str:
+    from svpg.rl.config import load_preset
+
+    return load_preset(task)["env_id"]
+
+
+def _curve_rows(rows: list[dict], label: str) -> list[dict]:
+    """The gathered rows' curves as one row per iteration, the rows of :func:`svpg.studies.experiments.collect`
+    (``label``: the column that names the row's method or cell)."""
+    out = []
+    for r in rows:
+        curves = [json.loads(c) if isinstance(c, str) else c for c in (r["mean_curve"], r["max_curve"])]
+        for i, (mean, best) in enumerate(zip(*curves, strict=True)):
+            out.append({label: r[label], "estimator": r.get("estimator", ""), "seed": int(r["seed"]),
+                        "iteration": i + 1, "mean": float(mean), "max": float(best)})  # fmt: skip
+    return out
+
+
+def _paper_grid(sb3: bool = False):
+    """The grid's (method, estimator) rows: final mean and max over particles (mean ± standard error over seeds of the
+    last iteration) and their peaks (the best iteration of the seed-averaged curve), as ``results.md`` of
+    ``python -m svpg.studies.experiments`` writes them (:func:`svpg.studies.experiments.grid_cells`); ``sb3``: the
+    SB3 agents' rows below, their deterministic evaluation return in the mean and max columns alike (one policy)."""
+
+    def build(rows: list[dict]) -> str:
+        from svpg.studies.experiments import grid_cells, summarise
+
+        summary = summarise(_curve_rows(rows, "method"), metrics=("mean", "max"))
+        table = []
+        for estimator in GRID_ESTIMATORS:
+            for method in GRID_METHODS:
+                s = summary.get((method, estimator))
+                cells = grid_cells(s["mean"], s["max"]) if s else [None] * 4
+                table.append(_measured([method, estimator], cells))
+        for label, method in GRID_SB3 if sb3 else ():
+            s = summary.get((method, ""))
+            seeds = s["mean"].shape[1] if s else 1
+            cells = grid_cells(s["mean"], s["max"]) if s else [None] * 4
+            table.append(_measured([label, f"({seeds} seed{'s' if seeds > 1 else ''})"], cells))
+        return render_table(
+            ["method", "estimator", "final mean", "final max", "peak mean", "peak max"], table, "llrrrr"
+        )
+
+    return build
+
+
+def _ablation_metrics(rows: list[dict], threshold: str) -> dict:
+    """(cell, estimator) → the row of ``cells.csv`` (:func:`svpg.studies.ablation_analysis.summary_row`) of the
+    report stage's runs in ``rows``, with the command's default window and ``threshold``: mean ± standard error over
+    seeds, paired differences to ``svgd``, iterations to τ and the action KL the gather recorded."""
+    from svpg.studies.ablation import parse_threshold
+    from svpg.studies.ablation_analysis import WINDOW, per_run_metrics, run_curves, summary_row, thresholds
+
+    rows = [r for r in rows if r.get("cell") in ABLATION_CELLS and int(r["seed"]) in ABLATION_SEEDS]
+    if not rows:
+        return {}
+    curves = run_curves(_curve_rows(rows, "cell"))
+    taus, _ = thresholds(curves, parse_threshold(threshold), WINDOW)
+    per_run = per_run_metrics(curves, taus, WINDOW)
+    for r in rows:
+        per_run[r["cell"], r["estimator"]][int(r["seed"])]["action_kl"] = _number(r.get("action_kl"))
+    keys = ("peak_best", "final_mean", "iterations_to_threshold", "action_kl")
+    return {
+        key: summary_row(runs, per_run.get(("svgd", key[1])) if key[0] != "svgd" else None, keys) | {"seeds": len(runs)}
+        for key, runs in per_run.items()
+    }
+
+
+def _to_threshold(row: dict) -> str:
+    from svpg.studies.ablation_analysis import _pm
+
+    return (
+        f"{_pm(row['iterations_to_threshold'], row['iterations_to_threshold_se'], 0)} ({row['reached']}/{row['seeds']})"
+    )
+
+
+def _ablation_table(rows: list[dict]) -> str:
+    """Per estimator and cell of the report stage (seeds 0–9): peak best and final mean (mean ± standard error over
+    seeds) with their paired differences to ``svgd`` (95 % t-intervals), iterations to τ (90 %) and the action KL,
+    as ``results.md`` of ``python -m svpg.studies.ablation`` writes them."""
+    from svpg.studies.ablation_analysis import _interval, _pm, _sig
+
+    summary = _ablation_metrics(rows, "90%")
+    table = []
+    for estimator in GRID_ESTIMATORS:
+        for cell in ABLATION_CELLS:
+            r = summary.get((cell, estimator))
+            cells = None if r is None else [
+                _pm(r["peak_best"], r["peak_best_se"]), _interval(r["d_peak_best"], r["d_peak_best_lo"], r["d_peak_best_hi"]),
+                _pm(r["final_mean"], r["final_mean_se"]), _interval(r["d_final_mean"], r["d_final_mean_lo"], r["d_final_mean_hi"]),
+                _to_threshold(r), _sig(r["action_kl"]),
+            ]  # fmt: skip
+            table.append(_measured([estimator, f"`{cell}`"], cells or [None] * 6))
+    header = ["estimator", "cell", "peak best", "Δ peak best", "final mean", "Δ final mean", "iterations to τ (reached)",
+              "action KL"]  # fmt: skip
+    return render_table(header, table, "llrrrrrr")
+
+
+def _ablation_time_table(rows: list[dict]) -> str:
+    """Iterations to halfway (τ at 50 %) per estimator and cell, mean ± standard error over the seeds that reach
+    it, and how many do."""
+    summary = _ablation_metrics(rows, HALFWAY)
+    table = []
+    for estimator, label in (("reinforce", "REINFORCE"), ("a2c", "A2C")):
+        r = [summary.get((cell, estimator)) for cell in ABLATION_CELLS]
+        table.append(_measured([label], [None if x is None else _to_threshold(x) for x in r]))
+    return render_table(["estimator", *(f"`{c}`" for c in ABLATION_CELLS)], table, "lrrrr")
+
+
+def _runs_compute(estimate: str):
+    def compute(rows: list[dict]) -> str:
+        return f"{len(rows)} runs" if rows else estimate
+
+    return compute
+
+
 register(
     Table(
         name="paper-grid-double-pendulum",
         doc="docs/results.md",
-        source="bench/results/rl_paper_grid.csv",
-        build=_layout(
-            ["method", "estimator", "final mean", "final max", "peak mean", "peak max"],
-            [
-                ["s2vgd", "reinforce", M, M, M, M],
-                ["svgd", "reinforce", M, M, M, M],
-                ["svgd-star", "reinforce", M, M, M, M],
-                ["independent", "reinforce", M, M, M, M],
-                ["s2vgd", "a2c", M, M, M, M],
-                ["svgd", "a2c", M, M, M, M],
-                ["svgd-star", "a2c", M, M, M, M],
-                ["independent", "a2c", M, M, M, M],
-            ],
-            "llrrrr",
-        ),
+        source=PAPER_GRID_FILE,
+        build=_paper_grid(),
         command="the double-pendulum grid above; python -m svpg.report gather runs/<out> --into bench/results/rl_paper_grid.csv",
-        compute="40 runs",
+        compute=_runs_compute("40 runs"),
+        select={"env_id": _env_id("double-pendulum")},
     )
 )
 
@@ -1414,30 +1532,16 @@ register(
     Table(
         name="paper-grid-swingup",
         doc="docs/results.md",
-        source="bench/results/rl_paper_grid.csv",
-        build=_layout(
-            ["method", "estimator", "final mean", "final max", "peak mean", "peak max"],
-            [
-                ["s2vgd", "reinforce", M, M, M, M],
-                ["svgd", "reinforce", M, M, M, M],
-                ["svgd-star", "reinforce", M, M, M, M],
-                ["independent", "reinforce", M, M, M, M],
-                ["s2vgd", "a2c", M, M, M, M],
-                ["svgd", "a2c", M, M, M, M],
-                ["svgd-star", "a2c", M, M, M, M],
-                ["independent", "a2c", M, M, M, M],
-                ["SB3 A2C", "(1 seed)", M, M, M, M],
-                ["SB3 PPO", "(1 seed)", M, M, M, M],
-            ],
-            "llrrrr",
-        ),
-        command="the swing-up grid above; python -m svpg.report gather runs/<out> --into bench/results/rl_paper_grid.csv",
-        compute="40 runs",
+        source=PAPER_GRID_FILE,
+        build=_paper_grid(sb3=True),
+        command="the swing-up grid and SB3 commands above; python -m svpg.report gather runs/repro-swingup --into "
+        "bench/results/rl_paper_grid.csv (the grid's runs and the SB3 agents of its sb3/ folder)",
+        compute=_runs_compute("40 runs"),
+        select={"env_id": _env_id("swingup")},
     )
 )
 
 
-_ABLATION_CELLS = ("`s2vgd-K1-flat-a300`", "`svgd`", "`svgd-star`", "`svgd-a300`")
 _ABLATION_COMMAND = (
     "the ablation command above; python -m svpg.report gather runs/<out> --into bench/results/rl_ablation.csv"
 )
@@ -1446,37 +1550,22 @@ for _task in ("swingup", "double-pendulum"):  # the same two tables for each tas
         Table(
             name=f"ablation-{_task}",
             doc="docs/rl.md",
-            source="bench/results/rl_ablation.csv",
-            build=_layout(
-                [
-                    "estimator",
-                    "cell",
-                    "peak best",
-                    "Δ peak best",
-                    "final mean",
-                    "Δ final mean",
-                    "iterations to τ (reached)",
-                    "action KL",
-                ],
-                [[estimator, cell, M, M, M, M, M, M] for estimator in ("reinforce", "a2c") for cell in _ABLATION_CELLS],
-                "llrrrrrr",
-            ),
+            source=ABLATION_FILE,
+            build=_ablation_table,
             command=_ABLATION_COMMAND,
             compute="see the ablation's compute above",
+            select={"env_id": _env_id(_task)},
         )
     )
     register(
         Table(
             name=f"ablation-{_task}-time",
             doc="docs/rl.md",
-            source="bench/results/rl_ablation.csv",
-            build=_layout(
-                ["estimator", *_ABLATION_CELLS],
-                [["REINFORCE", M, M, M, M], ["A2C", M, M, M, M]],
-                "lrrrr",
-            ),
+            source=ABLATION_FILE,
+            build=_ablation_time_table,
             command=_ABLATION_COMMAND,
             compute="the same runs",
+            select={"env_id": _env_id(_task)},
         )
     )
 

@@ -1,0 +1,173 @@
+"""The RL tables of docs/results.md (the paper's grid) and docs/rl.md (the structure ablation) built from gathered rows
+of a real tiny ablation: every measured cell is what the runs' own progress.csv give (final returns, peaks of the
+seed-averaged curves, smoothed peaks and finals, paired differences to svgd with their 95 % t-intervals and
+iterations to τ, computed here by hand), the action KL is the ablation's own seeds.csv's, a method or cell without
+rows says *not re-measured*, and each task's table takes its own task's rows."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import statistics
+from pathlib import Path
+
+import pytest
+
+from svpg.report import NOT_MEASURED, _tables, gather, read_rows, write_rows
+from svpg.studies import ablation
+
+T_975_DF1 = 12.706204736174707  # Student's t, 97.5 % quantile, 1 degree of freedom (two seeds → one df)
+CELLS = ("s2vgd-K1-flat-a300", "svgd")
+TINY = ["--task", "swingup", "--seeds", "0-1", "--cells", ",".join(CELLS), "--estimators", "reinforce",
+        "--iterations", "3", "--samples-per-particle", "500", "--num-particles", "2", "--jobs", "1"]
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def curves(out: Path, cell: str, seed: int) -> tuple[list[float], list[float]]:
+    """(mean, max over particles) per iteration, from the run's own progress.csv."""
+    rows = read_csv(out / f"{cell}__reinforce__seed{seed}" / "progress.csv")
+    return [float(r["rollout/ep_rew_mean"]) for r in rows], [float(r["rollout/ep_rew_max"]) for r in rows]
+
+
+def cells(table: str) -> dict[tuple[str, str], list[str]]:
+    lines = table.split("\n\n")[0].splitlines()[2:]
+    rows = [[x.strip() for x in line.strip().strip("|").split("|")] for line in lines]
+    return {(r[0], r[1]): r[2:] for r in rows}
+
+
+def one(x: float, digits: int = 1) -> str:
+    return f"{x:.{digits}f}".replace("-", "−")
+
+
+def mean_se(values: list[float], digits: int = 1) -> str:
+    if len(values) == 1:
+        return one(values[0], digits)
+    return f"{one(statistics.mean(values), digits)} ± {one(statistics.stdev(values) / math.sqrt(len(values)), digits)}"
+
+
+def difference(a: list[float], b: list[float]) -> str:
+    d = [x - y for x, y in zip(a, b)]
+    mean, half = statistics.mean(d), T_975_DF1 * statistics.stdev(d) / math.sqrt(2)
+    return f"{mean:+.1f} [{mean - half:+.1f}, {mean + half:+.1f}]".replace("-", "−")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """A tiny ablation on the swing-up (s2vgd at α = 300 and the svgd control, REINFORCE, seeds 0 and 1, three
+    iterations), gathered into a checkout's ablation file and, as the grid's s2vgd and svgd runs, its grid file."""
+    root = tmp_path_factory.mktemp("rl-tables")
+    out = root / "ablation"
+    assert ablation.main([*TINY, "--out", str(out)]) == 0
+    checkout = root / "checkout"
+    for name in ("rl_ablation.csv", "rl_paper_grid.csv"):
+        assert gather([out], checkout / "bench" / "results" / name, "test", "abc") == 4
+    return out, checkout
+
+
+def test_the_gather_records_the_curves_the_cell_and_no_option_of_how_it_ran(tiny):
+    out, checkout = tiny
+    rows = read_rows(checkout / "bench" / "results" / "rl_ablation.csv")
+    assert [(r["cell"], r["method"], r["estimator"], r["seed"]) for r in rows] == [
+        ("s2vgd-K1-flat-a300", "s2vgd", "reinforce", "0"), ("s2vgd-K1-flat-a300", "s2vgd", "reinforce", "1"),
+        ("svgd", "svgd", "reinforce", "0"), ("svgd", "svgd", "reinforce", "1")]  # fmt: skip
+    row = rows[0]
+    mean, best = curves(out, "s2vgd-K1-flat-a300", 0)
+    assert json.loads(row["mean_curve"]) == mean and json.loads(row["max_curve"]) == best
+    assert (float(row["final_mean"]), float(row["final_max"])) == (mean[-1], best[-1])
+    assert (row["env_id"], row["iteration"], row["total_steps"]) == ("svpg/CartPoleSwingUp-v0", "3", "3000")
+    # what changes a seed's result is recorded (the cell's α, the typed budget, the preset); how it ran is not
+    options = json.loads(row["options"])
+    assert options["alpha"] == 300.0 and options["num_particles"] == 2 and options["samples_per_particle"] == 500
+    assert not {"threads", "device", "run_name", "log_dir", "progress", "seed", "num_seeds", "estimator"} & set(options)
+    own = {(r["cell"], r["seed"]): r for r in read_csv(out / "seeds.csv")}  # the ablation's own per-run figures
+    for r in rows:
+        assert float(r["action_kl"]) == pytest.approx(float(own[r["cell"], r["seed"]]["action_kl"]), rel=1e-9)
+    timing = [json.loads(line) for line in (out / "timing" / "svgd__reinforce.jsonl").read_text().splitlines()]
+    assert float(rows[2]["seconds_per_iteration"]) == pytest.approx(timing[0]["seconds"] / timing[0]["iterations"])
+
+
+def test_the_paper_grid_from_gathered_runs(tiny):
+    out, checkout = tiny
+    text = _tables()["paper-grid-swingup"].render(checkout)
+    table = cells(text)
+    for cell, method in zip(CELLS, ("s2vgd", "svgd")):
+        runs = [curves(out, cell, seed) for seed in (0, 1)]
+        averaged = {k: [statistics.mean(c) for c in zip(*(run[k] for run in runs))] for k in (0, 1)}
+        assert table[method, "reinforce"] == [
+            mean_se([run[0][-1] for run in runs]), mean_se([run[1][-1] for run in runs]),  # the last iteration
+            one(max(averaged[0])), one(max(averaged[1])),  # the best iteration of the seed-averaged curve
+        ]  # fmt: skip
+    assert table["svgd-star", "reinforce"] == [NOT_MEASURED, "", "", ""]
+    assert table["svgd", "a2c"] == [NOT_MEASURED, "", "", ""]
+    assert table["SB3 PPO", "(1 seed)"] == [NOT_MEASURED, "", "", ""]
+    assert "(4 runs)" in text
+    # the double pendulum's table takes the double pendulum's rows only
+    assert set(v[0] for v in cells(_tables()["paper-grid-double-pendulum"].render(checkout)).values()) == {NOT_MEASURED}
+
+
+def test_the_ablation_tables_from_gathered_runs(tiny):
+    out, checkout = tiny
+    runs = {(cell, seed): curves(out, cell, seed) for cell in CELLS for seed in (0, 1)}
+    # three iterations under the command's 10-iteration window: one window over the whole curve, so the peak and
+    # the final of a run are its curve's mean
+    peak_best = {c: [statistics.mean(runs[c, s][1]) for s in (0, 1)] for c in CELLS}
+    final_mean = {c: [statistics.mean(runs[c, s][0]) for s in (0, 1)] for c in CELLS}
+    # τ: f of the way from iteration 1 to the peak of the seed-averaged best curve of the control (svgd)
+    averaged = [statistics.mean(c) for c in zip(runs["svgd", 0][1], runs["svgd", 1][1])]
+
+    def to_threshold(cell: str, f: float) -> str:
+        tau = averaged[0] + f * (statistics.mean(averaged) - averaged[0])
+        hits = [3 for best in peak_best[cell] if best >= tau]  # reached after the one window of 3 iterations
+        shown = "—" if not hits else mean_se(hits, 0)
+        return f"{shown} ({len(hits)}/2)"
+
+    kl = {c: statistics.mean(float(r["action_kl"]) for r in read_csv(out / "seeds.csv") if r["cell"] == c)
+          for c in CELLS}  # fmt: skip
+    table = cells(_tables()["ablation-swingup"].render(checkout))
+    s2vgd, svgd = "s2vgd-K1-flat-a300", "svgd"
+    assert table["reinforce", f"`{s2vgd}`"] == [
+        mean_se(peak_best[s2vgd]), difference(peak_best[s2vgd], peak_best[svgd]),
+        mean_se(final_mean[s2vgd]), difference(final_mean[s2vgd], final_mean[svgd]),
+        to_threshold(s2vgd, 0.9), f"{kl[s2vgd]:.3g}",
+    ]  # fmt: skip
+    assert table["reinforce", "`svgd`"] == [mean_se(peak_best[svgd]), "—", mean_se(final_mean[svgd]), "—",
+                                            to_threshold(svgd, 0.9), f"{kl[svgd]:.3g}"]  # fmt: skip
+    assert table["reinforce", "`svgd-star`"] == [NOT_MEASURED, "", "", "", "", ""]
+    assert table["a2c", f"`{s2vgd}`"] == [NOT_MEASURED, "", "", "", "", ""]
+
+    time = cells(_tables()["ablation-swingup-time"].render(checkout).replace("| REINFORCE |", "| REINFORCE | x |"))
+    assert time["REINFORCE", "x"] == [to_threshold(s2vgd, 0.5), to_threshold(svgd, 0.5), NOT_MEASURED, NOT_MEASURED]
+    assert cells(_tables()["ablation-double-pendulum"].render(checkout))["reinforce", "`svgd`"][0] == NOT_MEASURED
+
+
+def test_the_ablation_tables_take_the_report_stage_seeds_only(tiny, tmp_path):
+    _, checkout = tiny
+    rows = read_rows(checkout / "bench" / "results" / "rl_ablation.csv")
+    tuning = tmp_path / "checkout"
+    write_rows(tuning / "bench" / "results" / "rl_ablation.csv", [{**r, "seed": int(r["seed"]) + 100} for r in rows])
+    table = cells(_tables()["ablation-swingup"].render(tuning))
+    assert {v[0] for v in table.values()} == {NOT_MEASURED}
+
+
+def test_the_sb3_agents_of_a_grid_folder_are_gathered_into_the_swingup_table(tmp_path):
+    """python -m svpg.studies.sb3 writes into the grid's --out: gathering the folder brings its agents' rows."""
+    from svpg.studies import sb3
+
+    out = tmp_path / "repro-swingup"
+    argv = ["--task", "swingup", "--seeds", "1", "--algos", "a2c", "--steps", "400", "--eval-every", "200",
+            "--out", str(out)]  # fmt: skip
+    assert sb3.main(argv) == 0
+    into = tmp_path / "checkout" / "bench" / "results" / "rl_paper_grid.csv"
+    assert gather([out], into, "test", "abc") == 1
+    (row,) = read_rows(into)
+    evaluations = [float(r["eval_mean"]) for r in read_csv(out / "sb3" / "curves.csv")]
+    assert (row["method"], row["seed"], json.loads(row["options"])) == ("sb3-a2c", "0", {"steps": 400})
+    final, peak = one(evaluations[-1]), one(max(evaluations))
+    table = cells(_tables()["paper-grid-swingup"].render(tmp_path / "checkout"))
+    assert table["SB3 A2C", "(1 seed)"] == [final, final, peak, peak]
+    assert table["SB3 PPO", "(1 seed)"] == [NOT_MEASURED, "", "", ""]
