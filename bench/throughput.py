@@ -12,7 +12,7 @@ With ``--num-seeds S`` the S²VGD rows compare S seeds trained as one batched co
 (``train.py --num-seeds S``; steps of all seeds count) with a single seed, instead of S²VGD with
 plain SVGD. With ``--cells`` the rows are cells of the structure ablation (:mod:`svpg.studies.ablation`
 names) trained on the task's preset, and the cost of an iteration is given relative to the first cell;
-SB3 is not run.
+SB3 is not run (``--out``: one line of kind ``cells``, the seconds per iteration of each cell).
 """
 from __future__ import annotations
 
@@ -193,6 +193,19 @@ def compare_cells(parser, args) -> None:
     for label, rate in rates.items():
         rollout, learn = phases[label]
         print(f"| {label} | {rate:,.0f} | {steps / rate:.3f} | {rollout:,.0f} | {learn:,.0f} | {first / rate:.2f}× |")
+    if args.out:
+        from svpg.report import default_commit, default_machine
+
+        row = {"kind": "cells", "env_id": preset["env_id"], "estimator": args.estimator, "device": args.device,
+               "num_seeds": 1, "num_particles": preset["num_particles"],
+               "samples_per_particle": preset["samples_per_particle"], "threads": args.threads,
+               "iterations": args.iterations, "repeats": args.repeats,
+               # per cell, the best block's: seconds per iteration, and ms per iteration in the rollout and learning step
+               "seconds_per_iteration": {c: round(steps / rate, 4) for c, rate in rates.items()},
+               "ms_rollout": {c: round(phases[c][0], 2) for c in rates}, "ms_learn": {c: round(phases[c][1], 2) for c in rates},
+               "cores": os.cpu_count(), "machine": args.machine or default_machine(), "commit": default_commit()}
+        with open(args.out, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
 
 
 if __name__ == "__main__":

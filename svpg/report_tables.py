@@ -1,8 +1,8 @@
 """The registered results tables of ``python -m svpg.report``: name → document, result file, formatter.
 
-A table whose runs are in its result file is formatted from them. A table whose runs were lost keeps its
-layout here (its labels and the papers' published figures, quoted from their tables) and says
-*not re-measured* in the first measured cell of every row until its units are gathered into the file.
+Every table is formatted from the rows of its result file: its labels and the papers' published figures (quoted
+from their tables) are kept here, and a row whose units are not in the file says *not re-measured* (in its
+first measured cell, the others empty, when none of its cells has units).
 """
 
 from __future__ import annotations
@@ -732,30 +732,6 @@ register(
         select={"problem": "financial", "rounds": 3713, "options": TABLES_SCHEDULE},
     )
 )
-
-
-# -- the tables whose runs were lost: their layout, the papers' figures, "not re-measured" ------------------
-M = None  # a measured cell in a layout
-
-
-def _layout(header: Sequence[str], rows: Sequence[Sequence[str | None]], align: str | None = None):
-    """A table kept as its layout: label and published cells as given, measured cells (:data:`M`) from
-    the result file. Until its units are gathered, a row's first measured cell says *not re-measured*
-    and its others are empty; a file with units for it needs a formatter here."""
-
-    def build(rows_of_file: list[dict]) -> str:
-        if rows_of_file:
-            raise ReportError(
-                f"{len(rows_of_file)} rows are in this table's result file, but the table has no formatter for them "
-                "yet: add one to svpg/report_tables.py"
-            )
-        out = []
-        for row in rows:
-            first = next((i for i, c in enumerate(row) if c is M), None)
-            out.append([NOT_MEASURED if i == first else ("" if c is M else c) for i, c in enumerate(row)])
-        return render_table(header, out, align)
-
-    return build
 
 
 # -- supervised: train.py supervised (docs/supervised.md) ---------------------------------------------------
@@ -1570,24 +1546,33 @@ for _task in ("swingup", "double-pendulum"):  # the same two tables for each tas
     )
 
 
+STEP_TIME_CELLS = ("svgd", "svgd-star", "s2vgd-K1", "s2vgd-K2", "s2vgd-K4", "s2vgd-K4-mvg")
+#: the columns of the step-time table: (task, estimator) of a throughput row of kind "cells"
+STEP_TIME_COLUMNS = (("svpg/CartPoleSwingUp-v0", "reinforce"), ("svpg/CartPoleSwingUp-v0", "a2c"),
+                     ("svpg/DoublePendulum-v0", "reinforce"), ("svpg/DoublePendulum-v0", "a2c"))  # fmt: skip
+
+
+def _ablation_step_time(rows: list[dict]) -> str:
+    """Seconds per iteration of one seed per cell, the best of ``bench/throughput.py --cells``' alternating blocks,
+    from its newest CPU row per task and estimator (as the command prints them)."""
+    found = _throughput_rows(rows, "cells", gpu=False)
+    table = []
+    for cell in STEP_TIME_CELLS:
+        values = [found.get(column, {}).get("seconds_per_iteration", {}).get(cell) for column in STEP_TIME_COLUMNS]
+        table.append(_measured([f"`{cell}`"], [None if v is None else f"{v:.3f}" for v in values]))
+    header = ["cell", "swing-up, REINFORCE", "swing-up, A2C", "double pendulum, REINFORCE", "double pendulum, A2C"]
+    return render_table(header, table, "lrrrr")
+
+
 register(
     Table(
         name="ablation-step-time",
         doc="docs/rl.md",
-        source="bench/results/rl_ablation.csv",
-        build=_layout(
-            ["cell", "swing-up, REINFORCE", "swing-up, A2C", "double pendulum, REINFORCE", "double pendulum, A2C"],
-            [
-                ["`svgd`", M, M, M, M],
-                ["`svgd-star`", M, M, M, M],
-                ["`s2vgd-K1`", M, M, M, M],
-                ["`s2vgd-K2`", M, M, M, M],
-                ["`s2vgd-K4`", M, M, M, M],
-                ["`s2vgd-K4-mvg`", M, M, M, M],
-            ],
-            "lrrrr",
-        ),
-        command="the ablation command above; python -m svpg.report gather runs/<out> --into bench/results/rl_ablation.csv",
-        compute="the same runs",
+        source=THROUGHPUT_FILE,
+        build=_ablation_step_time,
+        command=f"the command above with --out {THROUGHPUT_FILE}, for --task swingup and double-pendulum and "
+        "--estimator reinforce and a2c",
+        compute=_throughput_compute("a few core-minutes each"),
+        select={"kind": "cells", "device": "cpu"},
     )
 )

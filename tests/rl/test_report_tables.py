@@ -171,3 +171,30 @@ def test_the_sb3_agents_of_a_grid_folder_are_gathered_into_the_swingup_table(tmp
     table = cells(_tables()["paper-grid-swingup"].render(tmp_path / "checkout"))
     assert table["SB3 A2C", "(1 seed)"] == [final, final, peak, peak]
     assert table["SB3 PPO", "(1 seed)"] == [NOT_MEASURED, "", "", ""]
+
+
+@pytest.mark.slow
+def test_the_step_time_table_from_bench_throughput_cells(tmp_path):
+    """bench/throughput.py --cells --out appends one row per task and estimator; the table quotes its seconds per
+    iteration as the command prints them, and a task or cell without a row says *not re-measured*."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    into = tmp_path / "checkout" / "bench" / "results" / "throughput.jsonl"
+    into.parent.mkdir(parents=True)
+    argv = [sys.executable, str(root / "bench" / "throughput.py"), "--task", "swingup", "--cells", "svgd,s2vgd-K1",
+            "--iterations", "1", "--repeats", "1", "--warmup", "0", "--out", str(into)]  # fmt: skip
+    printed = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=root).stdout
+    seconds = {}
+    for line in printed.splitlines():  # | cell | steps/s | s / iteration | …
+        parts = [x.strip() for x in line.strip().strip("|").split("|")]
+        if parts[0] in ("svgd", "s2vgd-K1"):
+            seconds[parts[0]] = parts[2]
+    (row,) = read_rows(into)
+    assert (row["kind"], row["env_id"], row["estimator"]) == ("cells", "svpg/CartPoleSwingUp-v0", "reinforce")
+    text = _tables()["ablation-step-time"].render(tmp_path / "checkout")
+    table = {r[0]: r[1:] for r in ([x.strip() for x in line.strip("|").split("|")] for line in text.splitlines()[2:8])}
+    assert table["`svgd`"] == [seconds["svgd"], NOT_MEASURED, NOT_MEASURED, NOT_MEASURED]
+    assert table["`s2vgd-K1`"] == [seconds["s2vgd-K1"], NOT_MEASURED, NOT_MEASURED, NOT_MEASURED]
+    assert table["`svgd-star`"] == [NOT_MEASURED, "", "", ""]
