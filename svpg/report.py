@@ -366,8 +366,6 @@ def _rl_rows(run: Path) -> list[dict]:
     the seconds per iteration of its seed batch, ``seconds_per_iteration``.
     The folder of ``python -m svpg.studies.sb3`` gives one row per agent and seed (:func:`_sb3_rows`)."""
     from svpg.rl.checkpoints import PROGRESS_FILE, ProgressCSV
-    from svpg.rl.compare import RUN_ONLY
-    from svpg.rl.config import SVPGConfig
     from svpg.runs import CONFIG_FILE
 
     if _is_sb3_folder(run):
@@ -377,13 +375,11 @@ def _rl_rows(run: Path) -> list[dict]:
     if not progress:
         return []
     last = progress[-1]
-    skip = (*RUN_ONLY, "env_id", "method", "estimator")
-    options = _changed_options(config, _dataclass_defaults(SVPGConfig), skip)
     row = {
         "env_id": config["env_id"],
         "method": config["method"],
         "estimator": config["estimator"],
-        "options": options,
+        "options": rl_options(config),
         "seed": config.get("seed"),
         "iteration": int(float(last["iteration"])),
         "total_steps": int(float(last["total_steps"])),
@@ -403,6 +399,17 @@ def _rl_rows(run: Path) -> list[dict]:
     row["mean_curve"] = [float(r["rollout/ep_rew_mean"]) for r in progress]
     row["max_curve"] = [float(r["rollout/ep_rew_max"]) for r in progress]
     return [row]
+
+
+def rl_options(config: dict) -> dict:
+    """The options of an RL run's row: the fields of its configuration (or of a preset with a method's settings)
+    that differ from train.py's defaults, less the unit's own columns and those that say how it ran (seed, threads,
+    device, run name, log dir, progress, checkpoints, its length: :data:`svpg.rl.compare.RUN_ONLY`)."""
+    from svpg.rl.compare import RUN_ONLY
+    from svpg.rl.config import SVPGConfig
+
+    config = json.loads(json.dumps(config, default=list))  # tuples as the run's config.json writes them
+    return _changed_options(config, _dataclass_defaults(SVPGConfig), (*RUN_ONLY, "env_id", "method", "estimator"))
 
 
 def _action_kl(run: Path, config: dict) -> float:

@@ -11,7 +11,7 @@ import json
 import math
 from collections.abc import Sequence
 
-from svpg.report import NOT_MEASURED, ReportError, Table, doc_number, register, render_table
+from svpg.report import NOT_MEASURED, ReportError, Table, doc_number, register, render_table, rl_options
 
 BENCHMARK_FILE = "bench/results/benchmark_results.csv"
 OFF_POLICY_FILE = "bench/results/benchmark_off_policy.csv"
@@ -1381,6 +1381,15 @@ def _env_id(task: str) -> str:
     return load_preset(task)["env_id"]
 
 
+def _preset_runs(rows: list[dict], task: str, settings=lambda row: {}) -> list[dict]:
+    """The rows run with the task's preset and, on top of it, a row's own ``settings`` (an ablation cell's) only:
+    runs with other options (a shorter test, another α) are not a table's."""
+    from svpg.rl.config import load_preset
+
+    preset = load_preset(task)
+    return [r for r in rows if _row_options(r) == rl_options(preset | settings(r))]
+
+
 def _curve_rows(rows: list[dict], label: str) -> list[dict]:
     """The gathered rows' curves as one row per iteration, the rows of :func:`svpg.studies.experiments.collect`
     (``label``: the column that names the row's method or cell)."""
@@ -1393,16 +1402,18 @@ def _curve_rows(rows: list[dict], label: str) -> list[dict]:
     return out
 
 
-def _paper_grid(sb3: bool = False):
+def _paper_grid(task: str, sb3: bool = False):
     """The grid's (method, estimator) rows: final mean and max over particles (mean ± standard error over seeds of the
     last iteration) and their peaks (the best iteration of the seed-averaged curve), as ``results.md`` of
     ``python -m svpg.studies.experiments`` writes them (:func:`svpg.studies.experiments.grid_cells`); ``sb3``: the
-    SB3 agents' rows below, their deterministic evaluation return in the mean and max columns alike (one policy)."""
+    SB3 agents' rows below, their deterministic evaluation return in the mean and max columns alike (one policy).
+    The grid's rows are those of the task's preset (:func:`_preset_runs`)."""
 
     def build(rows: list[dict]) -> str:
         from svpg.studies.experiments import grid_cells, summarise
 
-        summary = summarise(_curve_rows(rows, "method"), metrics=("mean", "max"))
+        runs = _preset_runs(rows, task) + [r for r in rows if r["method"] in dict(GRID_SB3).values()]
+        summary = summarise(_curve_rows(runs, "method"), metrics=("mean", "max"))
         table = []
         for estimator in GRID_ESTIMATORS:
             for method in GRID_METHODS:
@@ -1421,14 +1432,17 @@ def _paper_grid(sb3: bool = False):
     return build
 
 
-def _ablation_metrics(rows: list[dict], threshold: str) -> dict:
+def _ablation_metrics(rows: list[dict], task: str, threshold: str) -> dict:
     """(cell, estimator) → the row of ``cells.csv`` (:func:`svpg.studies.ablation_analysis.summary_row`) of the
-    report stage's runs in ``rows``, with the command's default window and ``threshold``: mean ± standard error over
-    seeds, paired differences to ``svgd``, iterations to τ and the action KL the gather recorded."""
+    report stage's runs in ``rows`` (its cells and seeds, on the task's preset with each cell's settings), with the
+    command's default window and ``threshold``: mean ± standard error over seeds, paired differences to ``svgd``,
+    iterations to τ and the action KL the gather recorded."""
     from svpg.studies.ablation import parse_threshold
     from svpg.studies.ablation_analysis import WINDOW, per_run_metrics, run_curves, summary_row, thresholds
+    from svpg.studies.ablation_cells import Cell
 
     rows = [r for r in rows if r.get("cell") in ABLATION_CELLS and int(r["seed"]) in ABLATION_SEEDS]
+    rows = _preset_runs(rows, task, lambda r: Cell.parse(r["cell"]).settings())
     if not rows:
         return {}
     curves = run_curves(_curve_rows(rows, "cell"))
@@ -1451,13 +1465,16 @@ def _to_threshold(row: dict) -> str:
     )
 
 
-def _ablation_table(rows: list[dict]) -> str:
+def _ablation_table(task: str):
     """Per estimator and cell of the report stage (seeds 0–9): peak best and final mean (mean ± standard error over
     seeds) with their paired differences to ``svgd`` (95 % t-intervals), iterations to τ (90 %) and the action KL,
     as ``results.md`` of ``python -m svpg.studies.ablation`` writes them."""
+    return lambda rows: _ablation_rows(_ablation_metrics(rows, task, "90%"))
+
+
+def _ablation_rows(summary: dict) -> str:
     from svpg.studies.ablation_analysis import _interval, _pm, _sig
 
-    summary = _ablation_metrics(rows, "90%")
     table = []
     for estimator in GRID_ESTIMATORS:
         for cell in ABLATION_CELLS:
@@ -1473,10 +1490,13 @@ def _ablation_table(rows: list[dict]) -> str:
     return render_table(header, table, "llrrrrrr")
 
 
-def _ablation_time_table(rows: list[dict]) -> str:
+def _ablation_time_table(task: str):
     """Iterations to halfway (τ at 50 %) per estimator and cell, mean ± standard error over the seeds that reach
     it, and how many do."""
-    summary = _ablation_metrics(rows, HALFWAY)
+    return lambda rows: _ablation_time_rows(_ablation_metrics(rows, task, HALFWAY))
+
+
+def _ablation_time_rows(summary: dict) -> str:
     table = []
     for estimator, label in (("reinforce", "REINFORCE"), ("a2c", "A2C")):
         r = [summary.get((cell, estimator)) for cell in ABLATION_CELLS]
@@ -1496,7 +1516,7 @@ register(
         name="paper-grid-double-pendulum",
         doc="docs/results.md",
         source=PAPER_GRID_FILE,
-        build=_paper_grid(),
+        build=_paper_grid("double-pendulum"),
         command="the double-pendulum grid above; python -m svpg.report gather runs/<out> --into bench/results/rl_paper_grid.csv",
         compute=_runs_compute("40 runs"),
         select={"env_id": _env_id("double-pendulum")},
@@ -1509,7 +1529,7 @@ register(
         name="paper-grid-swingup",
         doc="docs/results.md",
         source=PAPER_GRID_FILE,
-        build=_paper_grid(sb3=True),
+        build=_paper_grid("swingup", sb3=True),
         command="the swing-up grid and SB3 commands above; python -m svpg.report gather runs/repro-swingup --into "
         "bench/results/rl_paper_grid.csv (the grid's runs and the SB3 agents of its sb3/ folder)",
         compute=_runs_compute("40 runs"),
@@ -1527,7 +1547,7 @@ for _task in ("swingup", "double-pendulum"):  # the same two tables for each tas
             name=f"ablation-{_task}",
             doc="docs/rl.md",
             source=ABLATION_FILE,
-            build=_ablation_table,
+            build=_ablation_table(_task),
             command=_ABLATION_COMMAND,
             compute="see the ablation's compute above",
             select={"env_id": _env_id(_task)},
@@ -1538,7 +1558,7 @@ for _task in ("swingup", "double-pendulum"):  # the same two tables for each tas
             name=f"ablation-{_task}-time",
             doc="docs/rl.md",
             source=ABLATION_FILE,
-            build=_ablation_time_table,
+            build=_ablation_time_table(_task),
             command=_ABLATION_COMMAND,
             compute="the same runs",
             select={"env_id": _env_id(_task)},

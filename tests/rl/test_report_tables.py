@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from svpg.report import NOT_MEASURED, _tables, gather, read_rows, write_rows
+from svpg.report import NOT_MEASURED, _tables, gather, read_rows, rl_options, write_rows
+from svpg.rl.config import load_preset
 from svpg.studies import ablation
+from svpg.studies.ablation_cells import Cell
 
 T_975_DF1 = 12.706204736174707  # Student's t, 97.5 % quantile, 1 degree of freedom (two seeds → one df)
 CELLS = ("s2vgd-K1-flat-a300", "svgd")
@@ -56,22 +58,32 @@ def difference(a: list[float], b: list[float]) -> str:
     return f"{mean:+.1f} [{mean - half:+.1f}, {mean + half:+.1f}]".replace("-", "−")
 
 
+def as_preset(rows: list[dict], cells: bool = True) -> list[dict]:
+    """The rows as if run with the preset (and, ``cells``, each cell's settings): the tables take only those."""
+    def settings(r: dict) -> dict:
+        return Cell.parse(r["cell"]).settings() if cells else {}
+
+    return [{**r, "options": json.dumps(rl_options(load_preset("swingup") | settings(r)))} for r in rows]
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """A tiny ablation on the swing-up (s2vgd at α = 300 and the svgd control, REINFORCE, seeds 0 and 1, three
-    iterations), gathered into a checkout's ablation file and, as the grid's s2vgd and svgd runs, its grid file."""
+    iterations), gathered; and a checkout whose ablation file holds its rows as the preset's with each cell's settings,
+    and whose grid file holds them as the preset's own s2vgd and svgd runs."""
     root = tmp_path_factory.mktemp("rl-tables")
     out = root / "ablation"
     assert ablation.main([*TINY, "--out", str(out)]) == 0
+    assert gather([out], root / "gathered.csv", "test", "abc") == 4
+    rows = read_rows(root / "gathered.csv")
     checkout = root / "checkout"
-    for name in ("rl_ablation.csv", "rl_paper_grid.csv"):
-        assert gather([out], checkout / "bench" / "results" / name, "test", "abc") == 4
-    return out, checkout
+    write_rows(checkout / "bench" / "results" / "rl_ablation.csv", as_preset(rows))
+    write_rows(checkout / "bench" / "results" / "rl_paper_grid.csv", as_preset(rows, cells=False))
+    return out, checkout, rows
 
 
 def test_the_gather_records_the_curves_the_cell_and_no_option_of_how_it_ran(tiny):
-    out, checkout = tiny
-    rows = read_rows(checkout / "bench" / "results" / "rl_ablation.csv")
+    out, _, rows = tiny
     assert [(r["cell"], r["method"], r["estimator"], r["seed"]) for r in rows] == [
         ("s2vgd-K1-flat-a300", "s2vgd", "reinforce", "0"), ("s2vgd-K1-flat-a300", "s2vgd", "reinforce", "1"),
         ("svgd", "svgd", "reinforce", "0"), ("svgd", "svgd", "reinforce", "1")]  # fmt: skip
@@ -92,7 +104,7 @@ def test_the_gather_records_the_curves_the_cell_and_no_option_of_how_it_ran(tiny
 
 
 def test_the_paper_grid_from_gathered_runs(tiny):
-    out, checkout = tiny
+    out, checkout, _ = tiny
     text = _tables()["paper-grid-swingup"].render(checkout)
     table = cells(text)
     for cell, method in zip(CELLS, ("s2vgd", "svgd")):
@@ -111,7 +123,7 @@ def test_the_paper_grid_from_gathered_runs(tiny):
 
 
 def test_the_ablation_tables_from_gathered_runs(tiny):
-    out, checkout = tiny
+    out, checkout, _ = tiny
     runs = {(cell, seed): curves(out, cell, seed) for cell in CELLS for seed in (0, 1)}
     # three iterations under the command's 10-iteration window: one window over the whole curve, so the peak and
     # the final of a run are its curve's mean
@@ -145,13 +157,17 @@ def test_the_ablation_tables_from_gathered_runs(tiny):
     assert cells(_tables()["ablation-double-pendulum"].render(checkout))["reinforce", "`svgd`"][0] == NOT_MEASURED
 
 
-def test_the_ablation_tables_take_the_report_stage_seeds_only(tiny, tmp_path):
-    _, checkout = tiny
-    rows = read_rows(checkout / "bench" / "results" / "rl_ablation.csv")
-    tuning = tmp_path / "checkout"
-    write_rows(tuning / "bench" / "results" / "rl_ablation.csv", [{**r, "seed": int(r["seed"]) + 100} for r in rows])
-    table = cells(_tables()["ablation-swingup"].render(tuning))
-    assert {v[0] for v in table.values()} == {NOT_MEASURED}
+def test_the_tables_take_the_report_stage_seeds_on_the_preset_only(tiny, tmp_path):
+    _, _, rows = tiny
+    for changed, names in (
+        ([{**r, "seed": int(r["seed"]) + 100} for r in as_preset(rows)], ("ablation-swingup",)),  # tuning seeds
+        (rows, ("ablation-swingup", "paper-grid-swingup")),  # the tiny runs' own options: not the preset's
+    ):
+        checkout = tmp_path / str(len(changed))
+        for name in ("rl_ablation.csv", "rl_paper_grid.csv"):
+            write_rows(checkout / "bench" / "results" / name, changed)
+        for name in names:
+            assert {v[0] for v in cells(_tables()[name].render(checkout)).values()} == {NOT_MEASURED}, name
 
 
 def test_the_sb3_agents_of_a_grid_folder_are_gathered_into_the_swingup_table(tmp_path):
