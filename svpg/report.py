@@ -17,9 +17,9 @@ a table that no file supports fails ``make test``.
 ``python -m svpg.studies.benchmark`` (its ``--out`` or single run folders), of ``train.py bandit`` (one row per
 agent and seed), of ``train.py supervised`` (one per method and split), of ``train.py`` (one per run,
 at its last finished iteration; a grid's ``--out`` of ``python -m svpg.studies.experiments`` or ``ablation``
-gives its runs, and the ``sb3/`` folder of ``python -m svpg.studies.sb3`` in it one row per SB3 agent and seed). Each row carries the unit's setting (options that differ from the
-defaults), its metrics, budget and wall-clock, the machine (``--machine``) and the commit (``--commit``;
-default: the checkout's ``HEAD``). Rows already in the file with the same setting and seed or split are
+gives its runs, and the ``sb3/`` folder of ``python -m svpg.studies.sb3`` in it one row per SB3 agent and
+seed). Each row carries the unit's setting (options that differ from the defaults), its metrics, budget and
+wall-clock, the machine (``--machine``) and the commit (``--commit``; default: the checkout's ``HEAD``). Rows already in the file with the same setting and seed or split are
 replaced, others kept, so a user's own grid produces the same files as the committed ones.
 """
 

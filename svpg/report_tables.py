@@ -1468,8 +1468,14 @@ def _to_threshold(row: dict) -> str:
 def _ablation_table(task: str):
     """Per estimator and cell of the report stage (seeds 0–9): peak best and final mean (mean ± standard error over
     seeds) with their paired differences to ``svgd`` (95 % t-intervals), iterations to τ (90 %) and the action KL,
-    as ``results.md`` of ``python -m svpg.studies.ablation`` writes them."""
-    return lambda rows: _ablation_rows(_ablation_metrics(rows, task, "90%"))
+    as ``results.md`` of ``python -m svpg.studies.ablation`` writes them (its default --threshold)."""
+
+    def build(rows: list[dict]) -> str:
+        from svpg.studies.ablation_analysis import THRESHOLD
+
+        return _ablation_rows(_ablation_metrics(rows, task, THRESHOLD))
+
+    return build
 
 
 def _ablation_rows(summary: dict) -> str:
