@@ -478,6 +478,7 @@ def _sac_hopper_table(rows: list[dict]) -> str:
         "seeds",
         "best particle",
         "mean over particles",
+        "last iteration's training returns: best, mean",
         "− SAC (95 % CI)",
         "seconds per run",
     ]
@@ -485,7 +486,7 @@ def _sac_hopper_table(rows: list[dict]) -> str:
     for options, label in SAC_HOPPER_CANDIDATES.items():
         group = [r for r in ours if r["options"] == options]
         if not group:
-            table.append([label, NOT_YET, "", "", "", ""])
+            table.append([label, NOT_YET, "", "", "", "", ""])
             continue
         best = {int(r["seed"]): float(r["eval_best"]) for r in group}
         table.append(
@@ -494,6 +495,9 @@ def _sac_hopper_table(rows: list[dict]) -> str:
                 ", ".join(str(k) for k in sorted(best)),
                 doc_number(cell(best.values())),
                 doc_number(cell([float(r["eval_mean"]) for r in group])),
+                doc_number(
+                    f"{cell([float(r['train_best']) for r in group])}, {cell([float(r['train_mean']) for r in group])}"
+                ),
                 doc_number(format_difference(*paired_difference(best, sac))) if sac else "",
                 f"{sum(float(r['seconds']) for r in group) / len(group):.0f}",
             ]
@@ -502,10 +506,10 @@ def _sac_hopper_table(rows: list[dict]) -> str:
     if runs:
         wall = sum(float(r["wall_s"]) for r in runs) / len(runs)
         seeds = ", ".join(str(k) for k in sorted(sac))
-        table.append(["SB3 SAC (rl-zoo3's settings)", seeds, doc_number(cell(sac.values())), "", "", f"{wall:.0f}"])
+        table.append(["SB3 SAC (rl-zoo3's settings)", seeds, doc_number(cell(sac.values())), "", "", "", f"{wall:.0f}"])
     else:
-        table.append(["SB3 SAC (rl-zoo3's settings)", NOT_YET, "", "", "", ""])
-    return render_table(header, table, "lrrrrr")
+        table.append(["SB3 SAC (rl-zoo3's settings)", NOT_YET, "", "", "", "", ""])
+    return render_table(header, table, "lrrrrrr")
 
 
 register(
@@ -521,8 +525,8 @@ register(
         "bench/results/sac_defaults_hopper_sb3.csv",
         compute=lambda rows: (
             f"{len(rows)} runs, "
-            f"{sum(float(r.get('seconds') or r.get('wall_s') or 0) for r in rows) / 3600:.1f} core-hours on the "
-            "2-core VM"
+            f"{sum(float(r.get('seconds') or r.get('wall_s') or 0) for r in rows) / 3600:.1f} hours of run time, "
+            "two or three runs at a time on the 2-core VM"
             if rows
             else f"6 runs, {NOT_YET}"
         ),

@@ -187,13 +187,14 @@ def test_the_sac_hopper_screen_pairs_each_candidate_with_sb3_sac_by_seed():
     from svpg.report import _tables
 
     ours = [{"env_id": "Hopper-v5", "options": "{}", "seed": str(s), "eval_best": str(v), "eval_mean": str(v - 100),
-             "seconds": "3600"} for s, v in ((100, 1100.0), (101, 950.0))]
+             "train_best": str(v + 10), "train_mean": str(v - 10), "seconds": "3600"} for s, v in ((100, 1100.0), (101, 950.0))]
     sac = [{"task": "Hopper-v5", "agent": "sac", "seed": str(s), "final": str(v), "wall_s": "1800"}
            for s, v in ((100, 1000.0), (101, 1000.0))]
     rows = {r.split("|")[1].strip(): [c.strip() for c in r.strip().strip("|").split("|")]
             for r in _tables()["sac-defaults-hopper"].build(ours + sac).splitlines()[2:]}
     defaults = next(v for k, v in rows.items() if k.startswith("none"))
-    assert defaults[1:6] == ["100, 101", "1025.0 ± 75.0", "925.0 ± 75.0", "+25.0 [−928.0, +978.0]", "3600"]
+    assert defaults[1:7] == ["100, 101", "1025.0 ± 75.0", "925.0 ± 75.0", "1035.0 ± 75.0, 1015.0 ± 75.0",
+                             "+25.0 [−928.0, +978.0]", "3600"]
     assert rows["SB3 SAC (rl-zoo3's settings)"][1:3] == ["100, 101", "1000.0 ± 0.0"]
     assert next(v for k, v in rows.items() if k.startswith("shared"))[1] == "not measured yet"
 
