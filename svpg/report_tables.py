@@ -249,6 +249,55 @@ register(
 )
 
 
+A2C_SCREEN_FILE = "bench/results/a2c_halfcheetah_screen.csv"
+#: SB3 A2C on HalfCheetah-v5 (tuning seeds): --sb3-options on top of rl-zoo3's entry → what each tests
+A2C_SCREEN_CANDIDATES = {
+    "": "rl-zoo3's settings (observations and rewards normalised)",
+    '{"normalize": {"norm_reward": false}}': "rewards not normalised (observations still)",
+}
+
+
+def _a2c_screen_table(rows: list[dict]) -> str:
+    """Each setting's final return and AUC, mean ± s.e. over seeds, and its paired difference to rl-zoo3's."""
+    from svpg.stats import cell, format_difference, paired_difference
+
+    def by_seed(options: str, key: str) -> dict[int, float]:
+        return {int(r["seed"]): float(r[key]) for r in rows if (r.get("options") or "") == options}
+
+    header = ["setting", "seeds", "final return", "− rl-zoo3's (95 % CI)", "AUC (mean training return)"]
+    table = []
+    for options, label in A2C_SCREEN_CANDIDATES.items():
+        final, auc = by_seed(options, "final"), by_seed(options, "auc")
+        if not final:
+            table.append([label, NOT_YET, "", "", ""])
+            continue
+        difference = format_difference(*paired_difference(final, by_seed("", "final"))) if options else "–"
+        table.append(
+            [
+                label,
+                ", ".join(str(k) for k in sorted(final)),
+                doc_number(cell(final.values())),
+                doc_number(difference),
+                doc_number(cell(auc.values())),
+            ]
+        )
+    return render_table(header, table, "lrrrr")
+
+
+register(
+    Table(
+        name="a2c-halfcheetah-screen",
+        doc="docs/benchmarks.md",
+        source=A2C_SCREEN_FILE,
+        build=_a2c_screen_table,
+        command="python -m svpg.studies.benchmark --tasks HalfCheetah-v5 --agents a2c --seeds 100-101 --out "
+        "runs/a2c-cheetah/<setting> --sb3-options '<options>' && python -m svpg.report gather runs/a2c-cheetah/* "
+        f"--into {A2C_SCREEN_FILE}",
+        compute=lambda rows: _core_hours(rows) if rows else f"4 runs, {NOT_YET}",
+    )
+)
+
+
 MUJOCO_SCREEN_FILE = "bench/results/mujoco_screen.csv"
 register(
     Table(

@@ -225,3 +225,17 @@ def test_the_throughput_tables_take_the_newest_row_of_their_protocol():
     lines = batch.build(selected).splitlines()
     assert "| DoublePendulum-v0 | A2C | 20,000 | 50,000 | 2.50× | 1.25× | 5.00× |" in lines
     assert "| CartPole-v1 | REINFORCE | not re-measured |  |  |  |  |" in lines
+
+
+def test_the_a2c_screen_pairs_each_setting_with_rl_zoo3s_by_seed():
+    """Benchmark rows of two --sb3-options settings: final return and AUC per setting, and the difference to
+    rl-zoo3's own settings paired by seed (hand-computed: +500 and +700 → +600)."""
+    from svpg.report import _tables
+
+    rows = [{"task": "HalfCheetah-v5", "agent": "a2c", "seed": str(s), "final": str(f), "auc": str(a), "wall_s": "600",
+             "options": o} for o, s, f, a in (("", 100, 1000.0, 400.0), ("", 101, 1400.0, 600.0),
+                                             ('{"normalize": {"norm_reward": false}}', 100, 1500.0, 500.0),
+                                             ('{"normalize": {"norm_reward": false}}', 101, 2100.0, 700.0))]
+    lines = _tables()["a2c-halfcheetah-screen"].build(rows).splitlines()
+    assert lines[2].endswith("| 100, 101 | 1200.0 ± 200.0 | – | 500.0 ± 100.0 |")
+    assert lines[3].endswith("| 100, 101 | 1800.0 ± 300.0 | +600.0 [−670.6, +1870.6] | 600.0 ± 100.0 |")
