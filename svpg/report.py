@@ -450,9 +450,15 @@ def _probe_states(env_id: str, horizon: int):
 
 
 def _is_sb3_folder(path: Path) -> bool:
+    """The folder of ``python -m svpg.studies.sb3`` (its ``curves.csv`` has an ``algo`` column), not a benchmark's
+    ``--out`` that happens to be named so (its ``curves.csv`` names an ``agent``)."""
     from svpg.comparing import is_rl_run
 
-    return path.name == SB3_FOLDER and (path / SB3_CURVES).is_file() and not is_rl_run(path)
+    curves = path / SB3_CURVES
+    if path.name != SB3_FOLDER or not curves.is_file() or is_rl_run(path):
+        return False
+    with open(curves, newline="") as f:
+        return "algo" in next(csv.reader(f), [])
 
 
 def _sb3_rows(folder: Path) -> list[dict]:

@@ -239,3 +239,19 @@ def test_the_a2c_screen_pairs_each_setting_with_rl_zoo3s_by_seed():
     lines = _tables()["a2c-halfcheetah-screen"].build(rows).splitlines()
     assert lines[2].endswith("| 100, 101 | 1200.0 ± 200.0 | – | 500.0 ± 100.0 |")
     assert lines[3].endswith("| 100, 101 | 1800.0 ± 300.0 | +600.0 [−670.6, +1870.6] | 600.0 ± 100.0 |")
+
+
+def test_a_benchmark_out_folder_named_sb3_gathers_as_a_benchmark(tmp_path):
+    """Only python -m svpg.studies.sb3's folder (curves.csv with an ``algo`` column) is read as one; a benchmark's
+    --out of the same name (curves.csv naming an ``agent``) gathers its runs."""
+    out = tmp_path / "sb3"
+    run = out / "Hopper-v5" / "sac__seed100"
+    run.mkdir(parents=True)
+    job = {"task": "Hopper-v5", "agent": "sac", "seed": 100, "total_steps": 1000, "eval_episodes": 1}
+    (run / "job.json").write_text(json.dumps(job))
+    (run / "result.json").write_text(json.dumps({**job, "env_steps": 1000, "final": 421.0, "final_particle_mean": None,
+                                                 "best_particle": None, "wall_s": 60.0}))
+    (out / "curves.csv").write_text("task,agent,seed,total_steps,return,return_mean\nHopper-v5,sac,100,1000,1.0,1.0\n")
+    into = tmp_path / "x.csv"
+    assert gather([out], into, "test", "abc") == 1
+    assert [(r["agent"], r["final"]) for r in read_rows(into)] == [("sac", "421.0")]
