@@ -82,9 +82,9 @@ def evaluation_env(task: str, seed: int, model=None, normalize: dict | None = No
     env: VecEnv = make_vec_env(task, n_envs=1, seed=seed)
     if normalize is not None:
         train_env = cast(VecNormalize, model.get_env())
-        env = VecNormalize(
-            env, training=False, norm_reward=False, **{k: v for k, v in normalize.items() if k != "gamma"}
-        )
+        # returns are scored raw whatever the training normalised (the settings' norm_reward is training's)
+        kwargs = {k: v for k, v in normalize.items() if k not in ("gamma", "norm_reward")}
+        env = VecNormalize(env, training=False, norm_reward=False, **kwargs)
         env.obs_rms = train_env.obs_rms.copy() if hasattr(train_env.obs_rms, "copy") else train_env.obs_rms
     return env
 

@@ -379,6 +379,10 @@ def test_sb3_options_replace_the_rl_zoo3_entrys_keys(tmp_path, monkeypatch):
         seen.update(normalize=normalize, n_steps=kwargs.get("n_steps"))
         raise RuntimeError("stop")
 
+    # the frozen evaluation env of a run that set norm_reward itself scores raw returns, without a clash
+    env = sb3.evaluation_env("Pendulum-v1", 0, sb3.make_model("a2c", "Pendulum-v1", 0, 1, {"norm_reward": False}),
+                             {"gamma": 0.99, "norm_reward": False})
+    assert env.norm_obs and not env.norm_reward and not env.training
     monkeypatch.setattr(sb3, "train_resumably", train_resumably)
     with pytest.raises(RuntimeError, match="stop"):
         benchmark.run_job({**a2c, "sb3_options": {"normalize": False, "n_steps": 3}})
