@@ -293,7 +293,12 @@ register(
         command="python -m svpg.studies.benchmark --tasks HalfCheetah-v5 --agents a2c --seeds 100-101 --out "
         "runs/a2c-cheetah/<setting> --sb3-options '<options>' && python -m svpg.report gather runs/a2c-cheetah/* "
         f"--into {A2C_SCREEN_FILE}",
-        compute=lambda rows: _core_hours(rows) if rows else f"4 runs, {NOT_YET}",
+        compute=lambda rows: (
+            f"{len(rows)} runs, {sum(float(r['wall_s']) for r in rows) / 3600:.1f} hours of run time, up to four "
+            "at a time on the 2-core VM"
+            if rows
+            else f"4 runs, {NOT_YET}"
+        ),
     )
 )
 
