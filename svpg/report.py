@@ -422,20 +422,10 @@ def _action_kl(run: Path, config: dict) -> float:
 
 
 def _batch_seconds(run: Path, cell: str, estimator: str, seed: int) -> float:
-    """Wall-clock seconds per iteration of the seed batch the run trained in, from the ablation's ``timing/``
-    (:func:`svpg.studies.ablation_analysis.seconds_per_iteration` over the seeds trained with this one)."""
-    from svpg.studies.ablation_analysis import seconds_per_iteration
-    from svpg.studies.ablation_cells import timing_file
+    """Wall-clock seconds per iteration of the seed batch the run trained in, from the ablation's ``timing/``."""
+    from svpg.studies.ablation_analysis import batch_seeds, seconds_per_iteration
 
-    path, seeds = timing_file(run.parent, cell, estimator), {seed}
-    for line in path.read_text().splitlines() if path.exists() else []:
-        try:
-            batch = json.loads(line)["seeds"]
-        except (ValueError, KeyError, TypeError):  # a line torn by a kill
-            continue
-        if seed in batch:
-            seeds.update(batch)
-    return seconds_per_iteration(run.parent, cell, estimator, sorted(seeds))
+    return seconds_per_iteration(run.parent, cell, estimator, batch_seeds(run.parent, cell, estimator, seed))
 
 
 _PROBES: dict[tuple[str, int], object] = {}

@@ -41,6 +41,19 @@ def _core_hours(rows: list[dict]) -> str:
     return f"{len(rows)} runs, {hours:.1f} core-hours of training {VM}"
 
 
+def _run_hours(how: str, planned: int):
+    """A screen's compute: its runs' wall-clock hours (``seconds`` of bench scripts' rows, ``wall_s`` of the
+    benchmark's) and how they ran beside each other; the planned count while none is in."""
+
+    def compute(rows: list[dict]) -> str:
+        if not rows:
+            return f"{planned} runs, {NOT_YET}"
+        hours = sum(float(r.get("seconds") or r.get("wall_s") or 0) for r in rows) / 3600
+        return f"{len(rows)} runs, {hours:.1f} hours of run time, {how}"
+
+    return compute
+
+
 def _benchmark_task(task: str, marks: dict[str, str] | None = None, expected: Sequence[str] = ()):
     """The per-task table of docs/benchmarks.md: :func:`svpg.studies.benchmark.task_table`'s cells; ``marks``
     appends a footnote mark to an agent's wall-clock cell; an ``expected`` agent without runs says so."""
@@ -293,12 +306,7 @@ register(
         command="python -m svpg.studies.benchmark --tasks HalfCheetah-v5 --agents a2c --seeds 100-101 --out "
         "runs/a2c-cheetah/<setting> --sb3-options '<options>' && python -m svpg.report gather runs/a2c-cheetah/* "
         f"--into {A2C_SCREEN_FILE}",
-        compute=lambda rows: (
-            f"{len(rows)} runs, {sum(float(r['wall_s']) for r in rows) / 3600:.1f} hours of run time, up to four "
-            "at a time on the 2-core VM"
-            if rows
-            else f"4 runs, {NOT_YET}"
-        ),
+        compute=_run_hours("up to four at a time on the 2-core VM", planned=4),
     )
 )
 
@@ -577,13 +585,7 @@ register(
         "--budget off-policy --tasks Hopper-v5 --agents sac --seeds 100-101 --total-steps 100000 --out "
         "runs/sac-hopper-tuning && python -m svpg.report gather runs/sac-hopper-tuning --into "
         "bench/results/sac_defaults_hopper_sb3.csv",
-        compute=lambda rows: (
-            f"{len(rows)} runs, "
-            f"{sum(float(r.get('seconds') or r.get('wall_s') or 0) for r in rows) / 3600:.1f} hours of run time, "
-            "two or three runs at a time on the 2-core VM"
-            if rows
-            else f"6 runs, {NOT_YET}"
-        ),
+        compute=_run_hours("two or three runs at a time on the 2-core VM", planned=6),
     )
 )
 
@@ -1316,18 +1318,14 @@ ESTIMATOR_LABELS = {"reinforce": "REINFORCE", "a2c": "A2C"}
 THROUGHPUT_PROTOCOL = {"num_particles": 16, "samples_per_particle": 5000, "householder": 1, "threads": 1}
 
 
-def _throughput_rows(rows: list[dict], kind: str, gpu: bool, seeds: int = 1) -> dict[tuple[str, str], dict]:
-    """The newest row of ``kind`` per (task, estimator), on a GPU or on the CPU, of ``seeds`` seeds."""
-    newest = {}
-    for r in rows:
-        if r["kind"] == kind and r["device"].startswith("cuda") == gpu and int(r["num_seeds"]) == seeds:
-            newest[(r["env_id"], r["estimator"])] = r
-    return newest
+def _throughput_rows(rows: list[dict]) -> dict[tuple[str, str], dict]:
+    """The newest row per (task, estimator) of those the table selected (kind, device, seeds, protocol)."""
+    return {(r["env_id"], r["estimator"]): r for r in rows}
 
 
 def _throughput_methods_table(rows: list[dict]) -> str:
     """S²VGD and plain SVGD beside SB3 A2C per task (REINFORCE, the CPU): steps/s of whole iterations."""
-    found = _throughput_rows(rows, "methods", gpu=False)
+    found = _throughput_rows(rows)
     table = []
     for env_id, name in THROUGHPUT_TASKS.items():
         r = found.get((env_id, "reinforce"))
@@ -1339,9 +1337,9 @@ def _throughput_methods_table(rows: list[dict]) -> str:
     return render_table(["task", "S²VGD (K = 1)", "plain SVGD", "SB3 A2C", "S²VGD ÷ SB3"], table, "lrrrr")
 
 
-def _throughput_seed_batch_table(seeds: int, gpu: bool, tasks: Sequence[str]):
+def _throughput_seed_batch_table(seeds: int, tasks: Sequence[str]):
     def build(rows: list[dict]) -> str:
-        found = _throughput_rows(rows, "seed-batch", gpu, seeds)
+        found = _throughput_rows(rows)
         table = []
         for env_id in tasks:
             for estimator, label in ESTIMATOR_LABELS.items():
@@ -1388,7 +1386,7 @@ register(
         build=_throughput_methods_table,
         command=f"python bench/throughput.py --task TASK --out {THROUGHPUT_FILE} for each task above",
         compute=_throughput_compute("a few core-minutes each"),
-        select={"kind": "methods", **THROUGHPUT_PROTOCOL},
+        select={"kind": "methods", "device": "cpu", "num_seeds": 1, **THROUGHPUT_PROTOCOL},
     )
 )
 
@@ -1398,10 +1396,10 @@ register(
         name="throughput-seed-batch",
         doc="docs/results.md",
         source=THROUGHPUT_FILE,
-        build=_throughput_seed_batch_table(5, False, list(THROUGHPUT_TASKS)),
+        build=_throughput_seed_batch_table(5, list(THROUGHPUT_TASKS)),
         command=f"python bench/throughput.py with the seed-batch options above and --out {THROUGHPUT_FILE}",
         compute=_throughput_compute("a few core-minutes each"),
-        select={"kind": "seed-batch", "device": "cpu", **THROUGHPUT_PROTOCOL},
+        select={"kind": "seed-batch", "device": "cpu", "num_seeds": 5, **THROUGHPUT_PROTOCOL},
     )
 )
 
@@ -1411,10 +1409,10 @@ register(
         name="throughput-gpu",
         doc="docs/results.md",
         source=THROUGHPUT_FILE,
-        build=_throughput_seed_batch_table(10, True, ["svpg/CartPoleSwingUp-v0"]),
+        build=_throughput_seed_batch_table(10, ["svpg/CartPoleSwingUp-v0"]),
         command=f"python bench/throughput.py --device cuda with the options above and --out {THROUGHPUT_FILE}, on a GPU",
         compute=_throughput_compute("a few GPU-minutes each"),
-        select={"kind": "seed-batch", "device": "cuda", **THROUGHPUT_PROTOCOL},
+        select={"kind": "seed-batch", "device": "cuda", "num_seeds": 10, **THROUGHPUT_PROTOCOL},
     )
 )
 
@@ -1639,7 +1637,7 @@ STEP_TIME_COLUMNS = (("svpg/CartPoleSwingUp-v0", "reinforce"), ("svpg/CartPoleSw
 def _ablation_step_time(rows: list[dict]) -> str:
     """Seconds per iteration of one seed per cell, the best of ``bench/throughput.py --cells``' alternating blocks,
     from its newest CPU row per task and estimator (as the command prints them)."""
-    found = _throughput_rows(rows, "cells", gpu=False)
+    found = _throughput_rows(rows)
     table = []
     for cell in STEP_TIME_CELLS:
         values = [found.get(column, {}).get("seconds_per_iteration", {}).get(cell) for column in STEP_TIME_COLUMNS]

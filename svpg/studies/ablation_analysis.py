@@ -112,21 +112,36 @@ def diversity(run_dir: Path, states) -> dict:
     return out
 
 
+def timing_records(out: Path, cell: str, estimator: str) -> list[dict]:
+    """The cell's recorded trainings (seeds, seconds, iterations), none if not recorded (e.g. runs copied from
+    elsewhere)."""
+    path = timing_file(out, cell, estimator)
+    records = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:  # a line torn by a kill
+            continue
+    return records
+
+
 def seconds_per_iteration(out: Path, cell: str, estimator: str, seeds: list[int]) -> float:
     """Wall-clock seconds per iteration of the cell's seed batch, over the recorded training of these
     seeds (NaN if none was recorded, e.g. runs copied from elsewhere)."""
-    path = timing_file(out, cell, estimator)
-    if not path.exists():
-        return math.nan
     seconds = iterations = 0.0
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:  # a line torn by a kill
-            continue
+    for record in timing_records(out, cell, estimator):
         if set(record["seeds"]) <= set(seeds):
             seconds, iterations = seconds + record["seconds"], iterations + record["iterations"]
     return seconds / iterations if iterations else math.nan
+
+
+def batch_seeds(out: Path, cell: str, estimator: str, seed: int) -> list[int]:
+    """The seeds trained in one batch with ``seed`` (itself alone if none was recorded)."""
+    seeds = {seed}
+    for record in timing_records(out, cell, estimator):
+        if seed in record["seeds"]:
+            seeds.update(record["seeds"])
+    return sorted(seeds)
 
 
 # -- the report ---------------------------------------------------------------------------------------
