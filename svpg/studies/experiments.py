@@ -1,12 +1,13 @@
 """Reproduce the S²VGD paper's RL comparison (§5.4, Figure 4) on one task, resumably.
 
-    python -m svpg.studies.experiments --task swingup --num-seeds 5
+    python -m svpg.studies.experiments --task swingup --num-seeds 5 --estimators reinforce,a2c   # the paper's grid
     python -m svpg.studies.experiments --task double-pendulum --num-seeds 5 --jobs 2 --out runs/repro-double-pendulum
     python -m svpg.studies.experiments --task swingup --alpha 1 --anneal-lr true   # any train.py option overrides the preset
     python -m svpg.studies.experiments --task double-pendulum --num-seeds 5 --backend ray      # Ray Tune trials (RAY_ADDRESS: a cluster)
 
-Runs {s2vgd, svgd, svgd-star, independent} × {reinforce, a2c} × seeds with the task's paper preset,
-one run folder each under ``--out`` (``<method>__<estimator>__seed<s>``). The seeds of each (method,
+Runs {s2vgd, svgd, svgd-star, independent} × the on-policy estimators (reinforce, a2c, ppo; the paper's
+are reinforce and a2c) × seeds with the task's paper preset, one run folder each under ``--out``
+(``<method>__<estimator>__seed<s>``). The seeds of each (method,
 estimator) train as one seed-batched computation (``train.py --num-seeds``), one job per batch, on
 ``--jobs`` local processes or as Ray Tune trials (:mod:`svpg.grid`). Every training option of
 ``train.py`` (``--alpha``, ``--lr``, ``--iterations``, ...) may be given to override the preset for all
