@@ -168,6 +168,7 @@ SCREEN_CANDIDATES = {
     '{"gamma": 0.98}': "PPO's discount (γ = 0.98)",
     '{"log_std_init": -2.0}': "PPO's initial log σ (−2)",
     '{"hidden": [256, 256], "log_std_init": -2.0}': "initial log σ −2 and PPO's width",
+    '{"log_std_init": -1.0}': "initial log σ −1",
 }
 
 
@@ -317,7 +318,14 @@ register(
         name="mujoco-screen",
         doc="docs/benchmarks.md",
         source=MUJOCO_SCREEN_FILE,
-        build=_screen({"": "none (the defaults)", '{"log_std_init": -2.0}': "initial log σ −2"}, ["Hopper-v5"]),
+        build=_screen(
+            {
+                "": "none (the defaults)",
+                '{"log_std_init": -2.0}': "initial log σ −2",
+                '{"log_std_init": -1.0}': "initial log σ −1",
+            },
+            ["Hopper-v5"],
+        ),
         command="python -m svpg.studies.benchmark --tasks Hopper-v5 --agents s2vgd --seeds 100-101 "
         "--out runs/mujoco-tuning/<candidate> --svpg-options '<options>' && "
         f"python -m svpg.report gather runs/mujoco-tuning/* --into {MUJOCO_SCREEN_FILE}",
