@@ -15,8 +15,8 @@ a table that no file supports fails ``make test``.
 
 ``gather`` exports the finished units of run folders into a result file: runs of
 ``python -m svpg.studies.benchmark`` (its ``--out`` or single run folders), of ``train.py bandit`` (one row per
-agent and seed), of ``train.py supervised`` (one per method and split), of ``train.py`` (one per run,
-at its last finished iteration; a grid's ``--out`` of ``python -m svpg.studies.experiments`` or ``ablation``
+agent and seed), of ``train.py supervised`` (one per method and split), of ``train.py`` (one per run that
+reached its budget, at its last iteration; a run short of it is left out and named; a grid's ``--out`` of ``python -m svpg.studies.experiments`` or ``ablation``
 gives its runs, and the ``sb3/`` folder of ``python -m svpg.studies.sb3`` in it one row per SB3 agent and
 seed). Each row carries the unit's setting (options that differ from the defaults), its metrics, budget and
 wall-clock, the machine (``--machine``) and the commit (``--commit``; default: the checkout's ``HEAD``). Rows already in the file with the same setting and seed or split are
@@ -357,9 +357,20 @@ STUDY_RUN = re.compile(r"^(?P<label>.+)__(?P<estimator>[\w-]+)__seed(?P<seed>\d+
 SB3_FOLDER, SB3_CURVES = "sb3", "curves.csv"
 
 
-def _rl_rows(run: Path) -> list[dict]:
-    """One row per run at its last finished iteration: its final returns (mean and max over particles), its
-    budget and wall-clock, and its per-iteration returns ``mean_curve`` and ``max_curve`` (the paper grid's peak is
+def rl_run_unfinished(config: dict, last: dict | None) -> str | None:
+    """How far a train.py run with ``config`` and last progress row ``last`` is from its budget (its config's
+    ``total_steps``, else its ``iterations``), or ``None`` when it has reached it: an interrupted run resumes,
+    so its last iteration is not its final one."""
+    done = int(float(last["total_steps"])) if last else 0
+    if config.get("total_steps"):
+        return None if done >= config["total_steps"] else f"{done:,} of {config['total_steps']:,} steps"
+    at = int(float(last["iteration"])) if last else 0
+    return None if at >= config["iterations"] else f"iteration {at} of {config['iterations']}"
+
+
+def _rl_rows(run: Path, skipped: list[str] | None = None) -> list[dict]:
+    """One row per run that reached its budget (else none, and ``skipped`` names it), at its last iteration: its
+    final returns (mean and max over particles), its budget and wall-clock, and its per-iteration returns ``mean_curve`` and ``max_curve`` (the paper grid's peak is
     the best iteration of the seed-averaged curve, the ablation's smoothed over iterations: not a figure of one
     seed). A run of the studies' grids also records its ``cell`` (the ablation's cell, the grid's method), and one
     of the ablation (its ``--out`` holds ``timing/``) the diversity of its final particles, ``action_kl``, and
@@ -372,9 +383,12 @@ def _rl_rows(run: Path) -> list[dict]:
         return _sb3_rows(run)
     config = json.loads((run / CONFIG_FILE).read_text())
     progress = ProgressCSV.read(run / PROGRESS_FILE)
-    if not progress:
+    last = progress[-1] if progress else None
+    why = rl_run_unfinished(config, last)
+    if why is not None or last is None:
+        if skipped is not None:
+            skipped.append(f"{run} ({why})")
         return []
-    last = progress[-1]
     row = {
         "env_id": config["env_id"],
         "method": config["method"],
@@ -518,9 +532,16 @@ def run_units(path: Path) -> tuple[str, list[Path]]:
 READERS = {"benchmark": _benchmark_rows, "bandit": _bandit_rows, "supervised": _supervised_rows, "rl": _rl_rows}
 
 
-def gather(paths: Sequence[str | Path], into: str | Path, machine: str | None = None, commit: str | None = None) -> int:
+def gather(
+    paths: Sequence[str | Path],
+    into: str | Path,
+    machine: str | None = None,
+    commit: str | None = None,
+    skipped: list[str] | None = None,
+) -> int:
     """Export the finished units of the run folders ``paths`` into the result file ``into`` (see the
-    module docstring). Returns the number of rows written or replaced."""
+    module docstring). Returns the number of rows written or replaced; ``skipped`` receives the train.py runs
+    left out because they have not reached their budget yet."""
     into = Path(into)
     machine = default_machine() if machine is None else machine
     commit = default_commit() if commit is None else commit
@@ -529,7 +550,8 @@ def gather(paths: Sequence[str | Path], into: str | Path, machine: str | None = 
         kind, runs = run_units(Path(path))
         kinds.add(kind)
         for run in runs:
-            new += [{**row, "machine": machine, "commit": commit} for row in READERS[kind](run)]
+            rows = _rl_rows(run, skipped) if kind == "rl" else READERS[kind](run)
+            new += [{**row, "machine": machine, "commit": commit} for row in rows]
     if len(kinds) > 1:
         raise ReportError(
             f"{', '.join(map(str, paths))}: runs of {' and '.join(sorted(kinds))}: gather one kind per file"
@@ -580,10 +602,16 @@ def main(argv: list[str] | None = None, prog: str = "python -m svpg.report") -> 
         p = build_gather_parser(f"{prog} gather")
         args = p.parse_args(argv[1:])
         try:
-            n = gather(args.runs, args.into, args.machine, args.commit)
+            skipped: list[str] = []
+            n = gather(args.runs, args.into, args.machine, args.commit, skipped)
         except ValueError as e:
             p.error(str(e))
         print(f"{n} rows into {args.into}")
+        if skipped:
+            print(
+                f"left out {len(skipped)} runs short of their budget (resume them, then gather again): "
+                + ", ".join(skipped)
+            )
         return 0
     p = build_parser(prog)
     args = p.parse_args(argv)

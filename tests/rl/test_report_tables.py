@@ -103,6 +103,23 @@ def test_the_gather_records_the_curves_the_cell_and_no_option_of_how_it_ran(tiny
     assert float(rows[2]["seconds_per_iteration"]) == pytest.approx(timing[0]["seconds"] / timing[0]["iterations"])
 
 
+def test_a_run_short_of_its_budget_is_left_out_and_named(tiny, tmp_path):
+    """An interrupted run resumes; its last iteration is not its final return, so the gather leaves it out."""
+    import shutil
+
+    out, _, _ = tiny
+    grid = tmp_path / "grid"
+    for cell in CELLS:
+        shutil.copytree(out / f"{cell}__reinforce__seed0", grid / f"{cell}__reinforce__seed0")
+    progress = grid / "svgd__reinforce__seed0" / "progress.csv"
+    lines = progress.read_text().splitlines(keepends=True)
+    progress.write_text("".join(lines[:-1]))  # stopped after iteration 2 of 3
+    skipped: list[str] = []
+    assert gather([grid], tmp_path / "gathered.csv", "test", "abc", skipped) == 1
+    assert [r["cell"] for r in read_rows(tmp_path / "gathered.csv")] == ["s2vgd-K1-flat-a300"]
+    assert skipped == [f"{grid / 'svgd__reinforce__seed0'} (iteration 2 of 3)"]
+
+
 def test_the_paper_grid_from_gathered_runs(tiny):
     out, checkout, _ = tiny
     text = _tables()["paper-grid-swingup"].render(checkout)
