@@ -363,9 +363,9 @@ def rl_run_unfinished(config: dict, last: dict | None) -> str | None:
     so its last iteration is not its final one."""
     done = int(float(last["total_steps"])) if last else 0
     if config.get("total_steps"):
-        return None if done >= config["total_steps"] else f"{done:,} of {config['total_steps']:,} steps"
-    at = int(float(last["iteration"])) if last else 0
-    return None if at >= config["iterations"] else f"iteration {at} of {config['iterations']}"
+        return None if last and done >= config["total_steps"] else f"{done:,} of {config['total_steps']:,} steps"
+    at, planned = (int(float(last["iteration"])) if last else 0), config.get("iterations", 0)
+    return None if last and at >= planned else f"iteration {at} of {planned}"
 
 
 def _rl_rows(run: Path, skipped: list[str] | None = None) -> list[dict]:
