@@ -1034,7 +1034,7 @@ def _order(*methods: str, prefix: str = "") -> list[tuple[str, str]]:
 for _dataset, _methods, _s2vgd_paper, _vmg_paper, _command, _estimate in (
     ("yacht", _order("s2vgd", "svgd", "map", "kflow-linear", "kflow-diag", "bbb", "badam", "vmg"),
      ("0.47 / 0.86 / 0.48", "−0.81 / −1.23 / −1.30"), ("0.77 ± 0.06", "−1.29 ± 0.02"),
-     "the Yacht commands above; python -m svpg.report gather runs/table1-yacht-s2vgd runs/table1-yacht-vmg",
+     "the Yacht commands above; python -m svpg.report gather runs/table1-yacht runs/table1-yacht-vmg",
      "about 55 core-minutes"),
     ("energy", _order("s2vgd", "svgd", "map", "kflow-linear", "vmg", "bbb", "badam", "kflow-diag"),
      ("0.38 / 1.37 / 0.54", "−0.55 / −1.77 / −1.06"), ("1.16 ± 0.03", "−1.45 ± 0.03"),
