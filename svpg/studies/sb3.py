@@ -14,7 +14,8 @@ tenth of the budget, and continues from that checkpoint when started again; :fun
 The command: each agent trains with ``--steps`` environment steps (default: the SVPG preset's budget *per
 particle*, iterations × samples per particle = 5 M for swing-up; the whole 16-particle ensemble uses 16×
 that), with SB3's default hyperparameters and 8 environments, and is evaluated every ``--eval-every``
-steps on 10 episodes. Results go to ``<out>/sb3/`` and a section appended to ``<out>/results.md``.
+steps on 10 episodes. Results go to ``<out>/sb3/`` and a section appended to ``<out>/results.md``;
+processes training different agents into one ``--out`` at once keep each other's rows.
 """
 
 from __future__ import annotations
@@ -311,11 +312,14 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out or f"runs/repro-{args.task}")
     (out / "sb3").mkdir(parents=True, exist_ok=True)
     csv_path = out / "sb3" / "curves.csv"
-    rows = []
-    if csv_path.exists():
+
+    def read_rows() -> list[dict]:
+        if not csv_path.exists():
+            return []
         with open(csv_path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    done = {(r["algo"], int(r["seed"])) for r in rows if int(r["total_steps"]) >= steps}
+            return list(csv.DictReader(f))
+
+    done = {(r["algo"], int(r["seed"])) for r in read_rows() if int(r["total_steps"]) >= steps}
     t0 = time.perf_counter()
     for algo in args.algos.split(","):
         for seed in range(args.seeds):
@@ -323,7 +327,9 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             t1 = time.perf_counter()
             new = train_one(preset["env_id"], algo, seed, steps, eval_every, out / "sb3")
-            rows = [r for r in rows if not (r["algo"] == algo and int(r["seed"]) == seed)] + new
+            # merged into the file as it is now, not as it was at the start: a second process (--algos ppo
+            # beside --algos a2c on the same --out) may have added its agents since
+            rows = [r for r in read_rows() if not (r["algo"] == algo and int(r["seed"]) == seed)] + new
             write_csv(csv_path, rows)
             print(
                 f"{algo} seed {seed}: final {new[-1]['eval_mean']:.1f}, peak {max(r['eval_mean'] for r in new):.1f} "
@@ -338,13 +344,12 @@ def main(argv: list[str] | None = None) -> int:
         "| agent | seeds | final | peak (best evaluation of the seed-averaged curve) |",
         "|---|---:|---:|---:|",
     ]
-    for algo in args.algos.split(","):
+    rows = read_rows()
+    for algo in dict.fromkeys(r["algo"] for r in rows):  # every agent of the file, in the order trained
         by_seed: dict = {}
         for r in rows:
             if r["algo"] == algo:
                 by_seed.setdefault(int(r["seed"]), []).append(float(r["eval_mean"]))
-        if not by_seed:
-            continue
         n = min(len(v) for v in by_seed.values())
         curves = np.array([v[:n] for v in by_seed.values()])
         lines.append(

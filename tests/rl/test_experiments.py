@@ -52,3 +52,31 @@ def test_sb3_baselines_write_their_curves_and_section_and_skip_finished_seeds(tm
     monkeypatch.setattr(sb3, "train_one", train_again)
     assert sb3.main(argv) == 0
     assert (out / "results.md").read_text() == text  # the section is replaced, not appended
+
+
+def test_sb3_baselines_in_two_processes_on_one_folder_keep_each_others_agents(tmp_path, monkeypatch):
+    """--algos ppo beside --algos a2c on the same --out: the CSV written last holds both agents' rows and the
+    results section both agents' lines (each process merges into the file as it is when its agent ends)."""
+    import csv
+
+    from svpg.io import write_csv
+    from svpg.studies import sb3
+
+    out = tmp_path / "repro"
+    csv_path = out / "sb3" / "curves.csv"
+    ppo_row = {"env_id": "x", "algo": "ppo", "seed": 0, "total_steps": 400, "eval_mean": -100.0, "eval_std": 0.0}
+
+    def a2c_while_ppo_finishes(env_id, algo, seed, steps, eval_every, folder):
+        write_csv(csv_path, [ppo_row])  # the other process, started at the same time, ends first
+        return [{"env_id": env_id, "algo": algo, "seed": seed, "total_steps": steps, "eval_mean": -50.0,
+                 "eval_std": 0.0}]
+
+    monkeypatch.setattr(sb3, "train_one", a2c_while_ppo_finishes)
+    argv = ["--task", "swingup", "--seeds", "1", "--algos", "a2c", "--steps", "400", "--out", str(out)]
+    assert sb3.main(argv) == 0
+    with open(csv_path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["algo"], r["total_steps"], r["eval_mean"]) for r in rows] == [("ppo", "400", "-100.0"),
+                                                                          ("a2c", "400", "-50.0")]
+    text = (out / "results.md").read_text()
+    assert "| SB3 PPO | 1 | -100.0 ± 0.0 | -100.0 |" in text and "| SB3 A2C | 1 | -50.0 ± 0.0 | -50.0 |" in text
