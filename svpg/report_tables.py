@@ -921,8 +921,8 @@ def _table1_compute(rows: list[dict]) -> str:
     if len(measured) == len(TABLE1_SETS):
         return _supervised_compute("")(rows)
     if not measured:
-        return "about 17 core-hours"
-    return f"{', '.join(measured)}: {_supervised_compute('')(rows)}; about 17 core-hours for all nine sets"
+        return "about 20 core-hours"
+    return f"{', '.join(measured)}: {_supervised_compute('')(rows)}; about 20 core-hours for all nine sets"
 
 
 TABLE1_PUBLISHED = {
