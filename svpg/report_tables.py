@@ -915,6 +915,8 @@ def _supervised_compute(estimate: str, used=None):
 UCI_SELECT = {"protocol": "standard", "options": ""}  # the standard splits, every method with its defaults
 TABLE1_SETS = {"boston": "Boston", "concrete": "Concrete", "energy": "Energy", "kin8nm": "Kin8nm", "naval": "Naval",
                "power": "Power (CCPP)", "wine": "Wine", "yacht": "Yacht", "protein": "Protein (5 splits)"}  # fmt: skip
+
+
 def _table1_compute(rows: list[dict]) -> str:
     """The measured sets' training time, and the estimate for all nine while some are not re-measured."""
     measured = [name for key, name in TABLE1_SETS.items() if any(r["dataset"] == key for r in rows)]
