@@ -1059,7 +1059,7 @@ for _dataset, _methods, _s2vgd_paper, _vmg_paper, _command, _estimate in (
      "the Wine commands above; python -m svpg.report gather runs/<run-name>", "about 2.1 core-hours"),
     ("protein", _order("s2vgd", "vmg", "svgd", "map", "kflow-linear", "badam", "kflow-diag", "bbb"),
      ("4.15 / 4.61 / 4.13", "−2.84 / −2.95 / −2.84"), ("4.14 ± 0.01", "−2.84 ± 0.00"),
-     "the Protein commands above; python -m svpg.report gather runs/<run-name>", "about 4 core-hours, an estimate"),
+     "the Protein commands above; python -m svpg.report gather runs/<run-name>", "about 3 core-hours, an estimate"),
 ):  # fmt: skip
     register(
         Table(
