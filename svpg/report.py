@@ -17,10 +17,11 @@ a table that no file supports fails ``make test``.
 ``python -m svpg.studies.benchmark`` (its ``--out`` or single run folders), of ``train.py bandit`` (one row per
 agent and seed), of ``train.py supervised`` (one per method and split), of ``train.py`` (one per run that
 reached its budget, at its last iteration; a run short of it is left out and named; a grid's ``--out`` of
-``python -m svpg.studies.experiments`` or ``ablation`` gives its runs, and the ``sb3/`` folder of ``python -m svpg.studies.sb3`` in it one row per SB3 agent and
-seed). Each row carries the unit's setting (options that differ from the defaults), its metrics, budget and
-wall-clock, the machine (``--machine``) and the commit (``--commit``; default: the checkout's ``HEAD``). Rows already in the file with the same setting and seed or split are
-replaced, others kept, so a user's own grid produces the same files as the committed ones.
+``python -m svpg.studies.experiments`` or ``ablation`` gives its runs, and the ``sb3/`` folder of
+``python -m svpg.studies.sb3`` in it one row per SB3 agent and seed). Each row carries the unit's setting
+(options that differ from the defaults), its metrics, budget and wall-clock, the machine (``--machine``) and
+the commit (``--commit``; default: the checkout's ``HEAD``). Rows already in the file with the same setting
+and seed or split are replaced, others kept, so a user's own grid produces the same files as the committed ones.
 """
 
 from __future__ import annotations
@@ -372,9 +373,10 @@ def _rl_rows(run: Path, skipped: list[str] | None = None) -> list[dict]:
     """One row per run that reached its budget (else none, and ``skipped`` names it), at its last iteration: its
     final returns (mean and max over particles), its budget and wall-clock, and its per-iteration returns
     ``mean_curve`` and ``max_curve`` (the paper grid's peak is the best iteration of the seed-averaged curve,
-    the ablation's smoothed over iterations: not a figure of one seed). A run of the studies' grids also records its ``cell`` (the ablation's cell, the grid's method), and one
-    of the ablation (its ``--out`` holds ``timing/``) the diversity of its final particles, ``action_kl``, and
-    the seconds per iteration of its seed batch, ``seconds_per_iteration``.
+    the ablation's smoothed over iterations: not a figure of one seed). A run of the studies' grids also records
+    its ``cell`` (the ablation's cell, the grid's method), and one of the ablation (its ``--out`` holds
+    ``timing/``) the diversity of its final particles, ``action_kl``, and the seconds per iteration of its seed
+    batch, ``seconds_per_iteration``.
     The folder of ``python -m svpg.studies.sb3`` gives one row per agent and seed (:func:`_sb3_rows`)."""
     from svpg.rl.checkpoints import PROGRESS_FILE, ProgressCSV
     from svpg.runs import CONFIG_FILE

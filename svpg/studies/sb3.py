@@ -312,14 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out or f"runs/repro-{args.task}")
     (out / "sb3").mkdir(parents=True, exist_ok=True)
     csv_path = out / "sb3" / "curves.csv"
-
-    def read_rows() -> list[dict]:
-        if not csv_path.exists():
-            return []
-        with open(csv_path, newline="") as f:
-            return list(csv.DictReader(f))
-
-    done = {(r["algo"], int(r["seed"])) for r in read_rows() if int(r["total_steps"]) >= steps}
+    done = {(r["algo"], int(r["seed"])) for r in read_rows(csv_path) if int(r["total_steps"]) >= steps}
     t0 = time.perf_counter()
     for algo in args.algos.split(","):
         for seed in range(args.seeds):
@@ -329,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
             new = train_one(preset["env_id"], algo, seed, steps, eval_every, out / "sb3")
             # merged into the file as it is now, not as it was at the start: a second process (--algos ppo
             # beside --algos a2c on the same --out) may have added its agents since
-            rows = [r for r in read_rows() if not (r["algo"] == algo and int(r["seed"]) == seed)] + new
+            rows = [r for r in read_rows(csv_path) if not (r["algo"] == algo and int(r["seed"]) == seed)] + new
             write_csv(csv_path, rows)
             print(
                 f"{algo} seed {seed}: final {new[-1]['eval_mean']:.1f}, peak {max(r['eval_mean'] for r in new):.1f} "
@@ -344,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         "| agent | seeds | final | peak (best evaluation of the seed-averaged curve) |",
         "|---|---:|---:|---:|",
     ]
-    rows = read_rows()
+    rows = read_rows(csv_path)
     for algo in dict.fromkeys(r["algo"] for r in rows):  # every agent of the file, in the order trained
         by_seed: dict = {}
         for r in rows:
