@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from svpg.bandits.problem_registry import make_problem
 from svpg.bandits.problems import (
     MUSHROOM_ATTRIBUTES,
     MUSHROOM_CONTEXT_DIM,
@@ -20,7 +21,6 @@ from svpg.bandits.problems import (
     WheelBandit,
     read_mushroom_file,
 )
-from svpg.bandits.problem_registry import make_problem
 
 
 # ----------------------------------------------------------------------------- wheel

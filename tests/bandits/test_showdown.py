@@ -8,8 +8,17 @@ import numpy as np
 import pytest
 
 from svpg.bandits import make_problem, run
-from svpg.bandits.showdown import (ADULT_DATA, COVTYPE, MAX_ROUNDS, SHUTTLE_TRN, STOCKS, AdultBandit,
-                                   CovertypeBandit, FinancialBandit, StatlogBandit)
+from svpg.bandits.showdown import (
+    ADULT_DATA,
+    COVTYPE,
+    MAX_ROUNDS,
+    SHUTTLE_TRN,
+    STOCKS,
+    AdultBandit,
+    CovertypeBandit,
+    FinancialBandit,
+    StatlogBandit,
+)
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 pytestmark = pytest.mark.skipif(not (DATA / SHUTTLE_TRN.path).is_file(), reason="the shared offline data are not present")
@@ -22,7 +31,7 @@ def private_cache(tmp_path, monkeypatch):
     monkeypatch.delenv("SVPG_DATA_DIR", raising=False)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def loaded(name: str):
     """Each problem read once per test session (Covertype's file takes a second or two)."""
     return make_problem(name, data_dir=str(DATA), download=False)

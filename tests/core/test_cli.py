@@ -15,7 +15,7 @@ from PIL import Image
 
 import svpg
 from svpg.rl.config import load_preset
-from tests.conftest import CLASSIC, CLASSIC_ARGS
+from tests.conftest import CLASSIC_ARGS
 
 ROOT = Path(__file__).resolve().parents[2]
 

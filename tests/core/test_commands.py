@@ -53,11 +53,12 @@ def test_a_bad_option_value_names_the_command_that_was_run(tmp_path, monkeypatch
 
 
 def test_the_checkout_shortcuts_are_the_package_itself():
-    import envs
     import envs.xp
+    from envs.render import draw_cartpole
+
+    import envs
     import evaluate
     import train
-    from envs.render import draw_cartpole
 
     assert envs is svpg.envs and envs.xp is svpg.envs.xp and draw_cartpole is svpg.envs.render.draw_cartpole
     assert train.main.__module__ == "svpg.rl.train_cli" and evaluate.main.__module__ == "svpg.rl.evaluate_cli"

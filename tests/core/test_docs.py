@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from tests.conftest import CLASSIC
 
 ROOT = Path(__file__).resolve().parents[2]

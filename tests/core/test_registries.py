@@ -10,10 +10,17 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from svpg.bandits import PROBLEMS, BanditProblem, BanditTable, ProblemEntry, make_problem, register_problem
+from svpg.bandits import BanditProblem, BanditTable, ProblemEntry, make_problem, register_problem
 from svpg.datafiles import DataFile, fetch
 from svpg.supervised import data as supervised_data
-from svpg.supervised.data import DATASETS, Dataset, DatasetEntry, UCISet, load_dataset, register_dataset, register_uci_set
+from svpg.supervised.data import (
+    Dataset,
+    DatasetEntry,
+    UCISet,
+    load_dataset,
+    register_dataset,
+    register_uci_set,
+)
 
 
 class FileBandit(BanditProblem):

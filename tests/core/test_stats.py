@@ -4,8 +4,19 @@ import statistics
 
 import pytest
 
-from svpg.stats import (cell, convention, decimals, format_difference, format_mean_se, markdown_table, mean_se,
-                        mean_se_rows, paired_difference, parse_range_list, t_quantile)
+from svpg.stats import (
+    cell,
+    convention,
+    decimals,
+    format_difference,
+    format_mean_se,
+    markdown_table,
+    mean_se,
+    mean_se_rows,
+    paired_difference,
+    parse_range_list,
+    t_quantile,
+)
 
 T_975 = {1: 12.7062047, 2: 4.3026527, 4: 2.7764451, 9: 2.2621572, 19: 2.0930241, 29: 2.0452296}  # printed tables
 

@@ -228,7 +228,9 @@ def test_structural_mlp_forward_matches_explicit_weights():
     x = _randn(3, 5, 4, seed=9)
     ws, bs = [], []
     for i in range(2):
-        g = lambda b: layout.get(theta, f"net.{i}.{b}")  # noqa: E731
+        def g(b, i=i):
+            return layout.get(theta, f"net.{i}.{b}")
+
         ws.append(torch.stack([
             ref_flow(g("v_in")[m]) @ torch.diag(g("lam_in")[m]) @ g("C")[m] @ torch.diag(g("lam_out")[m])
             @ ref_flow(g("v_out")[m]).T

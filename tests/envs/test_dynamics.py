@@ -19,7 +19,7 @@ F64 = dict(dtype=torch.float64)
 def rllab_cartpole_step(s, a):
     """One step of the cart-pole family: returns (next state, force)."""
     x, x_dot, th, th_dot = s
-    M, m, l, g, dt = 1.0, 0.1, 0.5, 10.0, 0.05
+    M, m, l, g, dt = 1.0, 0.1, 0.5, 10.0, 0.05  # noqa: E741 (the physics names)
     J = m * (1**2 + 0.1**2) / 12 + m * l**2
     F = min(max(10 * a, -10.0), 10.0)
     x_acc = (F - m * l * math.sin(th) * th_dot**2 + (m * l * math.cos(th)) * (m * g * l * math.sin(th)) / J) / (
@@ -38,7 +38,7 @@ def double_pendulum_step(s, a):
     """One env step (two substeps) of the double pendulum, solving the 2x2 system with numpy."""
     th1, th2, w1, w2 = s
     m, L, g, dt = 0.5, 1.0, 10.0, 0.01
-    I = m * (L**2 + 0.1**2) / 12
+    I = m * (L**2 + 0.1**2) / 12  # noqa: E741 (moment of inertia)
     tau = min(max(50 * a, -50.0), 50.0)
     for _ in range(2):
         M = np.array(

@@ -62,13 +62,13 @@ def test_single_env_episode(env_id):
     obs2, _ = env.reset(seed=3)
     np.testing.assert_array_equal(obs, obs2)
     env.action_space.seed(0)
-    for t in range(1, 501):
+    for steps in range(1, 501):  # noqa: B007 (read after the loop)
         obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
         assert isinstance(reward, float) and obs.dtype == np.float32
         if terminated or truncated:
             break
     # the TimeLimit wrapper from the registration truncates at 500
-    assert terminated or (truncated and t == 500)
+    assert terminated or (truncated and steps == 500)
 
 
 @pytest.mark.parametrize("env_id", IDS)
@@ -84,7 +84,7 @@ def test_single_env_matches_batched(env_id):
         obs, _ = env.reset(seed=episode)
         batched.state = torch.tensor([env.unwrapped.state], dtype=torch.float64)
         np.testing.assert_allclose(obs, batched.observe(batched.state)[0].numpy(), rtol=1e-6, atol=1e-6)
-        for t in range(200):
+        for _ in range(200):
             if batched.is_discrete:
                 a = int(rng.integers(2))
                 ta = torch.tensor([a])
@@ -137,7 +137,7 @@ def test_make_vec(env_id):
 def test_make_vec_max_episode_steps_override_and_sync_mode():
     venv = gym.make_vec("svpg/CartPoleBalance-v0", num_envs=3, max_episode_steps=4)
     venv.reset(seed=1)
-    for t in range(4):
+    for _ in range(4):
         _, _, term, trunc, _ = venv.step(np.zeros((3, 1), dtype=np.float32))
     assert trunc.all() and not term.any()
     # Gymnasium's own vectoriser works with the single-env entry point too

@@ -12,10 +12,10 @@ import pytest
 import torch
 
 import svpg
-from tests.conftest import CLASSIC
 from svpg.rl.algorithm import NonFiniteError
 from svpg.rl.callbacks import BaseCallback
 from svpg.rl.policies import load_policy
+from tests.conftest import CLASSIC
 
 ROOT = Path(__file__).resolve().parents[2]
 # the defaults (PPO, normalisation) with fewer minibatch steps, so that each iteration is cheap

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from svpg.studies import benchmark, sb3
 from svpg.rl.config import load_preset
+from svpg.studies import benchmark, sb3
 
 # Tiny runs: 2 particles × 400 steps (2 Pendulum episodes) per svpg iteration; SB3 PPO shrunk to 2 envs × 32 steps,
 # so that every agent's rollout divides the budget and all four take exactly BUDGET environment steps.

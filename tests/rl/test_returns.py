@@ -4,7 +4,11 @@ import numpy as np
 import torch
 
 from svpg.rl.returns import (
-    discounted_returns, episode_statistics, linear_feature_baseline, standardize, steps_since_reset,
+    discounted_returns,
+    episode_statistics,
+    linear_feature_baseline,
+    standardize,
+    steps_since_reset,
 )
 
 

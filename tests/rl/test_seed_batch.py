@@ -3,8 +3,8 @@ order), each with an ordinary run folder that evaluates, loads and resumes on it
 import pytest
 import torch
 
-from svpg import envs
 import svpg
+from svpg import envs
 from svpg.rl.config import SVPGConfig
 from svpg.rl.trainer import SVPGTrainer
 from svpg.seeding import int_seed

@@ -38,7 +38,6 @@ from svpg.supervised.metrics import (
     test_log_likelihood,
 )
 
-
 # ------------------------------------------------------------------------------------ loaders
 
 

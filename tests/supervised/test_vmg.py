@@ -33,14 +33,13 @@ def _layer(n_in=3, n_out=2, pseudo=2, **kw):
 def _direct_conditional(layer, a):
     """Mean and covariance of the outputs a W (one row a, r entries) given Ã W = B̃, by conditioning the
     joint Gaussian of vec(W) ~ N(vec M, V ⊗ U) (column-major vec) directly in numpy."""
-    r, c = layer.rows, layer.cols
+    c = layer.cols
     m = layer.M.detach().numpy()
     u, v = np.diag(layer.log_var_rows.exp().detach().numpy()), np.diag(layer.log_var_cols.exp().detach().numpy())
     pa = (layer.pseudo_inputs * layer.input_scale).detach().numpy()
     pb = layer.pseudo_outputs.detach().numpy()
     cov_w = np.kron(v, u)                                       # vec(W) column-major: W[:, j] blocks
-    lin = lambda rows: np.kron(np.eye(c), rows)                 # vec(A W) = (I ⊗ A) vec(W)
-    f_obs, f_out = lin(pa), lin(a[None])
+    f_obs, f_out = np.kron(np.eye(c), pa), np.kron(np.eye(c), a[None])   # vec(A W) = (I ⊗ A) vec(W)
     mu_w = m.T.reshape(-1)
     s11 = f_obs @ cov_w @ f_obs.T + layer.JITTER * np.kron(v, np.eye(len(pa)))   # V ⊗ (Σ11 + jitter I)
     s12 = f_obs @ cov_w @ f_out.T
@@ -104,7 +103,10 @@ def test_vmg_kl_with_pseudo_data_against_a_direct_computation():
     prior = D.Gamma(torch.tensor(1.0, dtype=torch.float64), torch.tensor(0.5, dtype=torch.float64))
     gamma_kl = sum(D.kl_divergence(D.Gamma(a, b), prior).item() for a, b in ((ar, br), (ac, bc)))
     c1, c2, c3 = 1.16145124, -1.50204118, 0.58629921
-    g = lambda al: 0.5 * math.log(al) + c1 * al + c2 * al ** 2 + c3 * al ** 3
+
+    def g(al):
+        return 0.5 * math.log(al) + c1 * al + c2 * al ** 2 + c3 * al ** 3
+
     pseudo_kl = 2 * 4 * (g(alpha_max) - g(1e-3)) + 2 * 2 * (g(alpha_max) - g(2e-3))   # Ã: 2 × 4, B̃: 2 × 2
     assert pseudo_kl > 0
     assert layer.kl().item() == pytest.approx(expected_kl + gamma_kl + pseudo_kl, rel=1e-9)
