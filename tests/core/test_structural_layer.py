@@ -228,15 +228,13 @@ def test_structural_mlp_forward_matches_explicit_weights():
     x = _randn(3, 5, 4, seed=9)
     ws, bs = [], []
     for i in range(2):
-        def g(b, i=i):
-            return layout.get(theta, f"net.{i}.{b}")
-
+        g = {name: layout.get(theta, f"net.{i}.{name}") for name in ("v_in", "lam_in", "C", "lam_out", "v_out", "bias")}
         ws.append(torch.stack([
-            ref_flow(g("v_in")[m]) @ torch.diag(g("lam_in")[m]) @ g("C")[m] @ torch.diag(g("lam_out")[m])
-            @ ref_flow(g("v_out")[m]).T
+            ref_flow(g["v_in"][m]) @ torch.diag(g["lam_in"][m]) @ g["C"][m] @ torch.diag(g["lam_out"][m])
+            @ ref_flow(g["v_out"][m]).T
             for m in range(3)
         ]))  # fmt: skip
-        bs.append(g("bias"))
+        bs.append(g["bias"])
     out = mlp.forward(mlp.weights(theta), x)
     torch.testing.assert_close(out, _per_particle_loop(ws, bs, x, torch.tanh), rtol=1e-8, atol=1e-9)
 
