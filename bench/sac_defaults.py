@@ -22,7 +22,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from svpg.cli import Parser
-from svpg.report import default_commit, default_machine
+from svpg.runs import describe_machine, source_commit
 from svpg.stats import cell, convention, markdown_table, parse_range_list
 
 EVAL_EPISODES, EVAL_SEED = 10, 12345  # the same fresh episodes for every run
@@ -50,8 +50,8 @@ def run(env_id: str, options: str, seed: int, steps: int) -> dict:
         "eval_best": float(returns[model.policy.particle]),
         "eval_mean": float(returns.mean()),
         "seconds": round(time.perf_counter() - t0, 1),
-        "machine": default_machine(),
-        "commit": default_commit(),
+        "machine": describe_machine(),
+        "commit": source_commit(),
     }
 
 

@@ -152,7 +152,7 @@ def main() -> None:
         print(f"time per iteration, {args.num_seeds} seeds batched ÷ 1 seed: rollout {r2 / r1:.2f}×, learning step "
               f"{l2 / l1:.2f}× (the ideal is 1×, the cost of {args.num_seeds} separate runs {args.num_seeds}×)")
     if args.out:
-        from svpg.report import default_commit, default_machine
+        from svpg.runs import describe_machine, source_commit
 
         row = {"kind": "seed-batch" if args.num_seeds > 1 else "methods", "env_id": env_id, "estimator": args.estimator,
                "device": args.device, "num_seeds": args.num_seeds, "num_particles": args.particles,
@@ -163,8 +163,8 @@ def main() -> None:
                "first_ms_rollout": round(r1, 2), "first_ms_learn": round(l1, 2),
                "second_ms_rollout": round(r2, 2), "second_ms_learn": round(l2, 2),
                "sb3_a2c_steps_per_s": round(sb3, 1), "cores": os.cpu_count(), "load_start": round(load_start, 1),
-               "load_end": round(os.getloadavg()[0], 1), "machine": args.machine or default_machine(),
-               "commit": default_commit()}
+               "load_end": round(os.getloadavg()[0], 1), "machine": args.machine or describe_machine(),
+               "commit": source_commit()}
         with open(args.out, "a") as fh:
             fh.write(json.dumps(row) + "\n")
 
@@ -194,7 +194,7 @@ def compare_cells(parser, args) -> None:
         rollout, learn = phases[label]
         print(f"| {label} | {rate:,.0f} | {steps / rate:.3f} | {rollout:,.0f} | {learn:,.0f} | {first / rate:.2f}× |")
     if args.out:
-        from svpg.report import default_commit, default_machine
+        from svpg.runs import describe_machine, source_commit
 
         row = {"kind": "cells", "env_id": preset["env_id"], "estimator": args.estimator, "device": args.device,
                "num_seeds": 1, "num_particles": preset["num_particles"],
@@ -203,7 +203,7 @@ def compare_cells(parser, args) -> None:
                # per cell, the best block's: seconds per iteration, and ms per iteration in the rollout and learning step
                "seconds_per_iteration": {c: steps / rate for c, rate in rates.items()},  # unrounded: printed .3f
                "ms_rollout": {c: round(phases[c][0], 2) for c in rates}, "ms_learn": {c: round(phases[c][1], 2) for c in rates},
-               "cores": os.cpu_count(), "machine": args.machine or default_machine(), "commit": default_commit()}
+               "cores": os.cpu_count(), "machine": args.machine or describe_machine(), "commit": source_commit()}
         with open(args.out, "a") as fh:
             fh.write(json.dumps(row) + "\n")
 

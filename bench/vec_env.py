@@ -158,14 +158,14 @@ def main() -> None:
     load_end = os.getloadavg()[0]
     print(f"load {load_end:.1f} at the end")
     if args.out:
-        from svpg.report import default_commit, default_machine
+        from svpg.runs import describe_machine, source_commit
 
         stamp = {
             "cores": os.cpu_count(),
             "load_start": round(load_start, 1),
             "load_end": round(load_end, 1),
-            "machine": args.machine or default_machine(),
-            "commit": default_commit(),
+            "machine": args.machine or describe_machine(),
+            "commit": source_commit(),
         }
         with open(args.out, "a") as fh:
             for row in rows:

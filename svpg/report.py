@@ -19,8 +19,8 @@ agent and seed), of ``train.py supervised`` (one per method and split), of ``tra
 reached its budget, at its last iteration; a run short of it is left out and named; a grid's ``--out`` of
 ``python -m svpg.studies.experiments`` or ``ablation`` gives its runs, and the ``sb3/`` folder of
 ``python -m svpg.studies.sb3`` in it one row per SB3 agent and seed). Each row carries the unit's setting
-(options that differ from the defaults), its metrics, budget and wall-clock, the machine (``--machine``) and
-the commit (``--commit``; default: the checkout's ``HEAD``). Rows already in the file with the same setting
+(options that differ from the defaults), its metrics, budget and wall-clock, and the machine and commit it ran
+at, as its run folder recorded them (``provenance.jsonl``; ``--machine`` and ``--commit`` set them instead). Rows already in the file with the same setting
 and seed or split are replaced, others kept, so a user's own grid produces the same files as the committed ones.
 """
 
@@ -29,10 +29,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import platform
 import re
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -236,18 +233,6 @@ def rebuild(root: Path = ROOT, check: bool = False, names: Sequence[str] | None 
 
 
 # -- gather -------------------------------------------------------------------------------------------
-def default_machine() -> str:
-    return f"{platform.machine() or 'unknown'}, {os.cpu_count()} CPUs, {platform.system()}"
-
-
-def default_commit(root: Path = ROOT) -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
-    except OSError:
-        return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
-
-
 def _changed_options(config: dict, defaults: dict, skip: Sequence[str]) -> dict:
     """The options of a run that differ from the defaults (those in ``skip`` say how it ran, not what)."""
     return {k: v for k, v in sorted(config.items()) if k in defaults and k not in skip and v != defaults[k]}
@@ -531,6 +516,22 @@ def run_units(path: Path) -> tuple[str, list[Path]]:
     )
 
 
+def run_provenance(run: Path) -> dict:
+    """The machine and commit a run folder's units ran on, from the records of the processes that wrote it
+    (:func:`svpg.runs.record_provenance`; several joined by `` + ``, in order, for a run resumed elsewhere); a
+    folder written before they were recorded (or the ``sb3/`` folder of ``python -m svpg.studies.sb3``) gets
+    this machine and this checkout's commit."""
+    from svpg.runs import describe_machine, read_provenance, source_commit
+
+    records = read_provenance(run)
+
+    def joined(key: str, fallback: str) -> str:
+        values = list(dict.fromkeys(str(r[key]) for r in records if r.get(key)))
+        return " + ".join(values) if values else fallback
+
+    return {"machine": joined("machine", describe_machine()), "commit": joined("commit", source_commit())}
+
+
 READERS = {"benchmark": _benchmark_rows, "bandit": _bandit_rows, "supervised": _supervised_rows, "rl": _rl_rows}
 
 
@@ -545,15 +546,15 @@ def gather(
     module docstring). Returns the number of rows written or replaced; ``skipped`` receives the train.py runs
     left out because they have not reached their budget yet."""
     into = Path(into)
-    machine = default_machine() if machine is None else machine
-    commit = default_commit() if commit is None else commit
     kinds, new = set(), []
     for path in paths:
         kind, runs = run_units(Path(path))
         kinds.add(kind)
         for run in runs:
             rows = _rl_rows(run, skipped) if kind == "rl" else READERS[kind](run)
-            new += [{**row, "machine": machine, "commit": commit} for row in rows]
+            written = run_provenance(run)
+            where = {"machine": machine or written["machine"], "commit": commit or written["commit"]}
+            new += [{**row, **where} for row in rows]
     if len(kinds) > 1:
         raise ReportError(
             f"{', '.join(map(str, paths))}: runs of {' and '.join(sorted(kinds))}: gather one kind per file"
@@ -593,8 +594,16 @@ def build_gather_parser(prog: str):
     p.add_argument(
         "--into", required=True, help="the result file (.csv or .jsonl); rows of the same units are replaced"
     )
-    p.add_argument("--machine", default=None, help="the machine the runs ran on (default: this one's CPU and OS)")
-    p.add_argument("--commit", default=None, help="the commit the runs ran at (default: the checkout's HEAD)")
+    p.add_argument(
+        "--machine",
+        default=None,
+        help="the machine the runs ran on, for every row (default: what each run folder recorded: CPU and OS)",
+    )
+    p.add_argument(
+        "--commit",
+        default=None,
+        help="the commit the runs ran at, for every row (default: what each run folder recorded)",
+    )
     return p
 
 

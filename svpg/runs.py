@@ -1,15 +1,20 @@
 """Run folders (``runs/<run-name>/``) and TensorBoard logging, shared by every front end.
 
 A run folder is never overwritten: :func:`create_run_dir` refuses an existing one (resume it instead),
-and every file in it is written atomically (:func:`svpg.io.atomic_write`).
+and every file in it is written atomically (:func:`svpg.io.atomic_write`). Whoever writes into it takes its
+lock (:class:`RunLock`), and every process that trains in it records the code and machine it trains with
+(:func:`record_provenance`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import platform
 import re
 import shutil
+import subprocess
 import tempfile
 import time
 import typing
@@ -121,6 +126,95 @@ def read_json_object(path: Path, what: str) -> dict:
             f"{what} {path} must hold a JSON object of option names and values, got a {type(data).__name__}"
         )
     return data
+
+
+#: what wrote a run folder: one JSON line per change of the code or machine that trained in it
+PROVENANCE_FILE = "provenance.jsonl"
+#: the checkout svpg runs from (its commit is the code of a run, unless svpg is an installed package)
+SOURCE_ROOT = Path(__file__).resolve().parents[1]
+#: the files whose changes change results (a checkout differing from its commit in these is "-dirty")
+SOURCE_PATHS = ("svpg", "envs", "train.py", "evaluate.py")
+
+
+@functools.cache
+def source_commit(root: Path = SOURCE_ROOT) -> str:
+    """The short commit of the git checkout svpg runs from, ``-dirty`` when its code differs from that commit;
+    ``""`` when svpg does not run from a checkout of its own (an installed package, no git)."""
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    top = git("rev-parse", "--show-toplevel")
+    if top is None or Path(top).resolve() != Path(root).resolve():  # not an enclosing repository's HEAD
+        return ""
+    commit = git("rev-parse", "--short", "HEAD") or ""
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", *SOURCE_PATHS)
+    return f"{commit}-dirty" if commit and changed else commit
+
+
+@functools.cache
+def describe_machine() -> str:
+    """``<architecture>, <n> CPUs (<CPU model>), <OS>``: the machine a run trained on, as its rows record it."""
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = f" ({line.partition(':')[2].strip()})"
+                break
+    except OSError:
+        model = f" ({platform.processor()})" if platform.processor() else ""
+    return f"{platform.machine() or 'unknown'}, {os.cpu_count()} CPUs{model}, {platform.system()}"
+
+
+def provenance() -> dict:
+    """What trains now: the code (:func:`source_commit`, else the installed svpg's version), its torch and
+    Python, and the machine."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = f"svpg {version('svpg')}"
+    except PackageNotFoundError:
+        installed = "svpg, not installed"
+    return {
+        "commit": source_commit() or installed,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "machine": describe_machine(),
+    }
+
+
+def record_provenance(run_dir: str | Path) -> None:
+    """Add :func:`provenance` to the run folder's :data:`PROVENANCE_FILE` unless its last line says the same,
+    so a run resumed at another commit or on another machine names both (``python -m svpg.report gather``
+    reads them into its rows)."""
+    path = Path(run_dir) / PROVENANCE_FILE
+    records = read_provenance(run_dir)
+    now = provenance()
+    if records and records[-1] == now:
+        return
+    text = "".join(json.dumps(r) + "\n" for r in [*records, now])
+    atomic_write(path, lambda tmp: Path(tmp).write_text(text))
+
+
+def read_provenance(run_dir: str | Path) -> list[dict]:
+    """The records of :func:`record_provenance` in ``run_dir``, oldest first (none for a folder written before)."""
+    try:
+        lines = (Path(run_dir) / PROVENANCE_FILE).read_text().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    records = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # an edited line: the others still say what they say
+        if isinstance(record, dict):
+            records.append(record)
+    return records
 
 
 CONFIG_FILE = "config.json"
@@ -292,6 +386,7 @@ class RunFolders:
         jobs of ``fn``; then a ValueError if ``left()`` still names units without a result file."""
         from svpg.grid import run_jobs
 
+        record_provenance(run_dir)
         jobs = [{"run_dir": str(Path(run_dir).resolve()), **unit, "cwd": str(Path.cwd())} for unit in units]
         run_jobs(
             fn,

@@ -222,7 +222,8 @@ class CheckpointCallback(BaseCallback):
     ``save_path`` gets ``checkpoints/iter_NNNNNN.safetensors`` (each a :meth:`SVPG.save` file stamped
     with its iteration and the number of ``progress.csv`` rows it follows, written atomically),
     ``model.safetensors`` (a copy of the newest), and ``progress.csv`` (every iteration's scalars).
-    The folder is locked while training (one writer at a time, see :class:`svpg.runs.RunLock`).
+    The folder is locked while training (one writer at a time, see :class:`svpg.runs.RunLock`), and
+    ``provenance.jsonl`` records the code and machine that trained in it (:func:`svpg.runs.record_provenance`).
     ``SVPG.load(checkpoint)`` then ``learn(rest, callback=CheckpointCallback(same folder),
     reset_num_timesteps=False)`` continues bit for bit; checkpoints and progress rows after the loaded
     iteration are moved to ``checkpoints/discarded_after_…``, never deleted.
@@ -253,7 +254,7 @@ class CheckpointCallback(BaseCallback):
             )
 
     def _on_training_start(self) -> None:
-        from svpg.runs import RunLock
+        from svpg.runs import RunLock, record_provenance
 
         start = self.model.iteration
         for path in self.save_paths:
@@ -261,6 +262,7 @@ class CheckpointCallback(BaseCallback):
             if not any(lock.path.parent == path and lock.held for lock in self.locks):
                 self.locks.append(RunLock(path).acquire())
             self.notes += checkpoints.prepare_run_dir(path, start)  # a run continued from an earlier point
+            record_provenance(path)
         self.progress = [ProgressCSV(p / PROGRESS_FILE, start) for p in self.save_paths]
         self.model.logger.write_rows_to(self.progress)  # every iteration's row, as the model logs it
         self.saved = start

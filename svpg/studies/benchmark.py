@@ -604,9 +604,10 @@ def svpg_options(task: str, extra: dict | None = None, agent: str = "s2vgd") -> 
 
 
 def _train_sb3(job: dict, folder: Path) -> dict:
-    from svpg.runs import RunLock
+    from svpg.runs import RunLock, record_provenance
 
     with RunLock(folder):  # one writer per run folder, as svpg's CheckpointCallback
+        record_provenance(folder)
         return _train_sb3_locked(job, folder)
 
 

@@ -145,6 +145,28 @@ def test_gather_benchmark_runs(tmp_path):
     assert [r["options"] for r in read_rows(into) if r["agent"] == "a2c"] == ['{"normalize": false}']
 
 
+def test_gather_records_the_commit_and_machine_each_run_folder_recorded(tmp_path):
+    """Each row says where its run folder's units ran (its provenance.jsonl; a run resumed at another commit names
+    both, in order); --machine and --commit set every row instead; a folder without records gets this checkout's."""
+    from svpg.runs import PROVENANCE_FILE, describe_machine, source_commit
+
+    out = tmp_path / "benchmark"
+    for seed in (0, 1):
+        run = out / "Pendulum-v1" / f"s2vgd__seed{seed}"
+        run.mkdir(parents=True)
+        job = {"task": "Pendulum-v1", "agent": "s2vgd", "seed": seed, "total_steps": 200000, "eval_episodes": 10}
+        (run / "job.json").write_text(json.dumps(job))
+        (run / "result.json").write_text(json.dumps({"env_steps": 200000, "final": -150.0, **job}))
+    records = [{"commit": "aaa1111", "machine": "vm"}, {"commit": "bbb2222", "machine": "vm"}]
+    (out / "Pendulum-v1" / "s2vgd__seed0" / PROVENANCE_FILE).write_text("".join(json.dumps(r) + "\n" for r in records))
+    into = tmp_path / "results.csv"
+    assert main(["gather", str(out), "--into", str(into)]) == 0
+    rows = {r["seed"]: (r["commit"], r["machine"]) for r in read_rows(into)}
+    assert rows == {"0": ("aaa1111 + bbb2222", "vm"), "1": (source_commit(), describe_machine())}
+    assert main(["gather", str(out), "--into", str(into), "--machine", "2-core VM", "--commit", "ccc3333"]) == 0
+    assert {(r["commit"], r["machine"]) for r in read_rows(into)} == {("ccc3333", "2-core VM")}
+
+
 def test_gather_bandit_run(tmp_path):
     from svpg.bandits.cli import main as bandit
 
@@ -152,8 +174,11 @@ def test_gather_bandit_run(tmp_path):
     options += ["--num-particles", "3", "--train-every", "30", "--train-steps", "1", "--num-seeds", "2"]
     assert bandit([*options, "--progress", "false", "--log-dir", str(tmp_path), "--run-name", "wheel"]) == 0
     into = tmp_path / "bandit.csv"
-    assert gather([tmp_path / "wheel"], into, "test", "abc") == 4
+    assert gather([tmp_path / "wheel"], into) == 4
     rows = read_rows(into)
+    from svpg.runs import provenance
+
+    assert {(r["commit"], r["machine"]) for r in rows} == {(provenance()["commit"], provenance()["machine"])}
     assert {(r["agent"], r["seed"]) for r in rows} == {("s2vgd", "0"), ("s2vgd", "1"), ("uniform", "0"), ("uniform", "1")}
     assert all(r["problem"] == "wheel" and r["rounds"] == "60" for r in rows)
     # the options that set what was played (--num-seeds and --progress only say how much and how it ran)

@@ -85,3 +85,41 @@ def test_units_that_leave_no_result_file_are_an_error(run):
     with pytest.raises(ValueError, match=r"the jobs of seed\(s\) \[3\] finished but left no result file"):
         FOLDERS.run_units("svpg.nothing:here", run, [], backend="local", workers=1, gpus=0.0, left=lambda: [3],
                           what="seed(s)")
+
+
+def test_each_process_that_runs_units_records_the_code_and_machine_once_per_change(run, monkeypatch):
+    """Running units records what trains (commit, torch, Python, machine) in provenance.jsonl: a process with the
+    same provenance adds nothing, one at another commit or on another machine adds a line after the others."""
+    import svpg.runs as runs
+
+    def run_units():
+        FOLDERS.run_units("svpg.nothing:here", run, [], backend="local", workers=1, gpus=0.0)  # no unit left
+
+    assert runs.read_provenance(run) == []  # a folder only created (or refused) records nothing
+    run_units()
+    first = runs.read_provenance(run)
+    assert first == [runs.provenance()] and first[0]["commit"] and first[0]["machine"]
+    run_units()  # resumed by the same code on the same machine
+    assert runs.read_provenance(run) == first
+    later = {**first[0], "commit": "abc1234", "machine": "elsewhere"}
+    monkeypatch.setattr(runs, "provenance", lambda: later)
+    run_units()
+    assert runs.read_provenance(run) == [*first, later]
+    with (run / runs.PROVENANCE_FILE).open("a") as f:
+        f.write("{not json\n")  # an edited line is skipped, not an error
+    assert runs.read_provenance(run) == [*first, later]
+
+
+def test_the_source_commit_is_this_checkouts_and_none_outside_one(tmp_path):
+    import subprocess
+
+    from svpg.runs import SOURCE_ROOT, source_commit
+
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=SOURCE_ROOT, capture_output=True, text=True)
+    if head.returncode != 0:
+        pytest.skip("svpg does not run from a git checkout here")
+    assert source_commit().removesuffix("-dirty") == head.stdout.strip()
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    inside = tmp_path / "site-packages"  # an installed copy inside some other repository: no commit of its own
+    inside.mkdir()
+    assert source_commit.__wrapped__(inside) == ""

@@ -101,6 +101,9 @@ def test_the_gather_records_the_curves_the_cell_and_no_option_of_how_it_ran(tiny
         assert float(r["action_kl"]) == pytest.approx(float(own[r["cell"], r["seed"]]["action_kl"]), rel=1e-9)
     timing = [json.loads(line) for line in (out / "timing" / "svgd__reinforce.jsonl").read_text().splitlines()]
     assert float(rows[2]["seconds_per_iteration"]) == pytest.approx(timing[0]["seconds"] / timing[0]["iterations"])
+    from svpg.runs import provenance, read_provenance
+
+    assert read_provenance(out / "svgd__reinforce__seed0") == [provenance()]  # each run records what trained it
 
 
 def test_a_run_short_of_its_budget_is_left_out_and_named(tiny, tmp_path):
