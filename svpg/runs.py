@@ -173,18 +173,21 @@ def describe_machine() -> str:
 def provenance() -> dict:
     """What trains now: the code (:func:`source_commit`, else the installed svpg's version), its torch and
     Python, and the machine."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        installed = f"svpg {version('svpg')}"
-    except PackageNotFoundError:
-        installed = "svpg, not installed"
     return {
-        "commit": source_commit() or installed,
+        "commit": source_commit() or _installed_version(),
         "torch": torch.__version__,
         "python": platform.python_version(),
         "machine": describe_machine(),
     }
+
+
+def _installed_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"svpg {version('svpg')}"
+    except PackageNotFoundError:
+        return "svpg, not installed"
 
 
 def record_provenance(run_dir: str | Path) -> None:
