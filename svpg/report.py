@@ -520,8 +520,7 @@ def run_units(path: Path) -> tuple[str, list[Path]]:
 def run_provenance(run: Path) -> dict:
     """The machine and commit a run folder's units ran on, from the records of the processes that wrote it
     (:func:`svpg.runs.record_provenance`; several joined by `` + ``, in order, for a run resumed elsewhere); a
-    folder written before they were recorded (or the ``sb3/`` folder of ``python -m svpg.studies.sb3``) gets
-    this machine and this checkout's commit."""
+    folder written before they were recorded gets this machine and this checkout's commit."""
     from svpg.runs import describe_machine, read_provenance, source_commit
 
     records = read_provenance(run)

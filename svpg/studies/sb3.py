@@ -297,6 +297,7 @@ def train_one(task_env: str, algo: str, seed: int, steps: int, eval_every: int, 
 
 def main(argv: list[str] | None = None) -> int:
     from svpg.rl.config import load_preset
+    from svpg.runs import record_provenance
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task", choices=PAPER_TASKS, required=True)
@@ -311,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     eval_every = args.eval_every or max(steps // 20, 1000)
     out = Path(args.out or f"runs/repro-{args.task}")
     (out / "sb3").mkdir(parents=True, exist_ok=True)
+    record_provenance(out / "sb3")  # the machine and commit python -m svpg.report gather writes into its rows
     csv_path = out / "sb3" / "curves.csv"
     done = {(r["algo"], int(r["seed"])) for r in read_rows(csv_path) if int(r["total_steps"]) >= steps}
     t0 = time.perf_counter()

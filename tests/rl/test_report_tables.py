@@ -192,12 +192,14 @@ def test_the_tables_take_the_report_stage_seeds_on_the_preset_only(tiny, tmp_pat
 
 def test_the_sb3_agents_of_a_grid_folder_are_gathered_into_the_swingup_table(tmp_path):
     """python -m svpg.studies.sb3 writes into the grid's --out: gathering the folder brings its agents' rows."""
+    from svpg.runs import read_provenance, source_commit
     from svpg.studies import sb3
 
     out = tmp_path / "repro-swingup"
     argv = ["--task", "swingup", "--seeds", "1", "--algos", "a2c", "--steps", "400", "--eval-every", "200",
             "--out", str(out)]  # fmt: skip
     assert sb3.main(argv) == 0
+    assert [r["commit"] for r in read_provenance(out / "sb3")] == [source_commit()]  # what gather writes without overrides
     into = tmp_path / "checkout" / "bench" / "results" / "rl_paper_grid.csv"
     assert gather([out], into, "test", "abc") == 1
     (row,) = read_rows(into)
