@@ -389,7 +389,8 @@ class RunFolders:
         jobs of ``fn``; then a ValueError if ``left()`` still names units without a result file."""
         from svpg.grid import run_jobs
 
-        record_provenance(run_dir)  # the driver's: with --backend ray its units may run on other machines
+        if units:
+            record_provenance(run_dir)  # the driver's: with --backend ray its units may run on other machines
         jobs = [{"run_dir": str(Path(run_dir).resolve()), **unit, "cwd": str(Path.cwd())} for unit in units]
         run_jobs(
             fn,

@@ -48,7 +48,7 @@ from svpg.core.priors import PRIORS
 from svpg.core.svgd import OPTIMIZERS
 from svpg.grid import add_backend_arguments, gpus_per_job
 from svpg.io import WriteError
-from svpg.runs import CONFIG_FILE, DRIVER_OPTIONS, RunFolders, TensorBoardLogger, Writer, run_name
+from svpg.runs import CONFIG_FILE, DRIVER_OPTIONS, RunFolders, TensorBoardLogger, Writer, record_provenance, run_name
 from svpg.runtime import DEFAULT_THREADS, StopRequest, resolve_device
 
 # options that leave finished seeds' results unchanged, so --resume accepts them (--num-seeds adds seeds)
@@ -367,6 +367,8 @@ def _play(
     run_dir: Path, problem: BanditProblem, factories: list, config: BanditConfig, seeds: list[int], stop: StopRequest
 ) -> None:
     """Play ``seeds`` one after another in this process, with a progress bar over every agent's rounds."""
+    if seeds:
+        record_provenance(run_dir)
     monitor = _Monitor(
         run_dir,
         config.rounds,

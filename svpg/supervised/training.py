@@ -13,7 +13,7 @@ from tqdm.auto import tqdm
 
 from svpg.allocator import keep_freed_memory
 from svpg.grid import gpus_per_job
-from svpg.runs import TensorBoardLogger, write_json
+from svpg.runs import TensorBoardLogger, record_provenance, write_json
 from svpg.supervised.config import make_estimator, split_data, split_seed
 from svpg.supervised.runfolder import (
     MODELS_DIR,
@@ -94,6 +94,8 @@ def fit_split(run: SupervisedRun, method: str, k: int, progress: bool) -> dict:
 def train(run: SupervisedRun) -> None:
     """Fit every (split, method) without a result; each is saved as soon as it finishes."""
     todo = run.todo()
+    if todo:
+        record_provenance(run.run_dir)
     bar = tqdm(total=len(todo), disable=not (run.cfg.progress and todo), unit="fit", dynamic_ncols=True)
     try:
         for k, method in todo:

@@ -176,8 +176,9 @@ def test_gather_bandit_run(tmp_path):
     into = tmp_path / "bandit.csv"
     assert gather([tmp_path / "wheel"], into) == 4
     rows = read_rows(into)
-    from svpg.runs import provenance
+    from svpg.runs import provenance, read_provenance
 
+    assert read_provenance(tmp_path / "wheel") == [provenance()]  # the in-process loop records what played
     assert {(r["commit"], r["machine"]) for r in rows} == {(provenance()["commit"], provenance()["machine"])}
     assert {(r["agent"], r["seed"]) for r in rows} == {("s2vgd", "0"), ("s2vgd", "1"), ("uniform", "0"), ("uniform", "1")}
     assert all(r["problem"] == "wheel" and r["rounds"] == "60" for r in rows)
@@ -193,6 +194,9 @@ def test_gather_supervised_run(tmp_path, csv_file):
     options = ["--dataset", "csv", "--data-path", str(csv_file), "--target", "price", "--num-splits", "2"]
     options += ["--method", "map", "--epochs", "3", "--hidden", "8", "--batch-size", "24", "--progress", "false"]
     assert supervised([*options, "--log-dir", str(tmp_path), "--run-name", "toy"]) == 0
+    from svpg.runs import provenance, read_provenance
+
+    assert read_provenance(tmp_path / "toy") == [provenance()]  # the in-process fits record what trained them
     into = tmp_path / "supervised.jsonl"
     assert gather([tmp_path / "toy"], into, "test", "abc") == 2
     rows = read_rows(into)
