@@ -1433,7 +1433,7 @@ register(
         source=THROUGHPUT_FILE,
         build=_throughput_seed_batch_table(10, ["svpg/CartPoleSwingUp-v0"]),
         command=f"python bench/throughput.py --device cuda with the options above and --out {THROUGHPUT_FILE}, on a GPU",
-        compute=_throughput_compute("a few GPU-minutes each"),
+        compute=_throughput_compute("under a minute of GPU time each"),
         select={"kind": "seed-batch", "device": "cuda", "num_seeds": 10, **THROUGHPUT_PROTOCOL},
     )
 )
