@@ -1098,7 +1098,7 @@ register(
         command="the Power and Naval commands above; python -m svpg.report gather runs/table1-power "
         f"runs/table1-power-parametric runs/table1-naval-s2vgd runs/table1-naval-others --into {UCI_FILE}",
         compute=_supervised_compute(
-            "about 4.4 core-hours", lambda rows: [r for r in rows if r["dataset"] in ("power", "naval")]
+            "about 9 core-hours", lambda rows: [r for r in rows if r["dataset"] in ("power", "naval")]
         ),
         select=UCI_SELECT,
     )
