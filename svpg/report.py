@@ -92,7 +92,9 @@ class Table:
 
     ``build`` turns the file's rows (those matching ``select``) into the table's Markdown lines;
     ``command``, ``compute`` and the file make the *Reproduce* line under it (``compute`` may be a
-    function of the rows, e.g. the core-hours their wall-clock adds up to)."""
+    function of the rows, e.g. the core-hours their wall-clock adds up to). ``command`` is what a reader
+    pastes into a shell; ``first`` names in prose what to run before it (e.g. "the ablation commands
+    above") and ``note`` says in prose how to repeat it (e.g. "for each task above")."""
 
     name: str
     doc: str
@@ -101,6 +103,8 @@ class Table:
     command: str
     compute: str | Callable[[list[dict]], str]
     select: dict = field(default_factory=dict)
+    first: str = ""
+    note: str = ""
 
     def rows(self, root: Path) -> list[dict]:
         """The rows of the result file (a pattern with ``*``: of every file it matches) that match ``select``."""
@@ -113,7 +117,9 @@ class Table:
     def render(self, root: Path = ROOT) -> str:
         rows = self.rows(root)
         compute = self.compute(rows) if callable(self.compute) else self.compute
-        return f"{self.build(rows)}\nReproduce: `{self.command}` ({compute}), writes `{self.source}`.\n"
+        first = f"{self.first}, then " if self.first else ""
+        note = f" {self.note}" if self.note else ""
+        return f"{self.build(rows)}\nReproduce: {first}`{self.command}`{note} ({compute}), writes `{self.source}`.\n"
 
 
 TABLES: dict[str, Table] = {}

@@ -256,8 +256,9 @@ register(
         source=SCREEN_FILE,
         build=_screen(SCREEN_CANDIDATES, ["HalfCheetah-v5"]),
         command="python -m svpg.studies.benchmark --tasks HalfCheetah-v5 --agents s2vgd --total-steps 300000 "
-        "--seeds 100-101 --out runs/cheetah-tuning/<candidate> --svpg-options '<options>' (and --agents ppo) && "
+        "--seeds 100-101 --out runs/cheetah-tuning/<candidate> --svpg-options '<options>' && "
         f"python -m svpg.report gather runs/cheetah-tuning/* --into {SCREEN_FILE}",
+        note="for each candidate (and --agents ppo for PPO's rows)",
         compute=lambda rows: _core_hours(rows) if rows else f"8 runs, {NOT_YET}",
     )
 )
@@ -749,7 +750,10 @@ register(
         doc="docs/bandits.md",
         source=WHEEL_FILE,
         build=_bandit_wheel,
-        command="python train.py bandit --problem wheel --delta D --rounds 5000 --num-seeds 5 --run-name wheel-D (and --agents bbb,vmg,kflow-diag,kflow-linear,badam,uniform --run-name wheel-variational-D) for each δ above; python -m svpg.report gather runs/wheel-* --into bench/results/bandit_wheel.csv",
+        first="for each δ above, python train.py bandit --problem wheel --delta D --rounds 5000 --num-seeds 5 "
+        "--run-name wheel-D and the same with --agents bbb,vmg,kflow-diag,kflow-linear,badam,uniform "
+        "--run-name wheel-variational-D",
+        command="python -m svpg.report gather runs/wheel-* --into bench/results/bandit_wheel.csv",
         compute=lambda rows: _bandit_compute("10 runs of 5 seeds, about 40 core-minutes")(_wheel_rows(rows)),
         select={"problem": "wheel", "rounds": 5000},
     )
@@ -762,7 +766,8 @@ register(
         doc="docs/bandits.md",
         source=MUSHROOM_FILE,
         build=_bandit_mushroom,
-        command="the two commands above; python -m svpg.report gather runs/mushroom runs/mushroom-variational --into bench/results/bandit_mushroom.csv",
+        first="the two commands above",
+        command="python -m svpg.report gather runs/mushroom runs/mushroom-variational --into bench/results/bandit_mushroom.csv",
         compute=_bandit_compute("12 agents × 10 seeds, about 2.8 core-hours on the loaded 2-core VM"),
         select={"problem": "mushroom", "rounds": 50000, "options": ""},
     )
@@ -795,7 +800,8 @@ register(
         doc="docs/bandits.md",
         source=SHOWDOWN_FILE,
         build=_bandit_showdown("financial", ("s2vgd", "kflow-linear", "neural-greedy", "uniform"), not_here=False),
-        command=f"the command above; python -m svpg.report gather runs/showdown-financial-tables --into {SHOWDOWN_FILE}",
+        first="the command above",
+        command=f"python -m svpg.report gather runs/showdown-financial-tables --into {SHOWDOWN_FILE}",
         compute=_bandit_compute("about 20 minutes of agent time per seed, an estimate"),
         select={"problem": "financial", "rounds": 3713, "options": TABLES_SCHEDULE},
     )
@@ -984,7 +990,9 @@ register(
         doc="docs/supervised.md",
         source=UCI_FILE,
         build=_supervised_table1,
-        command=f"the nine commands above; python -m svpg.report gather runs/<run-name> --into {UCI_FILE} for each",
+        first="the nine commands above",
+        command=f"python -m svpg.report gather runs/<run-name> --into {UCI_FILE}",
+        note="for each run",
         compute=_table1_compute,
         select=UCI_SELECT,
     )
@@ -1033,7 +1041,9 @@ for _dataset, _optimizers, _papers_rows, _command, _estimate in (
             doc="docs/supervised.md",
             source=UCI_FILE,
             build=_uci_table({_dataset: _methods}, {_dataset: _published}, differences=False),
-            command=f"{_command}; python -m svpg.report gather runs/<run-name> --into {UCI_FILE}",
+            first="" if _command.startswith("python ") else _command,
+            command=(f"{_command} && " if _command.startswith("python ") else "")
+            + f"python -m svpg.report gather runs/<run-name> --into {UCI_FILE}",
             compute=_supervised_compute(_estimate),
             select={"dataset": _dataset, **UCI_SELECT},
         )
@@ -1048,20 +1058,20 @@ def _order(*methods: str, prefix: str = "") -> list[tuple[str, str]]:
 for _dataset, _methods, _s2vgd_paper, _vmg_paper, _command, _estimate in (
     ("yacht", _order("s2vgd", "svgd", "map", "kflow-linear", "kflow-diag", "bbb", "badam", "vmg"),
      ("0.47 / 0.86 / 0.48", "−0.81 / −1.23 / −1.30"), ("0.77 ± 0.06", "−1.29 ± 0.02"),
-     "the Yacht commands above; python -m svpg.report gather runs/table1-yacht runs/table1-yacht-vmg",
+     ("the Yacht commands above", "python -m svpg.report gather runs/table1-yacht runs/table1-yacht-vmg"),
      "about 55 core-minutes"),
     ("energy", _order("s2vgd", "svgd", "map", "kflow-linear", "vmg", "bbb", "badam", "kflow-diag"),
      ("0.38 / 1.37 / 0.54", "−0.55 / −1.77 / −1.06"), ("1.16 ± 0.03", "−1.45 ± 0.03"),
-     "the Energy commands above; python -m svpg.report gather runs/<run-name>", "about 69 core-minutes"),
+     ("the Energy commands above", "python -m svpg.report gather runs/<run-name>"), "about 69 core-minutes"),
     ("kin8nm", _order("s2vgd", "svgd", "kflow-linear", "map", "badam", "vmg", "kflow-diag", "bbb"),
      ("0.07 / 0.09 / 0.08", "1.15 / 0.98 / 1.10"), ("0.08 ± 0.00", "1.14 ± 0.01"),
-     "the Kin8nm commands above; python -m svpg.report gather runs/<run-name>", "about 83 core-minutes"),
+     ("the Kin8nm commands above", "python -m svpg.report gather runs/<run-name>"), "about 83 core-minutes"),
     ("wine", _order("s2vgd", "svgd", "map", "bbb", "vmg", "kflow-linear", "kflow-diag", "badam"),
      ("0.59 / 0.61 / 0.61", "−0.90 / −0.93 / −0.95"), ("0.61 ± 0.01", "−0.93 ± 0.02"),
-     "the Wine commands above; python -m svpg.report gather runs/<run-name>", "about 2.1 core-hours"),
+     ("the Wine commands above", "python -m svpg.report gather runs/<run-name>"), "about 2.1 core-hours"),
     ("protein", _order("s2vgd", "vmg", "svgd", "map", "kflow-linear", "badam", "kflow-diag", "bbb"),
      ("4.15 / 4.61 / 4.13", "−2.84 / −2.95 / −2.84"), ("4.14 ± 0.01", "−2.84 ± 0.00"),
-     "the Protein commands above; python -m svpg.report gather runs/<run-name>", "about 3 core-hours, an estimate"),
+     ("the Protein commands above", "python -m svpg.report gather runs/<run-name>"), "about 3 core-hours, an estimate"),
 ):  # fmt: skip
     register(
         Table(
@@ -1069,7 +1079,8 @@ for _dataset, _methods, _s2vgd_paper, _vmg_paper, _command, _estimate in (
             doc="docs/supervised.md",
             source=UCI_FILE,
             build=_uci_table({_dataset: _methods}, {_dataset: _papers(_s2vgd_paper, _vmg_paper)}),
-            command=f"{_command} --into {UCI_FILE}",
+            first=_command[0],
+            command=f"{_command[1]} --into {UCI_FILE}",
             compute=_supervised_compute(_estimate),
             select={"dataset": _dataset, **UCI_SELECT},
         )
@@ -1095,7 +1106,8 @@ register(
                                  ("0.00 ± 0.00", "5.84 ± 0.00"), prefix="Naval"),
             },
         ),
-        command="the Power and Naval commands above; python -m svpg.report gather runs/table1-power "
+        first="the Power and Naval commands above",
+        command="python -m svpg.report gather runs/table1-power "
         f"runs/table1-power-parametric runs/table1-naval-s2vgd runs/table1-naval-others --into {UCI_FILE}",
         compute=_supervised_compute(
             "about 9 core-hours", lambda rows: [r for r in rows if r["dataset"] in ("power", "naval")]
@@ -1279,7 +1291,8 @@ register(
         doc="docs/supervised.md",
         source=MNIST_FILE,
         build=_mnist_table,
-        command=f"the MNIST commands above; python -m svpg.report gather runs/<run-name> --into {MNIST_FILE}",
+        first="the MNIST commands above",
+        command=f"python -m svpg.report gather runs/<run-name> --into {MNIST_FILE}",
         compute=_supervised_compute("about 1.6 core-hours per method (100 epochs)", _mnist_used),
         select={"dataset": "mnist"},
     )
@@ -1292,7 +1305,8 @@ register(
         doc="docs/supervised.md",
         source=MNIST_FILE,
         build=_mnist_eq14_table,
-        command=f"the eq. 14 commands above; python -m svpg.report gather runs/<run-name> --into {MNIST_FILE}",
+        first="the eq. 14 commands above",
+        command=f"python -m svpg.report gather runs/<run-name> --into {MNIST_FILE}",
         compute=_supervised_compute("about 1.6 core-hours per method", _mnist_eq14_used),
         select={"dataset": "mnist"},
     )
@@ -1305,7 +1319,8 @@ register(
         doc="docs/supervised.md",
         source=MNIST_FILE,
         build=_mnist_curves_table,
-        command=f"the runs above; python -m svpg.report gather runs/<run-name> --into {MNIST_FILE}",
+        first="the runs above",
+        command=f"python -m svpg.report gather runs/<run-name> --into {MNIST_FILE}",
         compute="the runs of the two tables above",
         select={"dataset": "mnist"},
     )
@@ -1318,8 +1333,8 @@ register(
         doc="docs/supervised.md",
         source=FASHION_MNIST_FILE,
         build=_fashion_mnist_table,
-        command="the Fashion-MNIST commands above; python -m svpg.report gather runs/<run-name> "
-        f"--into {FASHION_MNIST_FILE}",
+        first="the Fashion-MNIST commands above",
+        command=f"python -m svpg.report gather runs/<run-name> --into {FASHION_MNIST_FILE}",
         compute=_supervised_compute(
             "about 2 core-hours",
             lambda rows: [
@@ -1406,7 +1421,8 @@ register(
         doc="docs/results.md",
         source=THROUGHPUT_FILE,
         build=_throughput_methods_table,
-        command=f"python bench/throughput.py --task TASK --out {THROUGHPUT_FILE} for each task above",
+        command=f"python bench/throughput.py --task TASK --out {THROUGHPUT_FILE}",
+        note="for each task above",
         compute=_throughput_compute("a few core-minutes each"),
         select={"kind": "methods", "device": "cpu", "num_seeds": 1, **THROUGHPUT_PROTOCOL},
     )
@@ -1419,7 +1435,8 @@ register(
         doc="docs/results.md",
         source=THROUGHPUT_FILE,
         build=_throughput_seed_batch_table(5, list(THROUGHPUT_TASKS)),
-        command=f"python bench/throughput.py with the seed-batch options above and --out {THROUGHPUT_FILE}",
+        command=f"python bench/throughput.py --task TASK --estimator ESTIMATOR --num-seeds 5 --out {THROUGHPUT_FILE}",
+        note="for each task and estimator above",
         compute=_throughput_compute("a few core-minutes each"),
         select={"kind": "seed-batch", "device": "cpu", "num_seeds": 5, **THROUGHPUT_PROTOCOL},
     )
@@ -1432,7 +1449,9 @@ register(
         doc="docs/results.md",
         source=THROUGHPUT_FILE,
         build=_throughput_seed_batch_table(10, ["svpg/CartPoleSwingUp-v0"]),
-        command=f"python bench/throughput.py --device cuda with the options above and --out {THROUGHPUT_FILE}, on a GPU",
+        command="python bench/throughput.py --task swingup --device cuda --estimator ESTIMATOR --num-seeds 10 "
+        f"--iterations 3 --repeats 2 --warmup 1 --out {THROUGHPUT_FILE}",
+        note="for each estimator above, on a GPU",
         compute=_throughput_compute("under a minute of GPU time each"),
         select={"kind": "seed-batch", "device": "cuda", "num_seeds": 10, **THROUGHPUT_PROTOCOL},
     )
@@ -1601,7 +1620,8 @@ register(
         doc="docs/results.md",
         source=PAPER_GRID_FILE,
         build=_paper_grid("double-pendulum"),
-        command="the double-pendulum grid above; python -m svpg.report gather runs/<out> --into bench/results/rl_paper_grid.csv",
+        first="the double-pendulum grid above",
+        command="python -m svpg.report gather runs/<out> --into bench/results/rl_paper_grid.csv",
         compute=_runs_compute("40 runs"),
         select={"env_id": _env_id("double-pendulum")},
     )
@@ -1614,17 +1634,16 @@ register(
         doc="docs/results.md",
         source=PAPER_GRID_FILE,
         build=_paper_grid("swingup", sb3=True),
-        command="the swing-up grid and SB3 commands above; python -m svpg.report gather runs/repro-swingup --into "
-        "bench/results/rl_paper_grid.csv (the grid's runs and the SB3 agents of its sb3/ folder)",
+        first="the swing-up grid and SB3 commands above",
+        command="python -m svpg.report gather runs/repro-swingup --into bench/results/rl_paper_grid.csv",
+        note="to gather the grid's runs and the SB3 agents of its sb3/ folder",
         compute=_runs_compute("40 runs"),
         select={"env_id": _env_id("swingup")},
     )
 )
 
 
-_ABLATION_COMMAND = (
-    "the ablation command above; python -m svpg.report gather runs/<out> --into bench/results/rl_ablation.csv"
-)
+_ABLATION_COMMAND = "python -m svpg.report gather runs/ablation-{task} --into bench/results/rl_ablation.csv"
 for _task in ("swingup", "double-pendulum"):  # the same two tables for each task
     register(
         Table(
@@ -1632,7 +1651,8 @@ for _task in ("swingup", "double-pendulum"):  # the same two tables for each tas
             doc="docs/rl.md",
             source=ABLATION_FILE,
             build=_ablation_table(_task),
-            command=_ABLATION_COMMAND,
+            first="the report-stage command above",
+            command=_ABLATION_COMMAND.format(task=_task),
             compute="see the ablation's compute above",
             select={"env_id": _env_id(_task)},
         )
@@ -1643,7 +1663,8 @@ for _task in ("swingup", "double-pendulum"):  # the same two tables for each tas
             doc="docs/rl.md",
             source=ABLATION_FILE,
             build=_ablation_time_table(_task),
-            command=_ABLATION_COMMAND,
+            first="the report-stage command above",
+            command=_ABLATION_COMMAND.format(task=_task),
             compute="the same runs",
             select={"env_id": _env_id(_task)},
         )
@@ -1674,8 +1695,9 @@ register(
         doc="docs/rl.md",
         source=THROUGHPUT_FILE,
         build=_ablation_step_time,
-        command=f"the command above with --out {THROUGHPUT_FILE}, for --task swingup and double-pendulum and "
-        "--estimator reinforce and a2c",
+        command=f"python bench/throughput.py --task TASK --estimator ESTIMATOR --cells {','.join(STEP_TIME_CELLS)} "
+        f"--iterations 4 --repeats 8 --warmup 1 --out {THROUGHPUT_FILE}",
+        note="for TASK swingup and double-pendulum and ESTIMATOR reinforce and a2c",
         compute=_throughput_compute("a few core-minutes each"),
         select={"kind": "cells", "device": "cpu"},
     )
