@@ -60,11 +60,11 @@ def change(path: Path, old: str, new: str) -> None:
         # supervised: a number where the file has no split
         (
             "docs/supervised.md",
-            f"| Naval | {NOT_MEASURED} |",
-            "| Naval | 0.001 ± 0.000 / 6.112 ± 0.009 |",
-            "supervised-table1",
-            "Naval",
-            "S²VGD (ours) RMSE / LL",
+            f"| S²VGD (K = 1) | {NOT_MEASURED} | 1.43 % |",
+            "| S²VGD (K = 1) | 1.41 % | 1.43 % |",
+            "supervised-mnist",
+            "S²VGD (K = 1)",
+            "test error",
         ),
     ],
 )
