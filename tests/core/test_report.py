@@ -285,3 +285,15 @@ def test_a_benchmark_out_folder_named_sb3_gathers_as_a_benchmark(tmp_path):
     into = tmp_path / "x.csv"
     assert gather([out], into, "test", "abc") == 1
     assert [(r["agent"], r["final"]) for r in read_rows(into)] == [("sac", "421.0")]
+
+
+def test_table1_compute_names_the_sets_and_a_set_with_some_methods_only():
+    from svpg.report_tables import METHOD_LABELS, TABLE1_ESTIMATE, _table1_compute
+
+    boston = [{"dataset": "boston", "method": m, "seconds": "900"} for m in METHOD_LABELS]
+    naval = [{"dataset": "naval", "method": "s2vgd", "seconds": "1800"}]
+    assert _table1_compute(boston + naval) == (
+        f"Boston, Naval with S²VGD (K = 1) only: 9 fits of a method on a split, 2.5 hours of training; "
+        f"{TABLE1_ESTIMATE} for all nine sets"
+    )
+    assert _table1_compute([]) == TABLE1_ESTIMATE
