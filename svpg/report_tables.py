@@ -750,9 +750,7 @@ register(
         doc="docs/bandits.md",
         source=WHEEL_FILE,
         build=_bandit_wheel,
-        first="for each δ above, python train.py bandit --problem wheel --delta D --rounds 5000 --num-seeds 5 "
-        "--run-name wheel-D and the same with --agents bbb,vmg,kflow-diag,kflow-linear,badam,uniform "
-        "--run-name wheel-variational-D",
+        first="the loop over δ above",
         command="python -m svpg.report gather runs/wheel-* --into bench/results/bandit_wheel.csv",
         compute=lambda rows: _bandit_compute("10 runs of 5 seeds, about 40 core-minutes")(_wheel_rows(rows)),
         select={"problem": "wheel", "rounds": 5000},
