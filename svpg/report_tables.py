@@ -785,7 +785,7 @@ for _problem, _rounds, _seeds, _run, _estimate in (
             source=SHOWDOWN_FILE,
             build=_bandit_showdown(_problem),
             command=f"python train.py bandit --problem {_problem} --rounds {_rounds} --num-seeds {_seeds} "
-            f"--agents $AGENTS --run-name {_run}; python -m svpg.report gather runs/{_run} --into {SHOWDOWN_FILE}",
+            f"--agents $AGENTS --run-name {_run} && python -m svpg.report gather runs/{_run} --into {SHOWDOWN_FILE}",
             compute=_bandit_compute(_estimate),
             select={"problem": _problem, "rounds": _rounds, "options": ""},  # our schedule: not the one below
         )

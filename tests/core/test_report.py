@@ -297,3 +297,12 @@ def test_table1_compute_names_the_sets_and_a_set_with_some_methods_only():
         f"{TABLE1_ESTIMATE} for all nine sets"
     )
     assert _table1_compute([]) == TABLE1_ESTIMATE
+
+
+def test_every_reproduce_line_gives_a_shell_command_in_its_code_span():
+    """Prose (what to run first, what to repeat) stays outside the span a reader pastes into a shell."""
+    from svpg.report import _tables
+
+    for name, table in _tables().items():
+        assert table.command.startswith("python "), (name, table.command)
+        assert " above" not in table.command and "; " not in table.command, (name, table.command)
