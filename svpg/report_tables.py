@@ -1061,7 +1061,7 @@ def _order(*methods: str, prefix: str = "") -> list[tuple[str, str]]:
     return [(f"{prefix}{METHOD_LABELS[m]}", m) for m in methods]
 
 
-for _dataset, _methods, _s2vgd_paper, _vmg_paper, _command, _estimate in (
+for _dataset, _methods, _s2vgd_paper, _vmg_paper, (_first, _gather), _estimate in (
     ("yacht", _order("s2vgd", "svgd", "map", "kflow-linear", "kflow-diag", "bbb", "badam", "vmg"),
      ("0.47 / 0.86 / 0.48", "−0.81 / −1.23 / −1.30"), ("0.77 ± 0.06", "−1.29 ± 0.02"),
      ("the Yacht commands above", "python -m svpg.report gather runs/table1-yacht runs/table1-yacht-vmg"),
@@ -1085,8 +1085,8 @@ for _dataset, _methods, _s2vgd_paper, _vmg_paper, _command, _estimate in (
             doc="docs/supervised.md",
             source=UCI_FILE,
             build=_uci_table({_dataset: _methods}, {_dataset: _papers(_s2vgd_paper, _vmg_paper)}),
-            first=_command[0],
-            command=f"{_command[1]} --into {UCI_FILE}",
+            first=_first,
+            command=f"{_gather} --into {UCI_FILE}",
             compute=_supervised_compute(_estimate),
             select={"dataset": _dataset, **UCI_SELECT},
         )
