@@ -1013,7 +1013,7 @@ def _per_method(optimizers: dict[str, str], papers: list[tuple[str, str, str]]):
     return methods, published
 
 
-for _dataset, _optimizers, _papers_rows, _command, _estimate in (
+for _dataset, _optimizers, _papers_rows, (_first, _train), _estimate in (
     (
         "boston",
         {"s2vgd": "Adam 3e-3, 2400", "svgd": "Adam 3e-3, 800", "bbb": "Adam 3e-3, 2400",
@@ -1023,8 +1023,8 @@ for _dataset, _optimizers, _papers_rows, _command, _estimate in (
          ("S²VGD paper, Table 1: SVGD", "2.96 ± 0.10", "−2.50 ± 0.03"),
          ("S²VGD paper, Table 1: VMG (re-reported)", "2.70", "−2.46"),
          ("VMG paper, Table 1: VMG", "2.81 ± 0.11", "−2.54 ± 0.08")],
-        "python train.py supervised --dataset boston --protocol standard --method "
-        "s2vgd,svgd,bbb,vmg,kflow-linear,kflow-diag,badam,map --threads 1",
+        ("", "python train.py supervised --dataset boston --protocol standard --method "
+         "s2vgd,svgd,bbb,vmg,kflow-linear,kflow-diag,badam,map --threads 1 && "),
         "about 1.8 core-hours",
     ),
     (
@@ -1036,7 +1036,7 @@ for _dataset, _optimizers, _papers_rows, _command, _estimate in (
          ("S²VGD paper, Table 1: SVGD", "5.32 ± 0.10", "−3.08 ± 0.02"),
          ("S²VGD paper, Table 1: VMG (re-reported)", "4.89", "−3.01"),
          ("VMG paper, Table 1: VMG", "4.70 ± 0.14", "−2.98 ± 0.03")],
-        "the Concrete command above",
+        ("the Concrete command above", ""),
         "about 4.5 core-hours",
     ),
 ):  # fmt: skip
@@ -1047,9 +1047,8 @@ for _dataset, _optimizers, _papers_rows, _command, _estimate in (
             doc="docs/supervised.md",
             source=UCI_FILE,
             build=_uci_table({_dataset: _methods}, {_dataset: _published}, differences=False),
-            first="" if _command.startswith("python ") else _command,
-            command=(f"{_command} && " if _command.startswith("python ") else "")
-            + f"python -m svpg.report gather runs/<run-name> --into {UCI_FILE}",
+            first=_first,
+            command=f"{_train}python -m svpg.report gather runs/<run-name> --into {UCI_FILE}",
             compute=_supervised_compute(_estimate),
             select={"dataset": _dataset, **UCI_SELECT},
         )
