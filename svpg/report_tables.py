@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 
 from svpg.report import NOT_MEASURED, ReportError, Table, doc_number, register, render_table, rl_options
+from svpg.rl.config import PAPER_ESTIMATORS
 
 BENCHMARK_FILE = "bench/results/benchmark_results.csv"
 OFF_POLICY_FILE = "bench/results/benchmark_off_policy.csv"
@@ -1467,7 +1468,6 @@ register(
 PAPER_GRID_FILE = "bench/results/rl_paper_grid.csv"
 ABLATION_FILE = "bench/results/rl_ablation.csv"
 GRID_METHODS = ("s2vgd", "svgd", "svgd-star", "independent")
-GRID_ESTIMATORS = ("reinforce", "a2c")
 #: the SB3 rows of the swing-up grid: (label, the gathered method of python -m svpg.studies.sb3)
 GRID_SB3 = (("SB3 A2C", "sb3-a2c"), ("SB3 PPO", "sb3-ppo"))
 #: the ablation's report stage: its cells and seeds (the tuning stage's seeds 100–104 are not the tables')
@@ -1517,7 +1517,7 @@ def _paper_grid(task: str, sb3: bool = False):
         runs = _preset_runs(rows, task) + [r for r in rows if r["method"] in dict(GRID_SB3).values()]
         summary = summarise(_curve_rows(runs, "method"), metrics=("mean", "max"))
         table = []
-        for estimator in GRID_ESTIMATORS:
+        for estimator in PAPER_ESTIMATORS:
             for method in GRID_METHODS:
                 s = summary.get((method, estimator))
                 cells = grid_cells(s["mean"], s["max"]) if s else [None] * 4
@@ -1584,7 +1584,7 @@ def _ablation_rows(summary: dict) -> str:
     from svpg.studies.ablation_analysis import _interval, _pm, _sig
 
     table = []
-    for estimator in GRID_ESTIMATORS:
+    for estimator in PAPER_ESTIMATORS:
         for cell in ABLATION_CELLS:
             r = summary.get((cell, estimator))
             cells = None if r is None else [

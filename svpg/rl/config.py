@@ -32,8 +32,10 @@ POLICY_METHODS = {
 METHODS = POLICY_METHODS  # the former name, kept for existing imports
 #: the ``--estimator`` names, in registry order (svpg.rl.estimators.ESTIMATORS holds the classes)
 ESTIMATORS = tuple(ESTIMATOR_CLASSES)
-#: the estimators that learn from their own rollouts only: the paper grids' choices
+#: the estimators that learn from their own rollouts only: the experiments harness's default
 ON_POLICY_ESTIMATORS = tuple(name for name, cls in ESTIMATOR_CLASSES.items() if cls.on_policy)
+#: the estimators of the SVPG paper's experiments (§5): the structure ablation's default and its tables'
+PAPER_ESTIMATORS = ("reinforce", "a2c")
 #: Options that ``--resume`` may change: how long to train and how, not what is trained.
 RESUMABLE_OPTIONS = (
     "iterations",

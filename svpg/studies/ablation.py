@@ -8,7 +8,8 @@ S²VGD (Zhang, Li, Chen, Carin, AISTATS 2018, https://proceedings.mlr.press/v84/
 Figure 4) reports that structural weight uncertainty, W = P Λ1 C Λ2 Qᵀ with K Householder reflections per
 side (eqs. 10–13) under the matrix-variate Gaussian prior of eq. 14, converges faster and higher than plain
 SVGD in Stein variational policy gradient (eqs. 17–19). This harness trains a grid of *cells* on one task's
-preset, each with both estimators, and compares every cell with plain SVGD seed by seed:
+preset, each with the paper's two estimators (REINFORCE and A2C; ``--estimators`` chooses others), and
+compares every cell with plain SVGD seed by seed:
 
 * ``s2vgd-K<k>-<prior>-a<α>`` for K in ``--householders``, prior in ``--priors`` (``flat``, or ``mvg``: eq. 14
   with Inv-Gamma hyperpriors) and the temperature α of eq. 18 in ``--alphas``;
@@ -54,7 +55,7 @@ from pathlib import Path
 
 from svpg.grid import add_backend_arguments
 from svpg.io import atomic_write
-from svpg.rl.config import ESTIMATORS, ON_POLICY_ESTIMATORS, PAPER_TASKS
+from svpg.rl.config import ESTIMATORS, PAPER_ESTIMATORS, PAPER_TASKS
 from svpg.stats import parse_range_list
 from svpg.studies import experiments
 from svpg.studies.ablation_analysis import THRESHOLD, WINDOW
@@ -235,8 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--alphas", default=None, help="the grid's temperatures α (default: the preset's α × 0.3, 1, 3)")
     p.add_argument(
         "--estimators",
-        default=",".join(ON_POLICY_ESTIMATORS),
-        help=f"comma-separated, from {', '.join(ESTIMATORS)} (default: %(default)s)",
+        default=",".join(PAPER_ESTIMATORS),
+        help=f"comma-separated, from {', '.join(ESTIMATORS)} (default: the paper's, %(default)s)",
     )
     p.add_argument(
         "--reference", default="svgd", help="the cell every other is compared with, seed by seed (default: svgd)"

@@ -220,6 +220,13 @@ def test_a_rerun_skips_finished_runs_and_select_waits_for_them(tiny, capsys):
     assert "4 of 4 runs" in capsys.readouterr().err
 
 
+def test_by_default_every_cell_runs_with_the_papers_two_estimators(tmp_path, capsys):
+    # --select counts the plan's runs without training any: 2 cells × REINFORCE and A2C × 3 seeds
+    argv = ["--task", "swingup", "--seeds", "0-2", "--cells", "s2vgd-K1-flat-a300,svgd", "--select"]
+    assert ablation.main([*argv, "--out", str(tmp_path / "out")]) == 1
+    assert "12 of 12 runs" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_an_interrupted_run_resumes_from_its_last_checkpoint(tiny, tmp_path, capsys):
     out = tmp_path / "copy"
