@@ -1025,7 +1025,7 @@ for _dataset, _optimizers, _papers_rows, (_first, _train), _estimate in (
          ("S²VGD paper, Table 1: VMG (re-reported)", "2.70", "−2.46"),
          ("VMG paper, Table 1: VMG", "2.81 ± 0.11", "−2.54 ± 0.08")],
         ("", "python train.py supervised --dataset boston --protocol standard --method "
-         "s2vgd,svgd,bbb,vmg,kflow-linear,kflow-diag,badam,map --threads 1 && "),
+         "s2vgd,svgd,bbb,vmg,kflow-linear,kflow-diag,badam,map --threads 1"),
         "about 1.8 core-hours",
     ),
     (
@@ -1049,7 +1049,9 @@ for _dataset, _optimizers, _papers_rows, (_first, _train), _estimate in (
             source=UCI_FILE,
             build=_uci_table({_dataset: _methods}, {_dataset: _published}, differences=False),
             first=_first,
-            command=f"{_train}python -m svpg.report gather runs/<run-name> --into {UCI_FILE}",
+            command=" && ".join(
+                filter(None, (_train, f"python -m svpg.report gather runs/<run-name> --into {UCI_FILE}"))
+            ),
             compute=_supervised_compute(_estimate),
             select={"dataset": _dataset, **UCI_SELECT},
         )
@@ -1606,9 +1608,9 @@ def _ablation_time_table(task: str):
 
 def _ablation_time_rows(summary: dict) -> str:
     table = []
-    for estimator, label in (("reinforce", "REINFORCE"), ("a2c", "A2C")):
+    for estimator in PAPER_ESTIMATORS:
         r = [summary.get((cell, estimator)) for cell in ABLATION_CELLS]
-        table.append(_measured([label], [None if x is None else _to_threshold(x) for x in r]))
+        table.append(_measured([ESTIMATOR_LABELS[estimator]], [None if x is None else _to_threshold(x) for x in r]))
     return render_table(["estimator", *(f"`{c}`" for c in ABLATION_CELLS)], table, "lrrrr")
 
 
