@@ -45,6 +45,29 @@ def torch_threads(threads: int | None):
         torch.set_num_threads(before)
 
 
+@contextlib.contextmanager
+def flush_denormals():
+    """Run the block with subnormal floats (magnitude below 1.2e-38 in float32) flushed to zero on the CPU,
+    then restore the caller's setting (``torch.set_flush_denormal``: x86's FTZ / DAZ).
+
+    A ReLU network's dead units feel only the prior's pull, which shrinks their weights (and Adam's moments)
+    into subnormals; CPUs handle those in microcode, tens of times slower per operation, so a long fit
+    slows down as they pile up. Only values below that bound change. The flag belongs to the calling thread and is inherited by the threads
+    it starts; torch's intra-op threads started before the block keep their own.
+    """
+    before = flushing_denormals()
+    torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(before)
+
+
+def flushing_denormals() -> bool:
+    """Whether this thread flushes subnormals (torch has no getter: a subnormal then reads as 0)."""
+    return torch.tensor([1e-40], dtype=torch.float32).mul(1.0).item() == 0.0
+
+
 class StopRequest:
     """SIGINT / SIGTERM ask a training loop to stop at its next safe point instead of killing it.
 

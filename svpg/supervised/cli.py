@@ -47,7 +47,7 @@ from svpg.allocator import keep_freed_memory
 from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, explicit_options
 from svpg.grid import add_backend_arguments
 from svpg.runs import Writer
-from svpg.runtime import StopRequest
+from svpg.runtime import StopRequest, flush_denormals
 
 # the names this module had before it was split into modules with one job each, still importable from here
 from svpg.supervised.config import (  # noqa: F401
@@ -109,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     run = None
     # at once, not at a safe point: the split in progress is discarded anyway, and one epoch can take minutes
     with StopRequest(immediate=True) as stop, contextlib.ExitStack() as held:
+        # before any torch work, so that the intra-op threads (started later) inherit it
+        held.enter_context(flush_denormals())
         try:
             writer = held.enter_context(Writer(args.resume))  # one writer per run folder, before a resumed one is read
             run = (

@@ -16,7 +16,7 @@ from svpg.core.probability import gaussian_log_prob, log_mean_exp
 from svpg.core.svgd import OPTIMIZERS
 from svpg.core.variational import FAMILIES, posterior_options
 from svpg.io import load_tensors, save_tensors
-from svpg.runtime import DEFAULT_THREADS, torch_threads
+from svpg.runtime import DEFAULT_THREADS, flush_denormals, torch_threads
 from svpg.supervised.data import (
     Standardizer,
     check_features,
@@ -47,7 +47,8 @@ def _renamed_particles(n_particles: int, stacklevel: int) -> int:
 
 
 def _in_threads(method):
-    """Run an estimator method on the estimator's torch CPU threads; the caller's count is restored."""
+    """Run an estimator method on the estimator's torch CPU threads, with subnormal floats flushed to zero
+    (:func:`svpg.runtime.flush_denormals`); the caller's settings are restored."""
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
@@ -55,7 +56,7 @@ def _in_threads(method):
             raise ValueError(
                 f"threads must be a positive integer (or None for the caller's setting), got {self.threads!r}"
             )
-        with torch_threads(self.threads):
+        with torch_threads(self.threads), flush_denormals():
             return method(self, *args, **kwargs)
 
     return wrapper
