@@ -235,11 +235,12 @@ def test_sigint_saves_finished_splits_and_resumes_bit_identical(csv_file, tmp_pa
 
 @pytest.mark.slow  # a killed real process; the default suite has the Ctrl-C one above and RL's kill inside a write
 def test_sigkill_between_a_model_file_and_its_row_resumes_bit_identical(csv_file, tmp_path, reference):
-    """Killed while split 1's row is saved (6th atomic write: config, then model, row and results.json
-    of each split): split 1's model file has no row and a temporary is left; --resume redoes split 1."""
+    """Killed while split 1's row is saved (7th atomic write: config, provenance, then model, row and
+    results.json of each split): split 1's model file has no row and a temporary is left; --resume redoes
+    split 1."""
     run = tmp_path / "run"
     driver = Path(__file__).resolve().parents[1] / "kill_driver.py"
-    done = subprocess.run([sys.executable, str(driver), "replace:6:before", "--", "supervised",
+    done = subprocess.run([sys.executable, str(driver), "replace:7:before", "--", "supervised",
                            *options(csv_file, tmp_path, "run")], capture_output=True, text=True, timeout=120)
     assert done.returncode == -signal.SIGKILL, done.stderr
     assert len(rows(run)) == 1 and (run / "models" / "s2vgd_split01.safetensors").exists()
