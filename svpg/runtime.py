@@ -52,8 +52,8 @@ def flush_denormals():
 
     A ReLU network's dead units feel only the prior's pull, which shrinks their weights (and Adam's moments)
     into subnormals; CPUs handle those in microcode, tens of times slower per operation, so a long fit
-    slows down as they pile up. Only values below that bound change. The flag belongs to the calling thread and is inherited by the threads
-    it starts; torch's intra-op threads started before the block keep their own.
+    slows down as they pile up. Only values below that bound change. The flag belongs to the calling thread
+    and is inherited by the threads it starts; torch's intra-op threads started before the block keep their own.
     """
     before = flushing_denormals()
     torch.set_flush_denormal(True)

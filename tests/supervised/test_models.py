@@ -1,5 +1,4 @@
 """Supervised front end: the estimators (fit/predict/save/load) on small real problems."""
-
 from __future__ import annotations
 
 import math
@@ -27,24 +26,14 @@ def _toy_1d(n=200, seed=0):
     x = rng.uniform(-1, 1, (n, 1))
     y = np.sin(3 * x[:, 0]) * 10 + 50 + rng.normal(0, 0.5, n)  # off-centre, scaled: tests the unit handling
     return x, y
-
-
 # (with much fewer points the hierarchical prior wins: the posterior mode shrinks every weight to 0)
 
 
 @pytest.fixture(scope="module")
 def toy_model():
     x, y = _toy_1d()
-    model = BayesianRegressor(
-        method="s2vgd",
-        num_particles=10,
-        hidden=(50,),
-        lr=1e-2,
-        epochs=100,
-        batch_size=50,
-        validation_fraction=0.0,
-        seed=0,
-    )
+    model = BayesianRegressor(method="s2vgd", num_particles=10, hidden=(50,), lr=1e-2, epochs=100, batch_size=50,
+                              validation_fraction=0.0, seed=0)
     return model.fit(x, y), x, y
 
 
@@ -86,9 +75,7 @@ def test_tiny_regression_reaches_low_rmse():
     w = rng.normal(size=4)
     x = rng.normal(size=(240, 4))
     y = 3 * (x @ w) + 0.5 * np.tanh(x[:, 0]) + 100 + rng.normal(0, 0.1, 240)  # target std ≈ 6
-    model = BayesianRegressor(
-        method="s2vgd", num_particles=5, lr=3e-2, lr_schedule="cosine", epochs=100, batch_size=50, seed=1
-    )
+    model = BayesianRegressor(method="s2vgd", num_particles=5, lr=3e-2, lr_schedule="cosine", epochs=100, batch_size=50, seed=1)
     model.fit(x[:200], y[:200])
     r = model.evaluate(x[200:], y[200:])
     assert r["rmse"] < 0.4, r  # 1/15 of the target std
@@ -116,9 +103,7 @@ def test_same_seed_is_bit_identical_and_streams_are_independent(monkeypatch):
     a = BayesianRegressor(num_particles=3, seed=5, **kwargs).fit(x, y)
     assert torch.equal(a.theta_, BayesianRegressor(num_particles=3, seed=5, **kwargs).fit(x, y).theta_)
     assert not torch.equal(a.theta_, BayesianRegressor(num_particles=3, seed=6, **kwargs).fit(x, y).theta_)
-    assert torch.equal(torch.random.get_rng_state(), torch_state) and np.array_equal(
-        np.random.get_state()[1], numpy_state
-    )
+    assert torch.equal(torch.random.get_rng_state(), torch_state) and np.array_equal(np.random.get_state()[1], numpy_state)
 
     randperm, orders = torch.randperm, []
 
@@ -220,9 +205,7 @@ def test_save_load_round_trip_gives_identical_predictions(tmp_path, toy_model, d
     x_tr, y_tr, x_te, _ = digits
     clf = BayesianClassifier(method="svgd", num_particles=2, hidden=(16,), epochs=1, seed=0).fit(x_tr[:500], y_tr[:500])
     clf.save(tmp_path / "clf.safetensors")
-    np.testing.assert_array_equal(
-        BayesianClassifier.load(tmp_path / "clf.safetensors").predict_proba(x_te), clf.predict_proba(x_te)
-    )
+    np.testing.assert_array_equal(BayesianClassifier.load(tmp_path / "clf.safetensors").predict_proba(x_te), clf.predict_proba(x_te))
     with pytest.raises(CheckpointError, match="bnn-classifier"):
         BayesianRegressor.load(tmp_path / "clf.safetensors")
     (tmp_path / "bad.safetensors").write_bytes(b"\x00" * 20)
@@ -277,7 +260,6 @@ def test_n_particles_is_the_former_name_of_num_particles(tmp_path):
     meta["params"]["n_particles"] = meta["params"].pop("num_particles")
     save_tensors(path, tensors, kind, meta)
     import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         loaded = BayesianRegressor.load(path)
@@ -330,25 +312,15 @@ def test_a_fit_continued_from_its_checkpoint_ends_as_an_uninterrupted_one_bit_fo
     x, y = _toy_1d(n=120)
 
     def make():
-        return BayesianRegressor(
-            method=method,
-            num_particles=4,
-            hidden=(8,),
-            epochs=12,
-            batch_size=20,
-            validation_fraction=0.2,
-            eval_every=2,
-            lr_schedule="cosine",
-            seed=3,
-        )
+        return BayesianRegressor(method=method, num_particles=4, hidden=(8,), epochs=12, batch_size=20,
+                                 validation_fraction=0.2, eval_every=2, lr_schedule="cosine", seed=3)
 
     straight = make().fit(x, y)
     continued = _interrupted_then_continued(make, x, y, tmp_path / "fit.pt", stop_at=7)
     assert continued.resumed_epoch_ == 6 and [h["epoch"] for h in continued.history_] == list(range(1, 13))
     assert continued.best_epoch_ == straight.best_epoch_
     assert [h.get("val_log_likelihood") for h in continued.history_] == [
-        h.get("val_log_likelihood") for h in straight.history_
-    ]
+        h.get("val_log_likelihood") for h in straight.history_]
     for a, b in zip(continued.predict_particles(x), straight.predict_particles(x)):
         np.testing.assert_array_equal(a, b)
 
@@ -359,18 +331,8 @@ def test_a_classifier_keeps_a_best_epoch_saved_before_the_interruption(tmp_path,
     x, y = digits[0][:300], digits[1][:300]
 
     def make():  # a high rate under eq. 14: the validation likelihood peaks early (epoch 3 of 8)
-        return BayesianClassifier(
-            method="svgd",
-            num_particles=3,
-            hidden=(32,),
-            epochs=8,
-            batch_size=25,
-            lr=0.1,
-            weight_prior="mvg",
-            validation_fraction=0.3,
-            eval_every=1,
-            seed=0,
-        )
+        return BayesianClassifier(method="svgd", num_particles=3, hidden=(32,), epochs=8, batch_size=25, lr=0.1,
+                                  weight_prior="mvg", validation_fraction=0.3, eval_every=1, seed=0)
 
     straight = make().fit(x, y)
     assert straight.best_epoch_ <= 4
@@ -387,9 +349,7 @@ def test_the_checkpoint_of_another_fit_or_device_is_refused(tmp_path):
     with pytest.raises(CheckpointError, match=r"fit\.pt is the checkpoint of a different fit .*delete it"):
         BayesianRegressor(method="map", hidden=(4,), epochs=2, seed=1).fit(x, y, checkpoint=path)
     with pytest.raises(CheckpointError, match="different fit"):
-        BayesianRegressor(method="map", hidden=(4,), epochs=2, seed=0).fit(
-            x, np.where(x[:, 0] > 0, y, 0), checkpoint=path
-        )
+        BayesianRegressor(method="map", hidden=(4,), epochs=2, seed=0).fit(x, np.where(x[:, 0] > 0, y, 0), checkpoint=path)
     state = torch.load(path, weights_only=True)
     torch.save({**state, "device": "cuda"}, path)  # as a fit on a GPU would have saved it
     with pytest.raises(CheckpointError, match=r"fit\.pt was saved by a fit on cuda, this one runs on cpu: continue"):
@@ -404,16 +364,8 @@ def test_vmg_kept_at_its_last_epoch_ends_with_its_polyak_average(tmp_path):
     x, y = _toy_1d(n=120)
 
     def fitted(keep):
-        return BayesianRegressor(
-            method="vmg",
-            hidden=(8,),
-            epochs=6,
-            batch_size=20,
-            validation_fraction=0.2,
-            eval_every=6,
-            keep_epoch=keep,
-            seed=0,
-        ).fit(x, y)
+        return BayesianRegressor(method="vmg", hidden=(8,), epochs=6, batch_size=20, validation_fraction=0.2,
+                                 eval_every=6, keep_epoch=keep, seed=0).fit(x, y)
 
     best, last = fitted("best"), fitted("last")
     assert best.best_epoch_ == 6
@@ -425,16 +377,8 @@ def test_a_fixed_gaussian_weight_prior_is_the_particles_whole_prior_and_survives
     """weight_prior='gaussian': the log prior of a classifier's particles is Σ log N(θ; 0, prior_std²) over
     every coordinate (no variance coordinates, no hyperprior), and a saved model loads with it."""
     x, y = digits[0][:200], digits[1][:200]
-    model = BayesianClassifier(
-        method="s2vgd",
-        num_particles=2,
-        hidden=(8,),
-        epochs=1,
-        weight_prior="gaussian",
-        prior_std=0.5,
-        validation_fraction=0.0,
-        seed=0,
-    ).fit(x, y)
+    model = BayesianClassifier(method="s2vgd", num_particles=2, hidden=(8,), epochs=1, weight_prior="gaussian",
+                               prior_std=0.5, validation_fraction=0.0, seed=0).fit(x, y)
     posterior = model._particles()
     assert not any("log_var" in name for name in posterior.layout)
     theta = posterior.theta.detach()
@@ -487,15 +431,8 @@ def test_a_checkpoint_saved_before_the_weight_prior_option_still_continues(tmp_p
 
     with monkeypatch.context() as old_version:  # the fingerprint of an earlier svpg: parameters without these two
         digest = TrainingCheckpoint.fingerprint_of
-        old_version.setattr(
-            TrainingCheckpoint,
-            "fingerprint_of",
-            staticmethod(
-                lambda params, *data: digest(
-                    {k: v for k, v in params.items() if k not in ("weight_prior", "prior_std")}, *data
-                )
-            ),
-        )
+        old_version.setattr(TrainingCheckpoint, "fingerprint_of", staticmethod(lambda params, *data: digest(
+            {k: v for k, v in params.items() if k not in ("weight_prior", "prior_std")}, *data)))
         old_version.setattr(BayesianRegressor, "_ADDED_LATER", {})
         with pytest.raises(_Stop):
             make().fit(x, y, callback=stop, checkpoint=path, checkpoint_minutes=1e-9)

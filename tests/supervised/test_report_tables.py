@@ -18,31 +18,13 @@ from svpg.report_tables import MNIST_ESTIMATE
 from svpg.supervised.cli import main as supervised
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-needs_yacht = pytest.mark.skipif(
-    not (DATA / "uci_splits" / "yacht" / "data.txt").is_file(), reason="the shared offline data are not present"
-)
+needs_yacht = pytest.mark.skipif(not (DATA / "uci_splits" / "yacht" / "data.txt").is_file(),
+                                 reason="the shared offline data are not present")
 
 
 def fit(log_dir: Path, name: str, *options: str) -> Path:
-    argv = [
-        "--epochs",
-        "2",
-        "--hidden",
-        "8",
-        "--num-particles",
-        "3",
-        "--progress",
-        "false",
-        "--save-models",
-        "false",
-        "--threads",
-        "1",
-        "--log-dir",
-        str(log_dir),
-        "--run-name",
-        name,
-        *options,
-    ]  # options: the last word
+    argv = ["--epochs", "2", "--hidden", "8", "--num-particles", "3", "--progress", "false", "--save-models", "false",
+            "--threads", "1", "--log-dir", str(log_dir), "--run-name", name, *options]  # options: the last word
     assert supervised(argv) == 0
     return log_dir / name
 
@@ -77,22 +59,8 @@ def difference(a: list[float], b: list[float], digits: int = 3) -> str:
 def yacht(tmp_path_factory):
     """A tiny run of S²VGD, SVGD and MAP on Yacht's first three standard splits, gathered."""
     root = tmp_path_factory.mktemp("yacht")
-    run = fit(
-        root,
-        "yacht",
-        "--dataset",
-        "yacht",
-        "--protocol",
-        "standard",
-        "--data-dir",
-        str(DATA),
-        "--method",
-        "s2vgd,svgd,map",
-        "--num-splits",
-        "3",
-        "--checkpoint-minutes",
-        "5",
-    )
+    run = fit(root, "yacht", "--dataset", "yacht", "--protocol", "standard", "--data-dir", str(DATA),
+              "--method", "s2vgd,svgd,map", "--num-splits", "3", "--checkpoint-minutes", "5")
     into = root / "supervised_uci.csv"
     assert gather([run], into, "test", "abc") == 9
     return run, read_rows(into)
@@ -156,20 +124,8 @@ def test_a_uci_table_and_table1_from_gathered_runs(yacht, tmp_path):
 def test_the_mnist_tables_from_a_gathered_classification_run(tmp_path):
     """A tiny classification run (the offline digits) gathered: its validation curves are recorded; as MNIST's
     rows of the tables' settings they fill the Table 2 row, the eq. 14 table and the curves table."""
-    run = fit(
-        tmp_path,
-        "digits",
-        "--dataset",
-        "digits",
-        "--method",
-        "map",
-        "--max-train",
-        "200",
-        "--num-splits",
-        "1",
-        "--epochs",
-        "3",
-    )
+    run = fit(tmp_path, "digits", "--dataset", "digits", "--method", "map", "--max-train", "200", "--num-splits", "1",
+              "--epochs", "3")
     into = tmp_path / "supervised_mnist.csv"
     assert gather([run], into, "test", "abc") == 1
     (row,) = read_rows(into)
@@ -193,9 +149,8 @@ def test_the_mnist_tables_from_a_gathered_classification_run(tmp_path):
     # the compute names what the measured fits took and that the other rows are not re-measured
     minutes = f"{float(row['seconds']) / 60:.0f} minutes"
     compute = _tables()["supervised-mnist"].compute
-    assert (
-        compute([last])
-        == f"1 fit of a method on a split, {minutes} of training; the other 5 not re-measured, {MNIST_ESTIMATE}"
+    assert compute([last]) == (
+        f"1 fit of a method on a split, {minutes} of training; the other 5 not re-measured, {MNIST_ESTIMATE}"
     )
     assert compute([]) == MNIST_ESTIMATE
     # a row gathered before the gather recorded the validation curves: that cell is blank ("–"), the others as before
