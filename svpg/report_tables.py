@@ -38,8 +38,16 @@ def _benchmark_rows(rows: list[dict]) -> list[dict]:
 
 
 def _core_hours(rows: list[dict]) -> str:
+    """The runs' training hours; where they ran on more than one machine, which agents ran where, since
+    their wall-clock then compares only within a machine."""
     hours = sum(float(r["wall_s"]) for r in rows) / 3600
-    return f"{len(rows)} runs, {hours:.1f} core-hours of training {VM}"
+    agents_on: dict[str, set[str]] = {}
+    for r in rows:
+        agents_on.setdefault(r.get("machine") or "an unrecorded machine", set()).add(r.get("agent", "?"))
+    if len(agents_on) == 1:
+        return f"{len(rows)} runs, {hours:.1f} core-hours of training {VM}"
+    where = "; ".join(f"{', '.join(sorted(agents))} on {machine}" for machine, agents in sorted(agents_on.items()))
+    return f"{len(rows)} runs, {hours:.1f} core-hours of training: {where}; wall-clock compares within one machine"
 
 
 def _run_hours(how: str, planned: int):

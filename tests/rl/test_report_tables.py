@@ -236,3 +236,20 @@ def test_the_step_time_table_from_bench_throughput_cells(tmp_path):
     assert table["`svgd`"] == [seconds["svgd"], NOT_MEASURED, NOT_MEASURED, NOT_MEASURED]
     assert table["`s2vgd-K1`"] == [seconds["s2vgd-K1"], NOT_MEASURED, NOT_MEASURED, NOT_MEASURED]
     assert table["`svgd-star`"] == [NOT_MEASURED, "", "", ""]
+
+
+def test_a_task_table_run_on_two_machines_says_which_agent_ran_where(tmp_path):
+    """Wall-clock compares only within a machine: a task whose agents' rows name two machines says which agent ran
+    on which, with the summed training hours; rows of one machine keep the plain line."""
+    row = {"env_steps": 1_000_000, "final": 2000.0, "final_particle_mean": 1000.0, "best_particle": 0,
+           "task": "Walker2d-v5", "eval_episodes": 10, "commit": "abc", "auc": 400.0, "options": ""}  # fmt: skip
+    rows = [{**row, "agent": "s2vgd", "seed": s, "wall_s": 600.0, "machine": "machine A"} for s in range(2)]
+    path = tmp_path / "bench" / "results" / "benchmark_results.csv"
+    path.parent.mkdir(parents=True)
+    write_rows(path, rows)
+    table = _tables()["benchmark-walker2d"]
+    assert "(2 runs, 0.3 core-hours of training on the 2-core VM)" in table.render(tmp_path)
+    rows += [{**row, "agent": "ppo", "seed": s, "wall_s": 1200.0, "machine": "machine B"} for s in range(2)]
+    write_rows(path, rows)
+    line = table.render(tmp_path).splitlines()[-1]
+    assert "(4 runs, 1.0 core-hours of training: s2vgd on machine A; ppo on machine B; wall-clock compares" in line
