@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import shutil
 from dataclasses import dataclass
@@ -126,7 +127,15 @@ def validation_curves(run_dir: Path, method: str, k: int) -> dict[str, list[list
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     events = EventAccumulator(str(folder), size_guidance={"scalars": 0})  # every point, not a sample of them
-    events.Reload()
+    # A resumed fit rewrites the epochs after its checkpoint; the reader drops the stale ones as it should, and
+    # its warning about "a TensorFlow restart" would only puzzle whoever gathers the run.
+    tb_logger = logging.getLogger("tensorboard")
+    level = tb_logger.level
+    tb_logger.setLevel(logging.ERROR)
+    try:
+        events.Reload()
+    finally:
+        tb_logger.setLevel(level)
     found = set(events.Tags().get("scalars", ()))
     return {
         tag: [[e.step, e.value] for e in sorted(events.Scalars(tag), key=lambda e: e.step)]

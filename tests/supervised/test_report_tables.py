@@ -14,7 +14,7 @@ import pytest
 from scipy.stats import t as student_t
 
 from svpg.report import NOT_MEASURED, _tables, gather, read_rows, write_rows
-from svpg.report_tables import MNIST_ESTIMATE
+from svpg.report_tables import MNIST_COST
 from svpg.supervised.cli import main as supervised
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -149,10 +149,12 @@ def test_the_mnist_tables_from_a_gathered_classification_run(tmp_path):
     # the compute names what the measured fits took and that the other rows are not re-measured
     minutes = f"{float(row['seconds']) / 60:.0f} minutes"
     compute = _tables()["supervised-mnist"].compute
-    assert compute([last]) == (
-        f"1 fit of a method on a split, {minutes} of training; the other 5 not re-measured, {MNIST_ESTIMATE}"
-    )
-    assert compute([]) == MNIST_ESTIMATE
+    # the rest's estimate names the rows left, grouped by what each costs (MAP's is measured, so not among them)
+    left = (f"S²VGD (K = 1) and SVGD {MNIST_COST['SVGD']} each, S²VGD (K = 10) {MNIST_COST['S²VGD (K = 10)']}, "
+            f"BBB (Gaussian prior) {MNIST_COST['BBB (Gaussian prior)']}, VMG (150 pseudo-data pairs per layer) "
+            f"{MNIST_COST['VMG (150 pseudo-data pairs per layer)']} (100 epochs, one CPU thread)")  # fmt: skip
+    assert compute([last]) == f"1 fit of a method on a split, {minutes} of training; the other 5 not re-measured, {left}"
+    assert compute([]).startswith(f"S²VGD (K = 1) and SVGD {MNIST_COST['SVGD']} each, ") and "MAP " in compute([])
     # a row gathered before the gather recorded the validation curves: that cell is blank ("–"), the others as before
     earlier = {k: v for k, v in last.items() if k not in ("val_log_likelihood", "val_error")}
     assert cells(_tables()["supervised-mnist"].build([earlier]))["MAP"][:5] == table["MAP"][:4] + ["–"]
