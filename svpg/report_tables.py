@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 
 from svpg.report import NOT_MEASURED, ReportError, Table, doc_number, register, render_table, rl_options
@@ -63,6 +64,20 @@ def _run_hours(how: str, planned: int):
     return compute
 
 
+def _doc_cell(text: str, seeds: int) -> str:
+    """A benchmark table's cell as the documents print it (:func:`doc_number`); a paired difference over fewer
+    seeds than its row's ``seeds`` (a reference agent still being measured) says how many paired."""
+    pairs = re.search(r" \(n=(\d+)\)$", text)
+    if pairs and int(pairs[1]) < seeds:
+        return f"{doc_number(text)} ({pairs[1]} of {seeds} seeds paired)"
+    return doc_number(text)
+
+
+def _doc_row(row: list) -> list:
+    """A row of :func:`svpg.studies.benchmark.task_table` (agent, seeds, …) as the documents print it."""
+    return [_doc_cell(c, row[1]) if isinstance(c, str) else c for c in row]
+
+
 def _benchmark_task(task: str, marks: dict[str, str] | None = None, expected: Sequence[str] = ()):
     """The per-task table of docs/benchmarks.md: :func:`svpg.studies.benchmark.task_table`'s cells; ``marks``
     appends a footnote mark to an agent's wall-clock cell; an ``expected`` agent without runs says so."""
@@ -74,7 +89,7 @@ def _benchmark_task(task: str, marks: dict[str, str] | None = None, expected: Se
         wall = header.index("wall-clock per run (min)")
         cells = []
         for row in table:
-            row = [doc_number(c) if isinstance(c, str) else c for c in row]
+            row = _doc_row(row)
             row[wall] = f"{row[wall]}{(marks or {}).get(row[0], '')}"
             cells.append(row)
         done = {row[0] for row in table}
@@ -147,7 +162,7 @@ def _benchmark_summary(rows: list[dict]) -> str:
                 f"{task}, {steps}",
                 final("s2vgd"),
                 final("ppo"),
-                doc_number(diff),
+                _doc_cell(diff, by_agent.get("s2vgd", {}).get("seeds", 0)),
                 final("a2c"),
                 f"{wall('s2vgd')} / {wall('ppo')}",
             ]
@@ -368,7 +383,7 @@ def _budget_rows(rows: list[dict], name: str) -> str:
         by_agent = {row[0]: row for row in cells}
         for agent in budget.agents:
             if agent in by_agent:
-                table.append([task, *(doc_number(c) if isinstance(c, str) else c for c in by_agent[agent])])
+                table.append([task, *_doc_row(by_agent[agent])])
             else:
                 table.append([task, agent, NOT_YET, *[""] * (len(head) - 2)])
     return render_table(header, table, "ll" + "r" * (len(header) - 2))

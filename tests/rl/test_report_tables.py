@@ -253,3 +253,25 @@ def test_a_task_table_run_on_two_machines_says_which_agent_ran_where(tmp_path):
     write_rows(path, rows)
     line = table.render(tmp_path).splitlines()[-1]
     assert "(4 runs, 1.0 core-hours of training: s2vgd on machine A; ppo on machine B; wall-clock compares" in line
+
+
+def test_a_paired_difference_over_fewer_seeds_than_its_row_says_how_many_paired(tmp_path):
+    """While the reference agent has fewer seeds than svpg's row, the difference cells name how many seeds paired
+    (the documents otherwise drop the count, which equals the row's seeds); the summary's difference too."""
+    row = {"env_steps": 1_000_000, "task": "Walker2d-v5", "eval_episodes": 10, "commit": "abc", "options": "",
+           "best_particle": 0, "wall_s": 600.0, "machine": "m"}  # fmt: skip
+    finals = {0: 2000.0, 1: 2600.0}
+    rows = [{**row, "agent": "s2vgd", "seed": s, "final": f, "final_particle_mean": 1000.0, "auc": 400.0}
+            for s, f in finals.items()]  # fmt: skip
+    rows.append({**row, "agent": "ppo", "seed": 1, "final": 1500.0, "final_particle_mean": "", "auc": 900.0})
+    path = tmp_path / "bench" / "results" / "benchmark_results.csv"
+    path.parent.mkdir(parents=True)
+    write_rows(path, rows)
+    text = _tables()["benchmark-walker2d"].render(tmp_path)
+    s2vgd = next(line for line in text.splitlines() if line.startswith("| s2vgd |"))
+    assert "| +1100.0 (1 of 2 seeds paired) |" in s2vgd and "| −500.0 (1 of 2 seeds paired) |" in s2vgd
+    summary = _tables()["benchmark-summary"].render(tmp_path)
+    assert "| Walker2d-v5, 1 M | 2300.0 ± 300.0 | 1500.0 | +1100.0 (1 of 2 seeds paired) |" in summary
+    rows.append({**row, "agent": "ppo", "seed": 0, "final": 1000.0, "final_particle_mean": "", "auc": 800.0})
+    write_rows(path, rows)
+    assert "paired" not in _tables()["benchmark-walker2d"].render(tmp_path).split("Reproduce")[0]
