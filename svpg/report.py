@@ -145,9 +145,13 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence], align: str | N
     return "\n".join(lines) + "\n"
 
 
+#: the pair count :func:`svpg.stats.format_difference` ends a paired difference with
+PAIRS = re.compile(r" \(n=(\d+)\)$")
+
+
 def doc_number(text: str) -> str:
     """A cell of :mod:`svpg.stats` as the documents print it: Unicode minus signs, no ``(n=…)`` count."""
-    text = re.sub(r" \(n=\d+\)$", "", str(text))
+    text = PAIRS.sub("", str(text))
     return re.sub(r"(?<![\w.])-(?=\d)", "−", text)
 
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Sequence
 
-from svpg.report import NOT_MEASURED, ReportError, Table, doc_number, register, render_table, rl_options
+from svpg.report import NOT_MEASURED, PAIRS, ReportError, Table, doc_number, register, render_table, rl_options
 from svpg.rl.config import PAPER_ESTIMATORS
 
 BENCHMARK_FILE = "bench/results/benchmark_results.csv"
@@ -67,7 +66,7 @@ def _run_hours(how: str, planned: int):
 def _doc_cell(text: str, seeds: int) -> str:
     """A benchmark table's cell as the documents print it (:func:`doc_number`); a paired difference over fewer
     seeds than its row's ``seeds`` (a reference agent still being measured) says how many paired."""
-    pairs = re.search(r" \(n=(\d+)\)$", text)
+    pairs = PAIRS.search(text)
     if pairs and int(pairs[1]) < seeds:
         return f"{doc_number(text)} ({pairs[1]} of {seeds} seeds paired)"
     return doc_number(text)
@@ -162,7 +161,7 @@ def _benchmark_summary(rows: list[dict]) -> str:
                 f"{task}, {steps}",
                 final("s2vgd"),
                 final("ppo"),
-                _doc_cell(diff, by_agent.get("s2vgd", {}).get("seeds", 0)),
+                _doc_cell(diff, by_agent["s2vgd"]["seeds"]),
                 final("a2c"),
                 f"{wall('s2vgd')} / {wall('ppo')}",
             ]
@@ -932,15 +931,14 @@ def _supervised_compute(estimate: str | Callable[[list[dict]], str], used=None, 
 
     def compute(rows: list[dict]) -> str:
         rows = used(rows) if used else rows
-        if callable(estimate):  # an estimate of what the table's rows without runs would cost
-            return _supervised_compute(estimate(rows), fits=fits)(rows)
+        rest = estimate(rows) if callable(estimate) else estimate
         if not rows:
-            return estimate
+            return rest
         seconds = sum(s for s in (_number(r.get("seconds")) for r in rows) if math.isfinite(s))
         time = f"{seconds / 3600:.1f} hours" if seconds >= 3600 else f"{seconds / 60:.0f} minutes"
         done = f"{len(rows)} fit{'s' if len(rows) != 1 else ''} of a method on a split, {time} of training"
         if fits is not None and len(rows) < fits:
-            return f"{done}; the other {fits - len(rows)} not re-measured, {estimate}"
+            return f"{done}; the other {fits - len(rows)} not re-measured, {rest}"
         return done
 
     return compute
