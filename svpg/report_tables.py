@@ -1386,6 +1386,50 @@ register(
 )
 
 
+#: bench/mnist_vmg_pseudo_data.py's fits: VMG's pseudo-data pairs per layer scored on MNIST's validation images
+MNIST_VMG_PSEUDO_FILE = "bench/results/mnist_vmg_pseudo_data.jsonl"
+MNIST_VMG_PSEUDO_COUNTS = (10, 50, 150)
+
+
+def _mnist_vmg_pseudo_table(rows: list[dict]) -> str:
+    """Per pseudo-data count (the table's and any other in the file): the validation log-likelihood and error of
+    the epoch the CLI keeps (best validation log-likelihood), that epoch, the same at the last epoch, and the
+    fit's minutes."""
+    fits = {int(r["pseudo_data"]): r for r in rows}
+    table = []
+    for count in sorted({*MNIST_VMG_PSEUDO_COUNTS, *fits}):
+        r = fits.get(count)
+        cells: list[str | None] = [None] * 6
+        if r is not None:
+            cells = [f"{r['val_log_likelihood']:.4f}", f"{100 * r['val_error']:.2f} %", str(r["best_epoch"]),
+                     f"{r['last_val_log_likelihood']:.4f}", f"{100 * r['last_val_error']:.2f} %",
+                     f"{r['seconds'] / 60:.0f}"]  # fmt: skip
+        table.append(_measured([str(count)], cells))
+    header = ["pseudo-data pairs per layer", "validation LL (epoch kept)", "validation error", "epoch kept",
+              "validation LL at the last epoch", "validation error at the last epoch", "minutes per fit"]  # fmt: skip
+    return render_table(header, table, "rrrrrrr")
+
+
+def _mnist_vmg_pseudo_compute(rows: list[dict]) -> str:
+    if len(rows) < len(MNIST_VMG_PSEUDO_COUNTS):
+        return f"{len(MNIST_VMG_PSEUDO_COUNTS)} fits of 100 epochs on one CPU thread, about 1.5 core-hours in all"
+    hours = sum(float(r["seconds"]) for r in rows) / 3600
+    machines = sorted({r["machine"] for r in rows})
+    return f"{len(rows)} fits, {hours:.1f} core-hours of training on {' and '.join(machines)}, one thread each"
+
+
+register(
+    Table(
+        name="supervised-mnist-vmg-pseudo-data",
+        doc="docs/supervised.md",
+        source=MNIST_VMG_PSEUDO_FILE,
+        build=_mnist_vmg_pseudo_table,
+        command="python bench/mnist_vmg_pseudo_data.py --pseudo-data 10,50,150 --results " + MNIST_VMG_PSEUDO_FILE,
+        compute=_mnist_vmg_pseudo_compute,
+    )
+)
+
+
 register(
     Table(
         name="supervised-fashion-mnist",
