@@ -24,7 +24,7 @@ import json
 import time
 from pathlib import Path
 
-from svpg.cli import Parser
+from svpg.cli import Parser, _parse_bool
 from svpg.runs import describe_machine, source_commit
 from svpg.supervised.cli import SupervisedConfig, make_estimator, split_seed
 from svpg.supervised.runfolder import prepare
@@ -42,13 +42,20 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=0, help="training epochs (0: the CLI's 100)")
     parser.add_argument("--data-dir", default="", help="folder holding mnist/ (else $SVPG_DATA_DIR, the cache)")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--compile", type=_parse_bool, default=False, help="torch.compile the steps, as the CLI's")
     args = parser.parse_args()
     counts = [int(p) for p in args.pseudo_data.split(",")]
     results, work = Path(args.results), Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
     done = {json.loads(line)["pseudo_data"] for line in results.read_text().splitlines()} if results.exists() else set()
     cfg = SupervisedConfig(
-        dataset="mnist", method="vmg", epochs=args.epochs, data_dir=args.data_dir, threads=args.threads, progress=False
+        dataset="mnist",
+        method="vmg",
+        epochs=args.epochs,
+        data_dir=args.data_dir,
+        threads=args.threads,
+        compile=args.compile,
+        progress=False,
     )
     data, settings = prepare(cfg)  # the training and validation images only are used below
     for count in counts:

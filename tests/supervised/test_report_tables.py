@@ -183,8 +183,8 @@ def test_the_mnist_tables_from_a_gathered_classification_run(tmp_path, monkeypat
 
 
 def test_the_vmg_pseudo_data_table_from_the_bench_scripts_rows():
-    """bench/mnist_vmg_pseudo_data.py's rows (one per count): the validation figures of the epoch kept and of the last
-    epoch, in percent where an error; a count of the table without a row says *not re-measured*; the compute line is
+    """bench/mnist_vmg_pseudo_data.py's rows (one per count): the epochs trained, the validation figures of the epoch
+    kept and of the last epoch, in percent where an error; a count of the table without a row says *not re-measured*; the compute line is
     the estimate until every count has a row, then the fits' own hours."""
     def fit_row(count: int, seconds: float) -> dict:
         return {"pseudo_data": count, "best_epoch": 73, "val_log_likelihood": -0.05091, "val_error": 0.01456,
@@ -194,8 +194,8 @@ def test_the_vmg_pseudo_data_table_from_the_bench_scripts_rows():
     table = _tables()["supervised-mnist-vmg-pseudo-data"]
     shown = cells(table.build([fit_row(150, 2400.0), fit_row(50, 1500.0)]))
     assert list(shown) == ["10", "50", "150"]
-    assert shown["150"] == ["−0.0509", "1.46 %", "73", "−0.0510", "1.52 %", "40"]
-    assert shown["10"] == [NOT_MEASURED, "", "", "", "", ""]
+    assert shown["150"] == ["100", "−0.0509", "1.46 %", "73", "−0.0510", "1.52 %", "40"]
+    assert shown["10"] == [NOT_MEASURED, "", "", "", "", "", ""]
     assert "about 1.5 core-hours" in table.compute([fit_row(150, 2400.0)])
     rows = [fit_row(10, 900.0), fit_row(50, 1500.0), fit_row(150, 2400.0)]
     assert table.compute(rows) == "3 fits, 1.3 core-hours of training on m, one thread each"
