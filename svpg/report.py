@@ -11,7 +11,9 @@ formats the table from the file's rows. Under the table the report writes one li
 reproduces it, its compute and the file it writes. A row whose units are not in the file says
 *not re-measured* instead of a number. ``--check`` rebuilds every table in memory and names the first
 cell that differs (document, table, row, column, the files' value and the document's), so a number in
-a table that no file supports fails ``make test``.
+a table that no file supports fails ``make test``. A table may draw a figure from its rows (:class:`Figure`: a
+PNG under ``docs/img/`` that carries the SHA-256 of the rows it shows): the rebuild redraws it when they change,
+and ``--check`` names one they no longer give.
 
 ``gather`` exports the finished units of run folders into a result file: runs of
 ``python -m svpg.studies.benchmark`` (its ``--out`` or single run folders), of ``train.py bandit`` (one row per
@@ -19,7 +21,7 @@ agent and seed), of ``train.py supervised`` (one per method and split), of ``tra
 reached its budget, at its last iteration; a run short of it is left out and named; a grid's ``--out`` of
 ``python -m svpg.studies.experiments`` or ``ablation`` gives its runs, and the ``sb3/`` folder of
 ``python -m svpg.studies.sb3`` in it one row per SB3 agent and seed). Each row carries the unit's setting
-(options that differ from the defaults), its metrics, budget and wall-clock, and the machine and commit it ran
+(options that differ from the defaults), its metrics, budget and wall-clock (a benchmark run also its training curve), and the machine and commit it ran
 at, as its run folder recorded them (``provenance.jsonl``; ``--machine`` and ``--commit`` set them instead).
 Rows already in the file with the same setting and seed or split are replaced, others kept, so a user's own
 grid produces the same files as the committed ones.
@@ -28,8 +30,10 @@ grid produces the same files as the committed ones.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
+import math
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -105,6 +109,7 @@ class Table:
     select: dict = field(default_factory=dict)
     first: str = ""
     note: str = ""
+    figure: Figure | None = None
 
     def rows(self, root: Path) -> list[dict]:
         """The rows of the result file (a pattern with ``*``: of every file it matches) that match ``select``."""
@@ -120,6 +125,59 @@ class Table:
         first = f"{self.first}, then " if self.first else ""
         note = f" {self.note}" if self.note else ""
         return f"{self.build(rows)}\nReproduce: {first}`{self.command}`{note} ({compute}), writes `{self.source}`.\n"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """The image a table draws (``build`` then writes the Markdown that shows it): ``image`` under the
+    checkout, drawn by ``draw(rows, path, metadata)`` from the rows ``rows`` picks of the table's. The PNG
+    carries the SHA-256 of those rows (:data:`FIGURE_SOURCE_KEY`), so ``--check`` finds an image that its
+    result file no longer gives, and a rebuild redraws only an image whose rows changed."""
+
+    image: str
+    rows: Callable[[list[dict]], list[dict]]
+    draw: Callable[[list[dict], Path, dict], None]
+
+    def digest(self, rows: list[dict]) -> str:
+        return hashlib.sha256(json.dumps(self.rows(rows), sort_keys=True).encode()).hexdigest()
+
+
+#: the PNG text key of a figure's rows' SHA-256
+FIGURE_SOURCE_KEY = "svpg-source-sha256"
+
+
+def png_text(path: Path) -> dict[str, str]:
+    """The tEXt entries of a PNG file (empty for a file that is not one)."""
+    data = Path(path).read_bytes() if Path(path).is_file() else b""
+    if not data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return {}
+    out, at = {}, 8
+    while at + 8 <= len(data):
+        length, kind = int.from_bytes(data[at : at + 4], "big"), data[at + 4 : at + 8]
+        if kind == b"tEXt":
+            key, _, value = data[at + 8 : at + 8 + length].partition(b"\0")
+            out[key.decode("latin-1")] = value.decode("latin-1")
+        at += 12 + length
+    return out
+
+
+def figure_problem(table: Table, root: Path, check: bool) -> str | None:
+    """Where ``table`` draws a figure: with ``check``, a line when the image is not drawn from the rows its result
+    file gives now; else redraw the image when they changed. None when the image is current (or has no rows)."""
+    figure = table.figure
+    if figure is None:
+        return None
+    rows = table.rows(root)
+    if not figure.rows(rows):
+        return None
+    path, digest = root / figure.image, figure.digest(rows)
+    if png_text(path).get(FIGURE_SOURCE_KEY) == digest:
+        return None
+    if check:
+        return f"{figure.image}: figure {table.name} is not drawn from the rows of {table.source}: run python -m svpg.report"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.draw(figure.rows(rows), path, {FIGURE_SOURCE_KEY: digest})
+    return None
 
 
 TABLES: dict[str, Table] = {}
@@ -226,6 +284,9 @@ def rebuild(root: Path = ROOT, check: bool = False, names: Sequence[str] | None 
             if names is not None and name not in names:
                 return m.group(0)
             body = table.render(root)
+            drawn = figure_problem(table, root, check)
+            if drawn:
+                problems.append(drawn)
             if check:
                 diff = first_difference(doc, name, body, m["body"])
                 if diff:
@@ -271,11 +332,24 @@ UNIT_KEYS = {
 
 
 def _benchmark_rows(run: Path) -> list[dict]:
-    from svpg.studies.benchmark import JOB, RESULT
+    """The run's result, its options, and its training curve (``curve``: [steps, return, mean return] per
+    progress row, :func:`svpg.studies.benchmark.curve_rows`), from which the documents' curves are drawn."""
+    from svpg.studies import sb3
+    from svpg.studies.benchmark import JOB, PROGRESS, RESULT, curve_rows
 
     result = json.loads((run / RESULT).read_text())
     job = json.loads((run / JOB).read_text())
-    return [{**result, "options": job.get("svpg_options") or job.get("sb3_options") or {}}]
+    curve = [
+        [r["total_steps"], _rounded(r["return"]), _rounded(r["return_mean"])]
+        for r in curve_rows(result["agent"], sb3.read_rows(run / PROGRESS))
+    ]
+    return [{**result, "options": job.get("svpg_options") or job.get("sb3_options") or {}, "curve": curve}]
+
+
+def _rounded(value: float) -> float | None:
+    """A curve's return to 0.1 (a figure's resolution; keeps the result file small); NaN (no finished episode)
+    as null."""
+    return round(value, 1) if math.isfinite(value) else None
 
 
 def _bandit_rows(run: Path) -> list[dict]:

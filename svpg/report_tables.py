@@ -11,7 +11,17 @@ import json
 import math
 from collections.abc import Callable, Sequence
 
-from svpg.report import NOT_MEASURED, PAIRS, ReportError, Table, doc_number, register, render_table, rl_options
+from svpg.report import (
+    NOT_MEASURED,
+    PAIRS,
+    Figure,
+    ReportError,
+    Table,
+    doc_number,
+    register,
+    render_table,
+    rl_options,
+)
 from svpg.rl.config import PAPER_ESTIMATORS
 
 BENCHMARK_FILE = "bench/results/benchmark_results.csv"
@@ -122,6 +132,75 @@ for _task, _slug, _marks, _agents in (
             f"python -m svpg.report gather runs/benchmark --into {BENCHMARK_FILE}",
             compute=_task_compute(5 * len(_agents.split(",")) if _agents else 20),
             select={"task": _task},
+        )
+    )
+
+
+def _curves_of(tasks: Sequence[str]):
+    """The rows of a curves figure: each reported run (seeds 0–99, no options) of ``tasks`` whose row holds its
+    training curve (rows gathered before the gather recorded curves have none), as task, agent, seed, curve."""
+
+    def pick(rows: list[dict]) -> list[dict]:
+        return [
+            {"task": r["task"], "agent": r["agent"], "seed": int(r["seed"]), "curve": json.loads(r["curve"])}
+            for r in rows
+            if r["task"] in tasks and r.get("curve") and not r.get("options") and int(r["seed"]) < 100
+        ]
+
+    return pick
+
+
+def _draw_curves(rows: list[dict], path, metadata: dict) -> None:
+    """:func:`svpg.studies.benchmark.plot` of the rows' curves (a null return: no episode finished yet)."""
+    from svpg.studies.benchmark import plot
+
+    curves = [
+        {"task": r["task"], "agent": r["agent"], "seed": r["seed"], "total_steps": steps,
+         "return": math.nan if ret is None else ret}
+        for r in rows
+        for steps, ret, _ in r["curve"]
+    ]  # fmt: skip
+    plot(curves, path, metadata)
+
+
+def _curves_figure(tasks: Sequence[str], image: str, what: str):
+    """A figure's Markdown: the image, its alt text naming each task's agents and seeds (what the image shows);
+    ``not measured yet`` while no run of the tasks has a curve."""
+    pick = _curves_of(tasks)
+
+    def build(rows: list[dict]) -> str:
+        runs = pick(rows)
+        if not runs:
+            return f"Curves of {what}: {NOT_YET}.\n"
+        seeds: dict[str, dict[str, list[int]]] = {}
+        for r in runs:
+            seeds.setdefault(r["task"], {}).setdefault(r["agent"], []).append(r["seed"])
+        shown = "; ".join(
+            f"{task}: " + ", ".join(f"{agent} {len(s)} seed{'s' if len(s) > 1 else ''}" for agent, s in agents.items())
+            for task, agents in seeds.items()
+        )
+        return f"![Training return against environment steps, mean ± s.e. over seeds ({shown})]({image.removeprefix('docs/')})\n"
+
+    return build, Figure(image=image, rows=pick, draw=_draw_curves)
+
+
+for _name, _tasks, _image, _what, _source, _budget in (
+    ("benchmark-walker2d-ant-curves", ("Walker2d-v5", "Ant-v5"), "docs/img/benchmark-walker2d-ant.png",
+     "Walker2d-v5 and Ant-v5", BENCHMARK_FILE, ""),
+    ("benchmark-off-policy-curves", ("Hopper-v5", "HalfCheetah-v5", "Walker2d-v5"), "docs/img/benchmark-off-policy.png",
+     "the off-policy table", OFF_POLICY_FILE, "--budget off-policy "),
+):  # fmt: skip
+    _build, _figure = _curves_figure(_tasks, _image, _what)
+    register(
+        Table(
+            name=_name,
+            doc="docs/benchmarks.md",
+            source=_source,
+            build=_build,
+            first="the runs of the tables above",
+            command=f"python -m svpg.report gather runs/benchmark{'-off-policy' if _budget else ''} --into {_source}",
+            compute="each run's training curve, recorded in its row",
+            figure=_figure,
         )
     )
 

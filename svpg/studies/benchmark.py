@@ -909,9 +909,10 @@ def write_table(results: list[dict], path: Path, budget: str = "on-policy") -> s
     return text
 
 
-def plot(curves: list[dict], path: Path) -> None:
+def plot(curves: list[dict], path: Path, metadata: dict[str, str] | None = None) -> None:
     """Training return against environment steps, one panel per task: mean over seeds (line) ± s.e.
-    (band) of each agent, every seed's curve interpolated onto the task's common step grid."""
+    (band) of each agent, every seed's curve interpolated onto the task's common step grid; ``metadata``:
+    the PNG's text entries."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -949,7 +950,7 @@ def plot(curves: list[dict], path: Path) -> None:
         ax.legend(fontsize=8)
     fig.tight_layout()
     try:
-        atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100))
+        atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100, metadata=metadata))
     finally:
         plt.close(fig)
 

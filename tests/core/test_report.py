@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from svpg.report import NOT_MEASURED, first_difference, gather, main, read_rows, rebuild
+from svpg.report import FIGURE_SOURCE_KEY, NOT_MEASURED, first_difference, gather, main, png_text, read_rows, rebuild
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,7 +23,7 @@ def test_the_documents_match_their_result_files():
 def checkout(tmp_path) -> Path:
     """A copy of the documents and result files, to change."""
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
-    shutil.copytree(ROOT / "docs", tmp_path / "docs", ignore=shutil.ignore_patterns("img"))
+    shutil.copytree(ROOT / "docs", tmp_path / "docs")  # with its images: the figures drawn from result files
     shutil.copytree(ROOT / "bench" / "results", tmp_path / "bench" / "results")
     return tmp_path
 
@@ -83,10 +83,7 @@ def test_a_changed_result_file_fails_the_check(checkout):
     path = checkout / "bench" / "results" / "benchmark_results.csv"
     rows = read_rows(path)
     rows[0]["final"] = str(float(rows[0]["final"]) - 10)  # Pendulum-v1, s2vgd, seed 0
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(path, rows)
     problems = rebuild(checkout, check=True)
     assert problems and problems[0].startswith("docs/benchmarks.md: table benchmark-summary, row 'Pendulum-v1, 200,000'")
 
@@ -106,6 +103,36 @@ def test_first_difference_names_the_cell():
     assert first_difference("d.md", "t", expected, found) == (
         "d.md: table t, row 'x', column 'b': the result file gives '1.0', the document has '1.5'"
     )
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def test_a_figure_is_drawn_from_its_rows_and_a_stale_one_fails_the_check(checkout):
+    """The Walker2d-v5 and Ant-v5 curves figure carries the SHA-256 of the rows it is drawn from: a changed curve
+    in the result file fails the check, naming the image; the rebuild redraws it; an unchanged one is not redrawn."""
+    image = checkout / "docs" / "img" / "benchmark-walker2d-ant.png"
+    assert len(png_text(image)[FIGURE_SOURCE_KEY]) == 64
+    before = image.read_bytes()
+    assert main(["--root", str(checkout)]) == 0 and image.read_bytes() == before  # nothing changed: not redrawn
+    path = checkout / "bench" / "results" / "benchmark_results.csv"
+    rows = read_rows(path)
+    ant = next(r for r in rows if r["task"] == "Ant-v5" and r["curve"])
+    curve = json.loads(ant["curve"])
+    curve[-1][1] += 100.0
+    ant["curve"] = json.dumps(curve)
+    write_csv(path, rows)
+    problems = rebuild(checkout, check=True)
+    assert problems == [
+        "docs/img/benchmark-walker2d-ant.png: figure benchmark-walker2d-ant-curves is not drawn from the rows of "
+        "bench/results/benchmark_results.csv: run python -m svpg.report"
+    ]
+    assert main(["--root", str(checkout)]) == 0
+    assert image.read_bytes() != before and rebuild(checkout, check=True) == []
 
 
 # -- gather: one front end each -------------------------------------------------------------------------------
@@ -143,6 +170,30 @@ def test_gather_benchmark_runs(tmp_path):
     (sb3 / "result.json").write_text(json.dumps({**result, "agent": "a2c"}))
     assert gather([tmp_path / "sb3-options"], into, "test", "abc") == 1
     assert [r["options"] for r in read_rows(into) if r["agent"] == "a2c"] == ['{"normalize": false}']
+
+
+def test_gather_records_each_benchmark_runs_training_curve(tmp_path):
+    """A benchmark row's curve: [steps, return, mean return] per progress row, to 0.1: svpg's best particle's and
+    the particles' mean training return, SB3's mean training episode return twice; no finished episode: null."""
+    out = tmp_path / "benchmark"
+    progress = {
+        "s2vgd": "iteration,total_steps,rollout/ep_rew_mean,rollout/ep_rew_max\n1,8000,-70.26,-42.84\n2,16000,nan,nan\n",
+        "ppo": "total_steps,ep_rew_mean,episodes,wall_s\n10000,13.24,299,22.9\n20000,221.3,56,53.5\n",
+    }
+    for agent, text in progress.items():
+        run = out / "Ant-v5" / f"{agent}__seed0"
+        run.mkdir(parents=True)
+        job = {"task": "Ant-v5", "agent": agent, "seed": 0, "total_steps": 20000, "eval_episodes": 10}
+        (run / "job.json").write_text(json.dumps(job))
+        (run / "result.json").write_text(json.dumps({"env_steps": 20000, "final": 1.0, "wall_s": 3.0, **job}))
+        (run / "progress.csv").write_text(text)
+    into = tmp_path / "results.csv"
+    assert gather([out], into, "test", "abc") == 2
+    curves = {r["agent"]: json.loads(r["curve"]) for r in read_rows(into)}
+    assert curves == {
+        "s2vgd": [[8000, -42.8, -70.3], [16000, None, None]],
+        "ppo": [[10000, 13.2, 13.2], [20000, 221.3, 221.3]],
+    }
 
 
 def test_gather_records_the_commit_and_machine_each_run_folder_recorded(tmp_path):
