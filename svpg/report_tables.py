@@ -1682,7 +1682,26 @@ def _curve_rows(rows: list[dict], label: str) -> list[dict]:
     return out
 
 
-def _paper_grid(task: str, sb3: bool = False):
+#: the paper grids' learning-curve figures under docs/img/
+GRID_IMAGES = {"double-pendulum": "pendulum-grid.png", "swingup": "swingup-grid.png"}
+
+
+def _grid_figure(task: str, image: str) -> Figure:
+    """The grid's learning curves (:func:`svpg.studies.experiments.plot`): its methods' runs on the task's preset."""
+
+    def pick(rows: list[dict]) -> list[dict]:
+        keys = ("method", "estimator", "seed", "mean_curve", "max_curve")
+        return [{k: r[k] for k in keys} for r in _preset_runs(rows, task) if r["method"] in GRID_METHODS]
+
+    def draw(rows: list[dict], path, metadata: dict) -> None:
+        from svpg.studies.experiments import plot, summarise
+
+        plot(summarise(_curve_rows(rows, "method"), metrics=("mean", "max")), path, task, metadata=metadata)
+
+    return Figure(image=image, rows=pick, draw=draw)
+
+
+def _paper_grid(task: str, sb3: bool = False, figure: str = ""):
     """The grid's (method, estimator) rows: final mean and max over particles (mean ± standard error over seeds of the
     last iteration) and their peaks (the best iteration of the seed-averaged curve), as ``results.md`` of
     ``python -m svpg.studies.experiments`` writes them (:func:`svpg.studies.experiments.grid_cells`); ``sb3``: the
@@ -1705,9 +1724,10 @@ def _paper_grid(task: str, sb3: bool = False):
             seeds = s["mean"].shape[1] if s else 1
             cells = grid_cells(s["mean"], s["max"]) if s else [None] * 4
             table.append(_measured([label, f"({seeds} seed{'s' if seeds > 1 else ''})"], cells))
-        return render_table(
+        text = render_table(
             ["method", "estimator", "final mean", "final max", "peak mean", "peak max"], table, "llrrrr"
         )
+        return f"{text}\n![{figure}](img/{GRID_IMAGES[task]})\n" if figure else text
 
     return build
 
@@ -1776,10 +1796,37 @@ def _ablation_rows(summary: dict) -> str:
     return render_table(header, table, "llrrrrrr")
 
 
+#: the ablation's learning-curve figures under docs/img/ and their alt texts
+ABLATION_IMAGES = {
+    "swingup": ("ablation-swingup.png", "swing-up ablation"),
+    "double-pendulum": ("ablation-pendulum.png", "double-pendulum ablation"),
+}
+
+
 def _ablation_time_table(task: str):
     """Iterations to halfway (τ at 50 %) per estimator and cell, mean ± standard error over the seeds that reach
-    it, and how many do."""
-    return lambda rows: _ablation_time_rows(_ablation_metrics(rows, task, HALFWAY))
+    it, and how many do; then the figure of the cells' curves (:func:`_ablation_figure`)."""
+    image, alt = ABLATION_IMAGES[task]
+    return lambda rows: f"{_ablation_time_rows(_ablation_metrics(rows, task, HALFWAY))}\n![{alt}](img/{image})\n"
+
+
+def _ablation_figure(task: str) -> Figure:
+    """The report stage's curves (:func:`svpg.studies.experiments.plot`, as ``python -m svpg.studies.ablation``
+    draws them): each cell's runs on the task's preset with its settings, seeds 0–9."""
+    from svpg.studies.ablation_cells import Cell
+
+    def pick(rows: list[dict]) -> list[dict]:
+        rows = [r for r in rows if r.get("cell") in ABLATION_CELLS and int(r["seed"]) in ABLATION_SEEDS]
+        keys = ("cell", "estimator", "seed", "mean_curve", "max_curve")
+        return [{k: r[k] for k in keys} for r in _preset_runs(rows, task, lambda r: Cell.parse(r["cell"]).settings())]
+
+    def draw(rows: list[dict], path, metadata: dict) -> None:
+        from svpg.studies.experiments import plot, summarise
+
+        summary = summarise(_curve_rows(rows, "cell"), label="cell", metrics=("mean", "max"))
+        plot(summary, path, task, labels=ABLATION_CELLS, metadata=metadata)
+
+    return Figure(image=f"docs/img/{ABLATION_IMAGES[task][0]}", rows=pick, draw=draw)
 
 
 def _ablation_time_rows(summary: dict) -> str:
@@ -1802,11 +1849,12 @@ register(
         name="paper-grid-double-pendulum",
         doc="docs/results.md",
         source=PAPER_GRID_FILE,
-        build=_paper_grid("double-pendulum"),
+        build=_paper_grid("double-pendulum", figure="double-pendulum learning curves"),
         first="the double-pendulum grid above",
         command="python -m svpg.report gather runs/<out> --into bench/results/rl_paper_grid.csv",
         compute=_runs_compute("40 runs"),
         select={"env_id": _env_id("double-pendulum")},
+        figure=_grid_figure("double-pendulum", f"docs/img/{GRID_IMAGES['double-pendulum']}"),
     )
 )
 
@@ -1816,12 +1864,13 @@ register(
         name="paper-grid-swingup",
         doc="docs/results.md",
         source=PAPER_GRID_FILE,
-        build=_paper_grid("swingup", sb3=True),
+        build=_paper_grid("swingup", sb3=True, figure="swing-up learning curves"),
         first="the swing-up grid and SB3 commands above",
         command="python -m svpg.report gather runs/repro-swingup --into bench/results/rl_paper_grid.csv",
         note="to gather the grid's runs and the SB3 agents of its sb3/ folder",
         compute=_runs_compute("40 runs"),
         select={"env_id": _env_id("swingup")},
+        figure=_grid_figure("swingup", f"docs/img/{GRID_IMAGES['swingup']}"),
     )
 )
 
@@ -1850,6 +1899,7 @@ for _task in ("swingup", "double-pendulum"):  # the same two tables for each tas
             command=_ABLATION_COMMAND.format(task=_task),
             compute="the same runs",
             select={"env_id": _env_id(_task)},
+            figure=_ablation_figure(_task),
         )
     )
 

@@ -248,9 +248,12 @@ def write_table(summary: dict, path: Path, task: str, wall: float | None) -> str
     return text
 
 
-def plot(summary: dict, path: Path, task: str, labels=tuple(POLICY_METHODS)) -> None:
+def plot(
+    summary: dict, path: Path, task: str, labels=tuple(POLICY_METHODS), metadata: dict[str, str] | None = None
+) -> None:
     """Figure 4's layout: best particle (top) and mean over particles (bottom) per estimator, mean over
-    seeds ± standard error, one line per label (method or cell) in ``labels``' order."""
+    seeds ± standard error, one line per label (method or cell) in ``labels``' order; ``metadata``: the
+    PNG's text entries."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -277,7 +280,7 @@ def plot(summary: dict, path: Path, task: str, labels=tuple(POLICY_METHODS)) -> 
             ax.legend()
     fig.tight_layout()
     try:
-        atomic_write(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+        atomic_write(Path(path), lambda tmp: fig.savefig(tmp, format="png", dpi=110, metadata=metadata))
     finally:
         plt.close(fig)
 
