@@ -150,6 +150,13 @@ def _curves_of(tasks: Sequence[str]):
     return pick
 
 
+def _agent_label(agent: str) -> str:
+    """An agent as the curves' legend names it: ``svpg s2vgd``, ``SB3 PPO``."""
+    from svpg.studies.benchmark import SVPG_AGENTS
+
+    return f"svpg {agent}" if agent in SVPG_AGENTS else f"SB3 {agent.upper()}"
+
+
 def _draw_curves(rows: list[dict], path, metadata: dict) -> None:
     """:func:`svpg.studies.benchmark.plot` of the rows' curves (a null return: no episode finished yet)."""
     from svpg.studies.benchmark import plot
@@ -176,7 +183,8 @@ def _curves_figure(tasks: Sequence[str], image: str, what: str):
         for r in runs:
             seeds.setdefault(r["task"], {}).setdefault(r["agent"], []).append(r["seed"])
         shown = "; ".join(
-            f"{task}: " + ", ".join(f"{agent} {len(s)} seed{'s' if len(s) > 1 else ''}" for agent, s in agents.items())
+            f"{task}: "
+            + ", ".join(f"{_agent_label(a)} {len(s)} seed{'s' if len(s) > 1 else ''}" for a, s in agents.items())
             for task, agents in seeds.items()
         )
         return f"![Training return against environment steps, mean ± s.e. over seeds ({shown})]({image.removeprefix('docs/')})\n"
