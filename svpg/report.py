@@ -21,8 +21,8 @@ agent and seed), of ``train.py supervised`` (one per method and split), of ``tra
 reached its budget, at its last iteration; a run short of it is left out and named; a grid's ``--out`` of
 ``python -m svpg.studies.experiments`` or ``ablation`` gives its runs, and the ``sb3/`` folder of
 ``python -m svpg.studies.sb3`` in it one row per SB3 agent and seed). Each row carries the unit's setting
-(options that differ from the defaults), its metrics, budget and wall-clock (a benchmark run also its training curve), and the machine and commit it ran
-at, as its run folder recorded them (``provenance.jsonl``; ``--machine`` and ``--commit`` set them instead).
+(options that differ from the defaults), its metrics, budget and wall-clock (a benchmark run's also its training
+curve), and the machine and commit it ran at, as its run folder recorded them (``provenance.jsonl``; ``--machine`` and ``--commit`` set them instead).
 Rows already in the file with the same setting and seed or split are replaced, others kept, so a user's own
 grid produces the same files as the committed ones.
 """
@@ -174,7 +174,10 @@ def figure_problem(table: Table, root: Path, check: bool) -> str | None:
     if png_text(path).get(FIGURE_SOURCE_KEY) == digest:
         return None
     if check:
-        return f"{figure.image}: figure {table.name} is not drawn from the rows of {table.source}: run python -m svpg.report"
+        return (
+            f"{figure.image}: figure {table.name} is not drawn from the rows of {table.source}: "
+            "run python -m svpg.report"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.draw(figure.rows(rows), path, {FIGURE_SOURCE_KEY: digest})
     return None
