@@ -22,9 +22,9 @@ reached its budget, at its last iteration; a run short of it is left out and nam
 ``python -m svpg.studies.experiments`` or ``ablation`` gives its runs, and the ``sb3/`` folder of
 ``python -m svpg.studies.sb3`` in it one row per SB3 agent and seed). Each row carries the unit's setting
 (options that differ from the defaults), its metrics, budget and wall-clock (a benchmark run's also its training
-curve), and the machine and commit it ran at, as its run folder recorded them (``provenance.jsonl``; ``--machine`` and ``--commit`` set them instead).
-Rows already in the file with the same setting and seed or split are replaced, others kept, so a user's own
-grid produces the same files as the committed ones.
+curve), and the machine and commit it ran at, as its run folder recorded them (``provenance.jsonl``;
+``--machine`` and ``--commit`` set them instead). Rows already in the file with the same setting and seed or
+split are replaced, others kept, so a user's own grid produces the same files as the committed ones.
 """
 
 from __future__ import annotations
