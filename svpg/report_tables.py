@@ -1025,7 +1025,8 @@ def _supervised_compute(estimate: str | Callable[[list[dict]], str], used=None, 
         time = f"{seconds / 3600:.1f} hours" if seconds >= 3600 else f"{seconds / 60:.0f} minutes"
         done = f"{len(rows)} fit{'s' if len(rows) != 1 else ''} of a method on a split, {time} of training"
         if fits is not None and len(rows) < fits:
-            return f"{done}; the other {fits - len(rows)} not re-measured, {rest}"
+            left = fits - len(rows)
+            return f"{done}; {'one other' if left == 1 else f'the other {left}'} not re-measured, {rest}"
         return done
 
     return compute
