@@ -192,11 +192,11 @@ def _curves_figure(tasks: Sequence[str], image: str, what: str):
     return build, Figure(image=image, rows=pick, draw=_draw_curves)
 
 
-for _name, _tasks, _image, _what, _source, _budget in (
+for _name, _tasks, _image, _what, _source, _out in (
     ("benchmark-walker2d-ant-curves", ("Walker2d-v5", "Ant-v5"), "docs/img/benchmark-walker2d-ant.png",
-     "Walker2d-v5 and Ant-v5", BENCHMARK_FILE, ""),
+     "Walker2d-v5 and Ant-v5", BENCHMARK_FILE, "runs/benchmark"),
     ("benchmark-off-policy-curves", ("Hopper-v5", "HalfCheetah-v5", "Walker2d-v5"), "docs/img/benchmark-off-policy.png",
-     "the off-policy table", OFF_POLICY_FILE, "--budget off-policy "),
+     "the off-policy table", OFF_POLICY_FILE, "runs/benchmark-off-policy"),
 ):  # fmt: skip
     _build, _figure = _curves_figure(_tasks, _image, _what)
     register(
@@ -206,7 +206,7 @@ for _name, _tasks, _image, _what, _source, _budget in (
             source=_source,
             build=_build,
             first="the runs of the tables above",
-            command=f"python -m svpg.report gather runs/benchmark{'-off-policy' if _budget else ''} --into {_source}",
+            command=f"python -m svpg.report gather {_out} --into {_source}",
             compute="each run's training curve, recorded in its row",
             figure=_figure,
         )
