@@ -34,6 +34,7 @@ import hashlib
 import io
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -119,27 +120,45 @@ class Table:
         rows = [row for path in paths for row in read_rows(path)]
         return [r for r in rows if all(str(r.get(k, "")) == str(v) for k, v in self.select.items())]
 
-    def render(self, root: Path = ROOT) -> str:
-        rows = self.rows(root)
+    def render(self, root: Path = ROOT, rows: list[dict] | None = None) -> str:
+        """The table's Markdown (with its figure's image, where it draws one) and its *Reproduce* line, from
+        ``rows`` (default: its result file's)."""
+        rows = self.rows(root) if rows is None else rows
         compute = self.compute(rows) if callable(self.compute) else self.compute
         first = f"{self.first}, then " if self.first else ""
         note = f" {self.note}" if self.note else ""
-        return f"{self.build(rows)}\nReproduce: {first}`{self.command}`{note} ({compute}), writes `{self.source}`.\n"
+        body = self.build(rows)
+        if self.figure is not None:
+            body += self.figure.markdown(rows, self.doc, after=bool(body))
+        return f"{body}\nReproduce: {first}`{self.command}`{note} ({compute}), writes `{self.source}`.\n"
 
 
 @dataclass(frozen=True)
 class Figure:
-    """The image a table draws (``build`` then writes the Markdown that shows it): ``image`` under the
-    checkout, drawn by ``draw(rows, path, metadata)`` from the rows ``rows`` picks of the table's. The PNG
-    carries the SHA-256 of those rows (:data:`FIGURE_SOURCE_KEY`), so ``--check`` finds an image that its
-    result file no longer gives, and a rebuild redraws only an image whose rows changed."""
+    """The image a table draws: ``image`` under the checkout, drawn by ``draw(rows, path, metadata)`` from
+    the rows ``rows`` picks of the table's, shown under the table with the alt text ``alt`` (or ``alt(picked
+    rows)``) while there are any. The PNG carries the SHA-256 of those rows (:data:`FIGURE_SOURCE_KEY`), so
+    ``--check`` finds an image that its result file no longer gives, and a rebuild redraws only an image
+    whose rows changed."""
 
     image: str
+    alt: str | Callable[[list[dict]], str]
     rows: Callable[[list[dict]], list[dict]]
     draw: Callable[[list[dict], Path, dict], None]
 
-    def digest(self, rows: list[dict]) -> str:
-        return hashlib.sha256(json.dumps(self.rows(rows), sort_keys=True).encode()).hexdigest()
+    def markdown(self, rows: list[dict], doc: str, after: bool) -> str:
+        """The image's Markdown line for the document ``doc`` (after a blank line when ``after`` text), or
+        nothing without rows to draw."""
+        picked = self.rows(rows)
+        if not picked:
+            return ""
+        alt = self.alt(picked) if callable(self.alt) else self.alt
+        gap = "\n" if after else ""
+        return f"{gap}![{alt}]({os.path.relpath(self.image, os.path.dirname(doc))})\n"
+
+
+def _digest(picked: list[dict]) -> str:
+    return hashlib.sha256(json.dumps(picked, sort_keys=True).encode()).hexdigest()
 
 
 #: the PNG text key of a figure's rows' SHA-256
@@ -161,16 +180,14 @@ def png_text(path: Path) -> dict[str, str]:
     return out
 
 
-def figure_problem(table: Table, root: Path, check: bool) -> str | None:
-    """Where ``table`` draws a figure: with ``check``, a line when the image is not drawn from the rows its result
-    file gives now; else redraw the image when they changed. None when the image is current (or has no rows)."""
+def figure_problem(table: Table, rows: list[dict], root: Path, check: bool) -> str | None:
+    """Where ``table`` draws a figure: with ``check``, a line when the image is not drawn from ``rows`` (its result
+    file's now); else redraw the image when they changed. None when the image is current (or has no rows)."""
     figure = table.figure
-    if figure is None:
+    picked = figure.rows(rows) if figure is not None else []
+    if figure is None or not picked:
         return None
-    rows = table.rows(root)
-    if not figure.rows(rows):
-        return None
-    path, digest = root / figure.image, figure.digest(rows)
+    path, digest = root / figure.image, _digest(picked)
     if png_text(path).get(FIGURE_SOURCE_KEY) == digest:
         return None
     if check:
@@ -179,7 +196,7 @@ def figure_problem(table: Table, root: Path, check: bool) -> str | None:
             "run python -m svpg.report"
         )
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.draw(figure.rows(rows), path, {FIGURE_SOURCE_KEY: digest})
+    figure.draw(picked, path, {FIGURE_SOURCE_KEY: digest})
     return None
 
 
@@ -286,8 +303,9 @@ def rebuild(root: Path = ROOT, check: bool = False, names: Sequence[str] | None 
             seen.add(name)
             if names is not None and name not in names:
                 return m.group(0)
-            body = table.render(root)
-            drawn = figure_problem(table, root, check)
+            rows = table.rows(root)
+            body = table.render(root, rows)
+            drawn = figure_problem(table, rows, root, check)
             if drawn:
                 problems.append(drawn)
             if check:

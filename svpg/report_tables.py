@@ -170,26 +170,24 @@ def _draw_curves(rows: list[dict], path, metadata: dict) -> None:
     plot(curves, path, metadata)
 
 
+def _curves_alt(runs: list[dict]) -> str:
+    """A curves figure's alt text: each task's agents and seeds (what the image shows)."""
+    seeds: dict[str, dict[str, list[int]]] = {}
+    for r in runs:
+        seeds.setdefault(r["task"], {}).setdefault(r["agent"], []).append(r["seed"])
+    shown = "; ".join(
+        f"{task}: "
+        + ", ".join(f"{_agent_label(a)} {len(s)} seed{'s' if len(s) > 1 else ''}" for a, s in agents.items())
+        for task, agents in seeds.items()
+    )
+    return f"Training return against environment steps, mean ± s.e. over seeds ({shown})"
+
+
 def _curves_figure(tasks: Sequence[str], image: str, what: str):
-    """A figure's Markdown: the image, its alt text naming each task's agents and seeds (what the image shows);
-    ``not measured yet`` while no run of the tasks has a curve."""
+    """A curves figure's table: ``not measured yet`` while no run of the tasks has a curve, then the image."""
     pick = _curves_of(tasks)
-
-    def build(rows: list[dict]) -> str:
-        runs = pick(rows)
-        if not runs:
-            return f"Curves of {what}: {NOT_YET}.\n"
-        seeds: dict[str, dict[str, list[int]]] = {}
-        for r in runs:
-            seeds.setdefault(r["task"], {}).setdefault(r["agent"], []).append(r["seed"])
-        shown = "; ".join(
-            f"{task}: "
-            + ", ".join(f"{_agent_label(a)} {len(s)} seed{'s' if len(s) > 1 else ''}" for a, s in agents.items())
-            for task, agents in seeds.items()
-        )
-        return f"![Training return against environment steps, mean ± s.e. over seeds ({shown})]({image.removeprefix('docs/')})\n"
-
-    return build, Figure(image=image, rows=pick, draw=_draw_curves)
+    figure = Figure(image=image, alt=_curves_alt, rows=pick, draw=_draw_curves)
+    return (lambda rows: "" if pick(rows) else f"Curves of {what}: {NOT_YET}.\n"), figure
 
 
 for _name, _tasks, _image, _what, _source, _out in (
@@ -1481,8 +1479,8 @@ MNIST_VMG_PSEUDO_COUNTS = (10, 50, 150)
 
 def _mnist_vmg_pseudo_table(rows: list[dict]) -> str:
     """Per pseudo-data count (the table's and any other in the file): the epochs trained, the validation
-    log-likelihood and error of the epoch the CLI keeps (best validation log-likelihood), that epoch, the same at the last epoch, and the
-    fit's minutes."""
+    log-likelihood and error of the epoch the CLI keeps (best validation log-likelihood), that epoch, the same
+    at the last epoch, and the fit's minutes."""
     fits = {int(r["pseudo_data"]): r for r in rows}
     table = []
     for count in sorted({*MNIST_VMG_PSEUDO_COUNTS, *fits}):
@@ -1691,11 +1689,7 @@ def _curve_rows(rows: list[dict], label: str) -> list[dict]:
     return out
 
 
-#: the paper grids' learning-curve figures under docs/img/
-GRID_IMAGES = {"double-pendulum": "pendulum-grid.png", "swingup": "swingup-grid.png"}
-
-
-def _grid_figure(task: str, image: str) -> Figure:
+def _grid_figure(task: str, image: str, alt: str) -> Figure:
     """The grid's learning curves (:func:`svpg.studies.experiments.plot`): its methods' runs on the task's preset."""
 
     def pick(rows: list[dict]) -> list[dict]:
@@ -1707,10 +1701,10 @@ def _grid_figure(task: str, image: str) -> Figure:
 
         plot(summarise(_curve_rows(rows, "method"), metrics=("mean", "max")), path, task, metadata=metadata)
 
-    return Figure(image=image, rows=pick, draw=draw)
+    return Figure(image=image, alt=alt, rows=pick, draw=draw)
 
 
-def _paper_grid(task: str, sb3: bool = False, figure: str = ""):
+def _paper_grid(task: str, sb3: bool = False):
     """The grid's (method, estimator) rows: final mean and max over particles (mean ± standard error over seeds of the
     last iteration) and their peaks (the best iteration of the seed-averaged curve), as ``results.md`` of
     ``python -m svpg.studies.experiments`` writes them (:func:`svpg.studies.experiments.grid_cells`); ``sb3``: the
@@ -1733,10 +1727,9 @@ def _paper_grid(task: str, sb3: bool = False, figure: str = ""):
             seeds = s["mean"].shape[1] if s else 1
             cells = grid_cells(s["mean"], s["max"]) if s else [None] * 4
             table.append(_measured([label, f"({seeds} seed{'s' if seeds > 1 else ''})"], cells))
-        text = render_table(
+        return render_table(
             ["method", "estimator", "final mean", "final max", "peak mean", "peak max"], table, "llrrrr"
         )
-        return f"{text}\n![{figure}](img/{GRID_IMAGES[task]})\n" if figure else text
 
     return build
 
@@ -1805,18 +1798,17 @@ def _ablation_rows(summary: dict) -> str:
     return render_table(header, table, "llrrrrrr")
 
 
+def _ablation_time_table(task: str):
+    """Iterations to halfway (τ at 50 %) per estimator and cell, mean ± standard error over the seeds that reach
+    it, and how many do."""
+    return lambda rows: _ablation_time_rows(_ablation_metrics(rows, task, HALFWAY))
+
+
 #: the ablation's learning-curve figures under docs/img/ and their alt texts
 ABLATION_IMAGES = {
     "swingup": ("ablation-swingup.png", "swing-up ablation"),
     "double-pendulum": ("ablation-pendulum.png", "double-pendulum ablation"),
 }
-
-
-def _ablation_time_table(task: str):
-    """Iterations to halfway (τ at 50 %) per estimator and cell, mean ± standard error over the seeds that reach
-    it, and how many do; then the figure of the cells' curves (:func:`_ablation_figure`)."""
-    image, alt = ABLATION_IMAGES[task]
-    return lambda rows: f"{_ablation_time_rows(_ablation_metrics(rows, task, HALFWAY))}\n![{alt}](img/{image})\n"
 
 
 def _ablation_figure(task: str) -> Figure:
@@ -1835,7 +1827,8 @@ def _ablation_figure(task: str) -> Figure:
         summary = summarise(_curve_rows(rows, "cell"), label="cell", metrics=("mean", "max"))
         plot(summary, path, task, labels=ABLATION_CELLS, metadata=metadata)
 
-    return Figure(image=f"docs/img/{ABLATION_IMAGES[task][0]}", rows=pick, draw=draw)
+    image, alt = ABLATION_IMAGES[task]
+    return Figure(image=f"docs/img/{image}", alt=alt, rows=pick, draw=draw)
 
 
 def _ablation_time_rows(summary: dict) -> str:
@@ -1858,12 +1851,12 @@ register(
         name="paper-grid-double-pendulum",
         doc="docs/results.md",
         source=PAPER_GRID_FILE,
-        build=_paper_grid("double-pendulum", figure="double-pendulum learning curves"),
+        build=_paper_grid("double-pendulum"),
         first="the double-pendulum grid above",
         command="python -m svpg.report gather runs/<out> --into bench/results/rl_paper_grid.csv",
         compute=_runs_compute("40 runs"),
         select={"env_id": _env_id("double-pendulum")},
-        figure=_grid_figure("double-pendulum", f"docs/img/{GRID_IMAGES['double-pendulum']}"),
+        figure=_grid_figure("double-pendulum", "docs/img/pendulum-grid.png", "double-pendulum learning curves"),
     )
 )
 
@@ -1873,13 +1866,13 @@ register(
         name="paper-grid-swingup",
         doc="docs/results.md",
         source=PAPER_GRID_FILE,
-        build=_paper_grid("swingup", sb3=True, figure="swing-up learning curves"),
+        build=_paper_grid("swingup", sb3=True),
         first="the swing-up grid and SB3 commands above",
         command="python -m svpg.report gather runs/repro-swingup --into bench/results/rl_paper_grid.csv",
         note="to gather the grid's runs and the SB3 agents of its sb3/ folder",
         compute=_runs_compute("40 runs"),
         select={"env_id": _env_id("swingup")},
-        figure=_grid_figure("swingup", f"docs/img/{GRID_IMAGES['swingup']}"),
+        figure=_grid_figure("swingup", "docs/img/swingup-grid.png", "swing-up learning curves"),
     )
 )
 
