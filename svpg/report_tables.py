@@ -47,17 +47,22 @@ def _benchmark_rows(rows: list[dict]) -> list[dict]:
     ]
 
 
-def _core_hours(rows: list[dict]) -> str:
-    """The runs' training hours; where they ran on more than one machine, which agents ran where, since
-    their wall-clock then compares only within a machine."""
+def _runs(count: int) -> str:
+    return f"{count} run{'' if count == 1 else 's'}"
+
+
+def _core_hours(rows: list[dict], planned: int = 0) -> str:
+    """The runs' training hours (of how many planned, while some are missing); where they ran on more than
+    one machine, which agents ran where, since their wall-clock then compares only within a machine."""
+    runs = f"{len(rows)} of {planned} runs" if len(rows) < planned else _runs(len(rows))
     hours = sum(float(r["wall_s"]) for r in rows) / 3600
     agents_on: dict[str, set[str]] = {}
     for r in rows:
         agents_on.setdefault(r.get("machine") or "an unrecorded machine", set()).add(r.get("agent", "?"))
     if len(agents_on) == 1:
-        return f"{len(rows)} runs, {hours:.1f} core-hours of training {VM}"
+        return f"{runs}, {hours:.1f} core-hours of training {VM}"
     where = "; ".join(f"{', '.join(sorted(agents))} on {machine}" for machine, agents in sorted(agents_on.items()))
-    return f"{len(rows)} runs, {hours:.1f} core-hours of training: {where}; wall-clock compares within one machine"
+    return f"{runs}, {hours:.1f} core-hours of training: {where}; wall-clock compares within one machine"
 
 
 def _run_hours(how: str, planned: int):
@@ -68,7 +73,7 @@ def _run_hours(how: str, planned: int):
         if not rows:
             return f"{planned} runs, {NOT_YET}"
         hours = sum(float(r.get("seconds") or r.get("wall_s") or 0) for r in rows) / 3600
-        return f"{len(rows)} runs, {hours:.1f} hours of run time, {how}"
+        return f"{_runs(len(rows))}, {hours:.1f} hours of run time, {how}"
 
     return compute
 
@@ -109,7 +114,7 @@ def _benchmark_task(task: str, marks: dict[str, str] | None = None, expected: Se
 
 
 def _task_compute(expected_runs: int):
-    return lambda rows: _core_hours(rows) if rows else f"{expected_runs} runs, {NOT_YET}"
+    return lambda rows: _core_hours(rows, expected_runs) if rows else f"{expected_runs} runs, {NOT_YET}"
 
 
 for _task, _slug, _marks, _agents in (
@@ -482,7 +487,7 @@ def _budget_runs(name: str, seeds: int = 5) -> int:
 
 
 def _budget_compute(name: str):
-    return lambda rows: _core_hours(rows) if rows else f"{_budget_runs(name)} runs, {NOT_YET}"
+    return lambda rows: _core_hours(rows, _budget_runs(name)) if rows else f"{_budget_runs(name)} runs, {NOT_YET}"
 
 
 for _budget, _file in (("off-policy", OFF_POLICY_FILE), ("spaces", SPACES_FILE)):
