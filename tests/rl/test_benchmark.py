@@ -429,4 +429,4 @@ def test_the_off_policy_report_table(tmp_path):
     text = table.render(tmp_path)
     line = next(line for line in text.splitlines() if line.startswith("| Walker2d-v5 | s2vgd-sac |"))
     assert "| 1 | 300,000 | 3000.0 | 2500.0 | – | 1500.0 | – | 10.00 |" in line
-    assert "| Walker2d-v5 | sac | not measured yet |" in text and "1 runs, 0.2 core-hours" in text
+    assert "| Walker2d-v5 | sac | not measured yet |" in text and "1 of 90 runs, 0.2 core-hours" in text

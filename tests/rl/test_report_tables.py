@@ -248,11 +248,11 @@ def test_a_task_table_run_on_two_machines_says_which_agent_ran_where(tmp_path):
     path.parent.mkdir(parents=True)
     write_rows(path, rows)
     table = _tables()["benchmark-walker2d"]
-    assert "(2 runs, 0.3 core-hours of training on the 2-core VM)" in table.render(tmp_path)
+    assert "(2 of 10 runs, 0.3 core-hours of training on the 2-core VM)" in table.render(tmp_path)
     rows += [{**row, "agent": "ppo", "seed": s, "wall_s": 1200.0, "machine": "machine B"} for s in range(2)]
     write_rows(path, rows)
     line = table.render(tmp_path).splitlines()[-1]
-    assert "(4 runs, 1.0 core-hours of training: s2vgd on machine A; ppo on machine B; wall-clock compares" in line
+    assert "(4 of 10 runs, 1.0 core-hours of training: s2vgd on machine A; ppo on machine B; wall-clock compares" in line
 
 
 def test_a_paired_difference_over_fewer_seeds_than_its_row_says_how_many_paired(tmp_path):
