@@ -184,8 +184,10 @@ def figure_problem(table: Table, rows: list[dict], root: Path, check: bool) -> s
     """Where ``table`` draws a figure: with ``check``, a line when the image is not drawn from ``rows`` (its result
     file's now); else redraw the image when they changed. None when the image is current (or has no rows)."""
     figure = table.figure
-    picked = figure.rows(rows) if figure is not None else []
-    if figure is None or not picked:
+    if figure is None:
+        return None
+    picked = figure.rows(rows)
+    if not picked:
         return None
     path, digest = root / figure.image, _digest(picked)
     if png_text(path).get(FIGURE_SOURCE_KEY) == digest:
@@ -225,6 +227,11 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence], align: str | N
 
 #: the pair count :func:`svpg.stats.format_difference` ends a paired difference with
 PAIRS = re.compile(r" \(n=(\d+)\)$")
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 run``, ``2 runs``: a count and its noun, plural unless the count is one."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def doc_number(text: str) -> str:

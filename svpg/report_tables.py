@@ -17,6 +17,7 @@ from svpg.report import (
     Figure,
     ReportError,
     Table,
+    counted,
     doc_number,
     register,
     render_table,
@@ -47,14 +48,10 @@ def _benchmark_rows(rows: list[dict]) -> list[dict]:
     ]
 
 
-def _runs(count: int) -> str:
-    return f"{count} run{'' if count == 1 else 's'}"
-
-
 def _core_hours(rows: list[dict], planned: int = 0) -> str:
     """The runs' training hours (of how many planned, while some are missing); where they ran on more than
     one machine, which agents ran where, since their wall-clock then compares only within a machine."""
-    runs = f"{len(rows)} of {planned} runs" if len(rows) < planned else _runs(len(rows))
+    runs = f"{len(rows)} of {planned} runs" if len(rows) < planned else counted(len(rows), "run")
     hours = sum(float(r["wall_s"]) for r in rows) / 3600
     agents_on: dict[str, set[str]] = {}
     for r in rows:
@@ -73,7 +70,7 @@ def _run_hours(how: str, planned: int):
         if not rows:
             return f"{planned} runs, {NOT_YET}"
         hours = sum(float(r.get("seconds") or r.get("wall_s") or 0) for r in rows) / 3600
-        return f"{_runs(len(rows))}, {hours:.1f} hours of run time, {how}"
+        return f"{counted(len(rows), 'run')}, {hours:.1f} hours of run time, {how}"
 
     return compute
 
@@ -181,8 +178,7 @@ def _curves_alt(runs: list[dict]) -> str:
     for r in runs:
         seeds.setdefault(r["task"], {}).setdefault(r["agent"], []).append(r["seed"])
     shown = "; ".join(
-        f"{task}: "
-        + ", ".join(f"{_agent_label(a)} {len(s)} seed{'s' if len(s) > 1 else ''}" for a, s in agents.items())
+        f"{task}: " + ", ".join(f"{_agent_label(a)} {counted(len(s), 'seed')}" for a, s in agents.items())
         for task, agents in seeds.items()
     )
     return f"Training return against environment steps, mean ± s.e. over seeds ({shown})"
@@ -487,7 +483,7 @@ def _budget_runs(name: str, seeds: int = 5) -> int:
 
 
 def _budget_compute(name: str):
-    return lambda rows: _core_hours(rows, _budget_runs(name)) if rows else f"{_budget_runs(name)} runs, {NOT_YET}"
+    return _task_compute(_budget_runs(name))
 
 
 for _budget, _file in (("off-policy", OFF_POLICY_FILE), ("spaces", SPACES_FILE)):
@@ -1026,7 +1022,7 @@ def _supervised_compute(estimate: str | Callable[[list[dict]], str], used=None, 
             return rest
         seconds = sum(s for s in (_number(r.get("seconds")) for r in rows) if math.isfinite(s))
         time = f"{seconds / 3600:.1f} hours" if seconds >= 3600 else f"{seconds / 60:.0f} minutes"
-        done = f"{len(rows)} fit{'s' if len(rows) != 1 else ''} of a method on a split, {time} of training"
+        done = f"{counted(len(rows), 'fit')} of a method on a split, {time} of training"
         if fits is not None and len(rows) < fits:
             left = fits - len(rows)
             return f"{done}; {'one other' if left == 1 else f'the other {left}'} not re-measured, {rest}"
@@ -1731,7 +1727,7 @@ def _paper_grid(task: str, sb3: bool = False):
             s = summary.get((method, ""))
             seeds = s["mean"].shape[1] if s else 1
             cells = grid_cells(s["mean"], s["max"]) if s else [None] * 4
-            table.append(_measured([label, f"({seeds} seed{'s' if seeds > 1 else ''})"], cells))
+            table.append(_measured([label, f"({counted(seeds, 'seed')})"], cells))
         return render_table(
             ["method", "estimator", "final mean", "final max", "peak mean", "peak max"], table, "llrrrr"
         )
