@@ -368,7 +368,7 @@ register(
         "--seeds 100-101 --out runs/cheetah-tuning/<candidate> --svpg-options '<options>' && "
         f"python -m svpg.report gather runs/cheetah-tuning/* --into {SCREEN_FILE}",
         note="for each candidate (and --agents ppo for PPO's rows)",
-        compute=lambda rows: _core_hours(rows) if rows else f"8 runs, {NOT_YET}",
+        compute=_task_compute(8),
     )
 )
 
