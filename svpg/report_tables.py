@@ -1741,14 +1741,21 @@ def _ablation_metrics(rows: list[dict], task: str, threshold: str) -> dict:
     command's default window and ``threshold``: mean ± standard error over seeds, paired differences to ``svgd``,
     iterations to τ and the action KL the gather recorded."""
     from svpg.studies.ablation import parse_threshold
-    from svpg.studies.ablation_analysis import WINDOW, per_run_metrics, run_curves, summary_row, thresholds
+    from svpg.studies.ablation_analysis import WINDOW, cut_to_shortest, per_run_metrics, summary_row, thresholds
     from svpg.studies.ablation_cells import Cell
 
     rows = [r for r in rows if r.get("cell") in ABLATION_CELLS and int(r["seed"]) in ABLATION_SEEDS]
     rows = _preset_runs(rows, task, lambda r: Cell.parse(r["cell"]).settings())
     if not rows:
         return {}
-    curves = run_curves(_curve_rows(rows, "cell"))
+    curves: dict = {}  # the run folders' curves as run_curves groups them, without a row per iteration
+    for r in rows:
+        mean, best = (json.loads(c) if isinstance(c, str) else c for c in (r["mean_curve"], r["max_curve"]))
+        curves.setdefault((r["cell"], r["estimator"]), {})[int(r["seed"])] = (
+            [float(x) for x in mean],
+            [float(x) for x in best],
+        )
+    curves = cut_to_shortest(curves)
     taus, _ = thresholds(curves, parse_threshold(threshold), WINDOW)
     per_run = per_run_metrics(curves, taus, WINDOW)
     for r in rows:

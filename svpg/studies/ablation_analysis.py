@@ -146,12 +146,18 @@ def batch_seeds(out: Path, cell: str, estimator: str, seed: int) -> list[int]:
 
 # -- the report ---------------------------------------------------------------------------------------
 def run_curves(rows: list[dict]) -> dict:
-    """(cell, estimator) → {seed: (mean curve, best curve)}, every seed cut to the cell's shortest run."""
+    """(cell, estimator) → {seed: (mean curve, best curve)} of per-iteration rows, every seed cut to the cell's
+    shortest run."""
     groups: dict = {}
     for r in sorted(rows, key=lambda r: r["iteration"]):
         curves = groups.setdefault((r["cell"], r["estimator"]), {}).setdefault(r["seed"], ([], []))
         curves[0].append(r["mean"])
         curves[1].append(r["max"])
+    return cut_to_shortest(groups)
+
+
+def cut_to_shortest(groups: dict) -> dict:
+    """(cell, estimator) → {seed: (mean curve, best curve)} with every seed cut to the cell's shortest run (in place)."""
     for seeds in groups.values():
         n = min(len(c[0]) for c in seeds.values())
         for seed, (mean, best) in seeds.items():
