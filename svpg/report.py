@@ -229,11 +229,6 @@ def render_table(header: Sequence[str], rows: Sequence[Sequence], align: str | N
 PAIRS = re.compile(r" \(n=(\d+)\)$")
 
 
-def counted(count: int, noun: str) -> str:
-    """``1 run``, ``2 runs``: a count and its noun, plural unless the count is one."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
 def doc_number(text: str) -> str:
     """A cell of :mod:`svpg.stats` as the documents print it: Unicode minus signs, no ``(n=…)`` count."""
     text = PAIRS.sub("", str(text))

@@ -17,13 +17,13 @@ from svpg.report import (
     Figure,
     ReportError,
     Table,
-    counted,
     doc_number,
     register,
     render_table,
     rl_options,
 )
 from svpg.rl.config import PAPER_ESTIMATORS
+from svpg.stats import counted
 
 BENCHMARK_FILE = "bench/results/benchmark_results.csv"
 OFF_POLICY_FILE = "bench/results/benchmark_off_policy.csv"

@@ -112,6 +112,11 @@ def convention(unit: str, n: int | Sequence | None = None, paired: str | None = 
     return text
 
 
+def counted(count: int, noun: str) -> str:
+    """``1 run``, ``2 runs``: a count and its noun, plural unless the count is one."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence], align: str | None = None) -> str:
     """A GitHub Markdown table (``pandas.DataFrame.to_markdown``); cells are shown as given (strings stay
     strings: no number is reformatted).

@@ -721,8 +721,13 @@ def run_grid(jobs: list[dict], backend: str | None, workers: int, prog: str, gpu
     from svpg.grid import run_jobs
 
     todo = [j for j in jobs if not (run_folder(j["out"], j["task"], j["agent"], j["seed"]) / RESULT).exists()]
-    where = "in this process" if backend is None else f"on {workers} {backend} workers"
-    print(f"{len(jobs)} runs, {len(jobs) - len(todo)} already finished; running {len(todo)} {where}", flush=True)
+    from svpg.stats import counted
+
+    where = "in this process" if backend is None else f"on {counted(workers, f'{backend} worker')}"
+    print(
+        f"{counted(len(jobs), 'run')}, {len(jobs) - len(todo)} already finished; running {len(todo)} {where}",
+        flush=True,
+    )
 
     def done(job: dict, result: dict) -> None:
         if "final" in result:

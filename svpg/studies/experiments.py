@@ -339,11 +339,16 @@ def run_grid(
 
 
 def _run_locked(prog, jobs, out, backend, workers, fn, devices, gpus) -> int:
+    from svpg.stats import counted
+
     pending = {id(j): sum(map(len, unfinished(j).values())) for j in jobs}
     runs, todo = sum(len(j["seeds"]) for j in jobs), sum(pending.values())
     if backend == "local":  # Ray restores its experiment from the full grid and skips finished trials itself
         jobs = [j for j in jobs if pending[id(j)]]
-    print(f"{runs} runs, {runs - todo} already finished; running {todo} in seed batches on {workers} {backend} workers")
+    print(
+        f"{counted(runs, 'run')}, {runs - todo} already finished; running {todo} in seed batches on "
+        f"{counted(workers, f'{backend} worker')}"
+    )
     # `kill` (SIGTERM) must not orphan the workers: exiting through the `with` stops them, and every run
     # resumes from its last checkpoint next time
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

@@ -7,6 +7,7 @@ import pytest
 from svpg.stats import (
     cell,
     convention,
+    counted,
     decimals,
     format_difference,
     format_mean_se,
@@ -78,6 +79,10 @@ def test_mean_se_rows_matches_mean_se_per_column():
     mean, se = mean_se_rows(y)
     assert mean.tolist() == pytest.approx([3.0, 1.0]) and se.tolist() == pytest.approx([mean_se(y[:, 0])[1], mean_se(y[:, 1])[1]])
     assert mean_se_rows(y[:1])[1].tolist() == [0.0, 0.0]
+
+
+def test_counted_is_plural_unless_one():
+    assert [counted(n, "local worker") for n in (0, 1, 2)] == ["0 local workers", "1 local worker", "2 local workers"]
 
 
 def test_markdown_table_keeps_cells_as_given_and_aligns():
