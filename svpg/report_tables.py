@@ -1678,13 +1678,19 @@ def _preset_runs(rows: list[dict], task: str, settings=lambda row: {}) -> list[d
     return [r for r in rows if _row_options(r) == rl_options(preset | settings(r))]
 
 
+def _run_curves(row: dict) -> tuple[list[float], list[float]]:
+    """A gathered row's per-iteration returns: (mean over particles, best particle)."""
+    curves = (json.loads(c) if isinstance(c, str) else c for c in (row["mean_curve"], row["max_curve"]))
+    mean, best = ([float(x) for x in curve] for curve in curves)
+    return mean, best
+
+
 def _curve_rows(rows: list[dict], label: str) -> list[dict]:
     """The gathered rows' curves as one row per iteration, the rows of :func:`svpg.studies.experiments.collect`
     (``label``: the column that names the row's method or cell)."""
     out = []
     for r in rows:
-        curves = [json.loads(c) if isinstance(c, str) else c for c in (r["mean_curve"], r["max_curve"])]
-        for i, (mean, best) in enumerate(zip(*curves, strict=True)):
+        for i, (mean, best) in enumerate(zip(*_run_curves(r), strict=True)):
             out.append({label: r[label], "estimator": r.get("estimator", ""), "seed": int(r["seed"]),
                         "iteration": i + 1, "mean": float(mean), "max": float(best)})  # fmt: skip
     return out
@@ -1750,11 +1756,7 @@ def _ablation_metrics(rows: list[dict], task: str, threshold: str) -> dict:
         return {}
     curves: dict = {}  # the run folders' curves as run_curves groups them, without a row per iteration
     for r in rows:
-        mean, best = (json.loads(c) if isinstance(c, str) else c for c in (r["mean_curve"], r["max_curve"]))
-        curves.setdefault((r["cell"], r["estimator"]), {})[int(r["seed"])] = (
-            [float(x) for x in mean],
-            [float(x) for x in best],
-        )
+        curves.setdefault((r["cell"], r["estimator"]), {})[int(r["seed"])] = _run_curves(r)
     curves = cut_to_shortest(curves)
     taus, _ = thresholds(curves, parse_threshold(threshold), WINDOW)
     per_run = per_run_metrics(curves, taus, WINDOW)

@@ -64,6 +64,7 @@ from typing import Any
 
 from svpg.io import atomic_write, write_csv
 from svpg.rl.config import load_preset
+from svpg.stats import counted
 from svpg.studies import sb3
 
 #: the benchmark's tasks, each with a preset of the same name (``svpg/rl/presets/<task>.json``) that holds
@@ -721,8 +722,6 @@ def run_grid(jobs: list[dict], backend: str | None, workers: int, prog: str, gpu
     from svpg.grid import run_jobs
 
     todo = [j for j in jobs if not (run_folder(j["out"], j["task"], j["agent"], j["seed"]) / RESULT).exists()]
-    from svpg.stats import counted
-
     where = "in this process" if backend is None else f"on {counted(workers, f'{backend} worker')}"
     print(
         f"{counted(len(jobs), 'run')}, {len(jobs) - len(todo)} already finished; running {len(todo)} {where}",

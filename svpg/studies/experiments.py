@@ -32,6 +32,7 @@ from pathlib import Path
 from svpg.grid import add_backend_arguments, gpus_per_job, run_jobs
 from svpg.io import atomic_write, write_csv
 from svpg.rl.config import ESTIMATORS, ON_POLICY_ESTIMATORS, PAPER_TASKS, POLICY_METHODS
+from svpg.stats import counted
 
 #: config fields the harness sets per run (not overridable)
 HARNESS_FIELDS = (
@@ -339,8 +340,6 @@ def run_grid(
 
 
 def _run_locked(prog, jobs, out, backend, workers, fn, devices, gpus) -> int:
-    from svpg.stats import counted
-
     pending = {id(j): sum(map(len, unfinished(j).values())) for j in jobs}
     runs, todo = sum(len(j["seeds"]) for j in jobs), sum(pending.values())
     if backend == "local":  # Ray restores its experiment from the full grid and skips finished trials itself
