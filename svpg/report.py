@@ -120,14 +120,14 @@ class Table:
         rows = [row for path in paths for row in read_rows(path)]
         return [r for r in rows if all(str(r.get(k, "")) == str(v) for k, v in self.select.items())]
 
-    def render(self, root: Path = ROOT, rows: list[dict] | None = None) -> str:
+    def render(self, root: Path = ROOT, rows: list[dict] | None = None, body: str | None = None) -> str:
         """The table's Markdown (with its figure's image, where it draws one) and its *Reproduce* line, from
-        ``rows`` (default: its result file's)."""
+        ``rows`` (default: its result file's); ``body``: what ``build`` made of them, where already built."""
         rows = self.rows(root) if rows is None else rows
         compute = self.compute(rows) if callable(self.compute) else self.compute
         first = f"{self.first}, then " if self.first else ""
         note = f" {self.note}" if self.note else ""
-        body = self.build(rows)
+        body = self.build(rows) if body is None else body
         if self.figure is not None:
             body += self.figure.markdown(rows, self.doc, after=bool(body))
         return f"{body}\nReproduce: {first}`{self.command}`{note} ({compute}), writes `{self.source}`.\n"
@@ -155,6 +155,56 @@ class Figure:
         alt = self.alt(picked) if callable(self.alt) else self.alt
         gap = "\n" if after else ""
         return f"{gap}![{alt}]({os.path.relpath(self.image, os.path.dirname(doc))})\n"
+
+
+#: the key of a summary's rows that names the quoted table (the row's ``markdown`` is that table as built)
+QUOTED = "quoted_table"
+
+
+@dataclass(frozen=True)
+class Summary(Table):
+    """A table that quotes other tables' cells (README.md's results overview): its rows are the tables it ``quotes``,
+    one row each, ``{QUOTED: name, "markdown": the table as its page shows it}``, so ``build`` picks cells of the
+    pages' tables (:func:`quoted_cells`) and a figure changed in a page's table changes here with it. ``source``
+    names in prose where the quoted tables' result files are."""
+
+    quotes: tuple[str, ...] = ()
+
+    def rows(self, root: Path, built: Callable[[str], str] | None = None) -> list[dict]:
+        """One row per quoted table; ``built(name)`` gives a table's Markdown where a rebuild has it already."""
+        tables = _tables()
+        build = built or (lambda name: tables[name].build(tables[name].rows(root)))
+        return [{QUOTED: name, "markdown": build(name)} for name in self.quotes]
+
+    def render(self, root: Path = ROOT, rows: list[dict] | None = None, body: str | None = None) -> str:
+        body = self.build(self.rows(root) if rows is None else rows) if body is None else body
+        return (
+            f"{body}\nReproduce: the commands under each linked page's tables write their result files under "
+            f"`{self.source}`; `{self.command}` rebuilds this table from them ({self.compute}).\n"
+        )
+
+
+def quoted_cells(rows: list[dict], name: str) -> list[dict[str, str]]:
+    """The cells of table ``name`` among a :class:`Summary`'s rows (header → cell, one dict per row)."""
+    for row in rows:
+        if row[QUOTED] == name:
+            return table_cells(row["markdown"])
+    raise ValueError(f"table {name} is not among the summary's quoted tables: add it to quotes")
+
+
+def table_cells(markdown: str) -> list[dict[str, str]]:
+    """The rows of the Markdown tables in ``markdown`` as :func:`render_table` writes them: header → cell."""
+    lines = markdown.splitlines()
+    out: list[dict[str, str]] = []
+    header: list[str] = []
+    for i, line in enumerate(lines):
+        if not line.startswith("|"):
+            header = []
+        elif i + 1 < len(lines) and lines[i + 1].startswith("|-") and not header:
+            header = _cells(line)
+        elif header and not line.startswith("|-"):
+            out.append(dict(zip(header, _cells(line), strict=True)))
+    return out
 
 
 def _digest(picked: list[dict]) -> str:
@@ -288,6 +338,16 @@ def rebuild(root: Path = ROOT, check: bool = False, names: Sequence[str] | None 
     tables = _tables()
     problems: list[str] = []
     seen: set[str] = set()
+    built: dict[str, tuple[list[dict], str]] = {}
+
+    def build(name: str) -> tuple[list[dict], str]:
+        """Table ``name``'s rows and what its ``build`` makes of them, once per rebuild (a summary quotes it too)."""
+        if name not in built:
+            table = tables[name]
+            rows = table.rows(root, lambda quoted: build(quoted)[1]) if isinstance(table, Summary) else table.rows(root)
+            built[name] = rows, table.build(rows)
+        return built[name]
+
     for path in documents(root):
         text = path.read_text()
         doc = str(path.relative_to(root))
@@ -305,8 +365,8 @@ def rebuild(root: Path = ROOT, check: bool = False, names: Sequence[str] | None 
             seen.add(name)
             if names is not None and name not in names:
                 return m.group(0)
-            rows = table.rows(root)
-            body = table.render(root, rows)
+            rows, built_body = build(name)
+            body = table.render(root, rows, built_body)
             drawn = figure_problem(table, rows, root, check)
             if drawn:
                 problems.append(drawn)

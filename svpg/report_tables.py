@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 
 from svpg.report import (
@@ -16,8 +17,10 @@ from svpg.report import (
     PAIRS,
     Figure,
     ReportError,
+    Summary,
     Table,
     doc_number,
+    quoted_cells,
     register,
     render_table,
     rl_options,
@@ -1947,3 +1950,234 @@ register(
         select={"kind": "cells", "device": "cpu"},
     )
 )
+
+
+# -- README.md: the results overview, quoting the pages' tables -----------------------------------------------
+INTERVAL = re.compile(r"\[([^,\]]+), ([^\]]+)\]")
+
+
+def _value(text: str) -> float:
+    """The leading number of a cell as the documents print it (Unicode minus, thousands commas, a unit after it)."""
+    return float(text.replace("−", "-").replace(",", "").split()[0].rstrip("×%"))
+
+
+def _side(difference: str, lower_is_better: bool = False) -> str:
+    """ "ahead", "behind" or "level" for a paired difference "+x [lo, hi]" of ours minus theirs: whether its 95 %
+    interval lies wholly on one side of zero."""
+    found = INTERVAL.search(difference)
+    if not found:
+        return ""
+    lo, hi = (_value(x) for x in found.groups())
+    if lo <= 0 <= hi:
+        return "level"
+    return "ahead" if (lo > 0) != lower_is_better else "behind"
+
+
+def _span(values: Sequence[float], fmt: str) -> str:
+    low, high = min(values), max(values)
+    return fmt.format(low) if fmt.format(low) == fmt.format(high) else f"{fmt.format(low)}–{fmt.format(high)}"
+
+
+def _overview_defaults(rows: list[dict]) -> str:
+    parts = []
+    for r in quoted_cells(rows, "defaults-vs-sb3-ppo"):
+        best, ppo, diff = r["svpg best particle"], r["SB3 PPO"], r["svpg − PPO, paired [95 % interval]"]
+        if best == NOT_MEASURED:
+            parts.append(f"{r['task (steps)']}: {NOT_MEASURED}")
+        elif ppo == "–":
+            parts.append(f"{r['task (steps)']}: best particle {best} (PPO not run)")
+        else:
+            parts.append(f"{r['task (steps)']}: best particle {best} against PPO's {ppo}, {diff} ({_side(diff)})")
+    return "; ".join(parts)
+
+
+def _overview_throughput(rows: list[dict]) -> str:
+    methods = [r for r in quoted_cells(rows, "throughput") if r["S²VGD (K = 1)"] != NOT_MEASURED]
+    batched = [r for r in quoted_cells(rows, "throughput-seed-batch") if r["gain"] != NOT_MEASURED]
+    if not methods:
+        return NOT_MEASURED
+    text = (
+        f"S²VGD (M = 16) {_span([_value(r['S²VGD (K = 1)']) for r in methods], '{:,.0f}')} steps/s, "
+        f"{_span([_value(r['S²VGD ÷ SB3']) for r in methods], '{:.0f}')}× SB3 A2C's in the same run"
+    )
+    if batched:
+        text += f"; five seeds batched in one run {_span([_value(r['gain']) for r in batched], '{:.2f}')}× one seed's"
+    return text
+
+
+def _overview_paper_grid(rows: list[dict]) -> str:
+    labels = {"s2vgd": "S²VGD", "svgd": "SVGD", "svgd-star": "SVGD\\*", "independent": "independent"}
+    parts = []
+    for task, name in (("double pendulum", "paper-grid-double-pendulum"), ("swing-up", "paper-grid-swingup")):
+        cells = {(r["method"], r["estimator"]): r for r in quoted_cells(rows, name)}
+        for column, what in (("peak max", "best particle"), ("peak mean", "mean over particles")):
+            pairs = ", ".join(
+                f"{label} {' / '.join(cells.get((method, e), {}).get(column) or NOT_MEASURED for e in PAPER_ESTIMATORS)}"
+                for method, label in labels.items()
+            )
+            parts.append(f"{task}, peak {what}: {pairs}")
+    return "; ".join(parts) + " (REINFORCE / A2C)"
+
+
+def _overview_benchmark(rows: list[dict]) -> str:
+    from svpg.studies.benchmark import BENCHMARK_TASKS
+
+    parts, shown = [], set()
+    for r in quoted_cells(rows, "benchmark-summary"):
+        task = r["task, environment steps"]
+        shown.add(task.split(",")[0])
+        diff = r["S²VGD − PPO (95 % CI)"]
+        parts.append(
+            f"{task}: {r['svpg S²VGD']} against {r['SB3 PPO (rl-zoo3)']}, {diff} ({_side(diff)}; "
+            f"A2C {r['SB3 A2C (rl-zoo3)']}; {r['wall-clock per run, S²VGD / PPO (min)']} min per run)"
+        )
+    missing = [task for task in BENCHMARK_TASKS if task not in shown]
+    if missing:
+        parts.append(f"{', '.join(missing)}: {NOT_YET}")
+    return "; ".join(parts)
+
+
+def _overview_ablation(rows: list[dict]) -> str:
+    tuned, parts = ABLATION_CELLS[0], []
+    for task, name in (("swing-up", "ablation-swingup"), ("double pendulum", "ablation-double-pendulum")):
+        times = {r["estimator"]: r for r in quoted_cells(rows, f"{name}-time")}
+        cells = {(r["estimator"], r["cell"].strip("`")): r for r in quoted_cells(rows, name)}
+        for estimator in PAPER_ESTIMATORS:
+            label, ours = ESTIMATOR_LABELS[estimator], cells.get((estimator, tuned))
+            if ours is None or ours["peak best"] == NOT_MEASURED:
+                parts.append(f"{task}, {label}: {NOT_MEASURED}")
+                continue
+            final, peak = ours["Δ final mean"], ours["Δ peak best"]
+            parts.append(
+                f"{task}, {label}: halfway in {times[label][f'`{tuned}`']} iterations against SVGD's "
+                f"{times[label]['`svgd`']}, final mean over particles − SVGD {final} ({_side(final)}), "
+                f"peak best particle − SVGD {peak} ({_side(peak)})"
+            )
+    return "; ".join(parts)
+
+
+REGRET, AGAINST_S2VGD = "normalised regret (uniform = 100)", "minus S²VGD: mean [95 % CI]"
+
+
+def _overview_bandits(rows: list[dict]) -> str:
+    def agent(row: dict) -> str:
+        return row["agent"].strip("*")
+
+    wheel = []
+    for r in quoted_cells(rows, "bandit-wheel"):
+        if r["agent"].startswith("*"):  # the second half: reward / optimal reward
+            break
+        if agent(r) == "s2vgd":
+            wheel = [f"{k} {v.split(' ±')[0]}" for k, v in r.items() if k.startswith("δ")]
+    parts = [f"wheel {', '.join(wheel)}" if wheel else f"wheel {NOT_MEASURED}"]
+    problems = (("mushroom", "bandit-mushroom"), ("Statlog", "bandit-showdown-statlog"),
+                ("Covertype", "bandit-showdown-covertype"), ("Financial", "bandit-showdown-financial"),
+                ("Adult", "bandit-showdown-adult"))  # fmt: skip
+    for label, name in problems:
+        measured = [r for r in quoted_cells(rows, name) if r[REGRET] not in (NOT_MEASURED, "")]
+        ours = next((r[REGRET] for r in measured if agent(r) == "s2vgd"), None)
+        if ours is None:
+            parts.append(f"{label} {NOT_MEASURED}")
+            continue
+        # agents whose paired regret minus S²VGD's has its whole 95 % interval below zero
+        lower = sorted((_value(r[REGRET]), agent(r)) for r in measured if _side(r[AGAINST_S2VGD]) == "behind")
+        below = ", ".join(f"{a} {v:.2f}" for v, a in lower) or "none"
+        parts.append(f"{label} {ours.split(' ±')[0]} (lower with 95 % confidence: {below})")
+    return "S²VGD's normalised regret (uniform = 100): " + "; ".join(parts)
+
+
+def _overview_supervised(rows: list[dict]) -> str:
+    uci = []
+    for r in quoted_cells(rows, "supervised-table1"):
+        ours, svgd = r["S²VGD (ours) RMSE / LL"], r["SVGD (ours)"]
+        if ours == NOT_MEASURED or not svgd:
+            uci.append(f"{r['data set']} {NOT_MEASURED}")
+            continue
+        diff = r["S²VGD − SVGD [95 %] RMSE / LL"].split(" / ")[0]
+        side = _side(diff, lower_is_better=True)
+        uci.append(f"{r['data set']} {ours.split(' ±')[0]} vs {svgd.split(' ±')[0]} ({diff}, {side})")
+    mnist = []
+    for r in quoted_cells(rows, "supervised-mnist"):
+        paper = f" against the paper's {r[next(k for k in r if k.startswith('paper'))]}"
+        mnist.append(f"{r['method']} {r['test error']}{paper if r['test error'] != NOT_MEASURED else ''}")
+    eq14 = [f"{r['method']} {r['test error']}" + (f" ({r['test error after 100 epochs (`--keep-epoch last`)']} "
+            "after 100 epochs)" if r["test error"] != NOT_MEASURED else "")
+            for r in quoted_cells(rows, "supervised-mnist-eq14")]  # fmt: skip
+    fashion = [f"{r['method']} {r['test error'] or r['best epoch (validation NLL)']}"
+               for r in quoted_cells(rows, "supervised-fashion-mnist")]  # fmt: skip
+    return (
+        f"test RMSE, S²VGD vs SVGD (paired by split): {'; '.join(uci)}. MNIST test error after 100 epochs: "
+        f"{'; '.join(mnist)}; under eq. 14's prior, the best epoch's: {'; '.join(eq14)}. "
+        f"Fashion-MNIST test error: {'; '.join(fashion)}"
+    )
+
+
+def _overview_budget(name: str, reference: str):
+    def build(rows: list[dict]) -> str:
+        cells = [r for r in quoted_cells(rows, name) if r["seeds"] != NOT_YET]
+        diff_column = f"− {reference} (95 % CI)"
+        by_task: dict[str, list[str]] = {}
+        for r in cells:
+            text = f"{r['agent']} {r['final return']} ({counted(int(r['seeds']), 'seed')}"
+            if r["mean over particles"] != "–":
+                text += f"; mean over particles {r['mean over particles']}"
+            if r[diff_column] != "–":
+                text += f"; − {reference} {r[diff_column]}, {_side(r[diff_column])}"
+            by_task.setdefault(r["task"], []).append(text + f"; {r['wall-clock per run (min)']} min per run)")
+        runs = sum(int(r["seeds"]) for r in cells)
+        planned = _budget_runs(name.removeprefix("benchmark-"))
+        done = f"{runs} of {planned} runs so far: " if runs < planned else ""
+        return done + "; ".join(f"{task}: {', '.join(parts)}" for task, parts in by_task.items()) if cells else NOT_YET
+
+    return build
+
+
+#: the overview's rows: (experiment, what its headline quotes, the page and anchor)
+OVERVIEW = (
+    ("`svpg.SVPG(env_id)` with its defaults against SB3 PPO's defaults, same steps, seeds 0–4",
+     _overview_defaults, "results.md#the-defaults-on-tasks-without-a-preset-against-sb3-ppo"),
+    ("`python bench/throughput.py`: environment steps per second of whole training iterations, one thread",
+     _overview_throughput, "results.md#throughput"),
+    ("swing-up and double-pendulum grids, 4 methods × 2 estimators × 5 seeds", _overview_paper_grid,
+     "results.md#the-papers-grid-swing-up-and-double-pendulum"),
+    ("`python -m svpg.studies.benchmark --tasks <task> --seeds 0-4`: S²VGD against SB3 PPO and A2C (rl-zoo3's "
+     "hyperparameters) at equal environment steps", _overview_benchmark, "benchmarks.md#results"),
+    ("`python -m svpg.studies.ablation`: K × prior × α tuned on seeds 100–104, the winner "
+     f"(`{ABLATION_CELLS[0]}`) against SVGD on seeds 0–9", _overview_ablation, "rl.md#what-the-ablation-found"),
+    ("wheel and mushroom bandits; the Showdown's Statlog, Covertype, Financial and Adult", _overview_bandits,
+     "bandits.md#results"),
+    ("the nine UCI sets of Table 1 on their standard splits, MNIST's Table 2, Fashion-MNIST", _overview_supervised,
+     "supervised.md#results"),
+    ("`python -m svpg.studies.benchmark --budget off-policy`: the SAC and TD3 estimators against SB3 SAC and TD3 at "
+     "300k steps on Hopper-v5, HalfCheetah-v5, Walker2d-v5", _overview_budget("benchmark-off-policy", "SAC"),
+     "benchmarks.md#off-policy-svpgs-sac-and-td3-estimators-against-sac-and-td3"),
+    ("`python -m svpg.studies.benchmark --budget spaces`: S²VGD against SB3 PPO on MinAtar Breakout (images, 1M "
+     "steps), a goal-conditioned `Dict` task and a `MultiDiscrete` one (100k each)", _overview_budget("benchmark-spaces", "PPO"),
+     "benchmarks.md#observation-and-action-spaces"),
+)  # fmt: skip
+
+
+def _overview(rows: list[dict]) -> str:
+    table = []
+    for experiment, headline, page in OVERVIEW:
+        file, _, anchor = page.partition("#")
+        table.append([experiment, headline(rows), f"[{file}](docs/{page})"])
+    return render_table(["experiment", "headline", "page"], table, "lll")
+
+
+register(
+    Summary(
+        name="results-overview",
+        doc="README.md",
+        source="bench/results/",
+        build=_overview,
+        command="python -m svpg.report",
+        compute="seconds",
+        quotes=("defaults-vs-sb3-ppo", "throughput", "throughput-seed-batch", "paper-grid-double-pendulum",
+                "paper-grid-swingup", "benchmark-summary", "ablation-swingup", "ablation-swingup-time",
+                "ablation-double-pendulum", "ablation-double-pendulum-time", "bandit-wheel", "bandit-mushroom",
+                "bandit-showdown-statlog", "bandit-showdown-covertype", "bandit-showdown-financial",
+                "bandit-showdown-adult", "supervised-table1", "supervised-mnist", "supervised-mnist-eq14",
+                "supervised-fashion-mnist", "benchmark-off-policy", "benchmark-spaces"),
+    )
+)  # fmt: skip

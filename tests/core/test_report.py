@@ -76,6 +76,16 @@ def change(path: Path, old: str, new: str) -> None:
             "normalised regret (uniform = 100)",
             marks=pytest.mark.slow,
         ),
+        # README.md's overview: a figure quoted from a page's table
+        pytest.param(
+            "README.md",
+            "Boston 2.636 vs 2.834",
+            "Boston 2.637 vs 2.834",
+            "results-overview",
+            "the nine UCI sets of Table 1 on their standard splits, MNIST's Table 2, Fashion-MNIST",
+            "headline",
+            marks=pytest.mark.slow,
+        ),
         # supervised: a number where the file has no split
         (
             "docs/supervised.md",
@@ -111,8 +121,15 @@ def test_a_changed_result_file_fails_the_check(checkout):
     rows = read_rows(path)
     rows[0]["final"] = str(float(rows[0]["final"]) - 10)  # Pendulum-v1, s2vgd, seed 0
     write_csv(path, rows)
-    problems = rebuild(checkout, check=True, names=tables_in("docs/benchmarks.md"))
-    assert problems and problems[0].startswith("docs/benchmarks.md: table benchmark-summary, row 'Pendulum-v1, 200,000'")
+    problems = rebuild(checkout, check=True, names=["results-overview", *tables_in("docs/benchmarks.md")])
+    # README.md's overview quotes the page's summary table, so the changed run changes it with the page's tables
+    assert [p.split(",")[0] for p in problems] == [
+        "README.md: table results-overview",
+        "docs/benchmarks.md: table benchmark-summary",
+        "docs/benchmarks.md: table benchmark-pendulum",
+    ], problems
+    assert "Pendulum-v1, 200,000: −181.0 ± 12.1 against" in problems[0]
+    assert problems[1].startswith("docs/benchmarks.md: table benchmark-summary, row 'Pendulum-v1, 200,000'")
 
 
 def test_missing_and_unknown_markers_are_named(checkout):
@@ -121,6 +138,30 @@ def test_missing_and_unknown_markers_are_named(checkout):
     problems = rebuild(checkout, check=True, names=tables_in("docs/rl.md"))
     assert any("marker report:no-such-table names no table" in p for p in problems)
     assert any("no markers <!-- report:ablation-step-time -->" in p for p in problems)
+
+
+def test_table_cells_read_back_what_render_table_writes():
+    from svpg.report import render_table, table_cells
+
+    text = "intro\n\n" + render_table(["a", "b", "c"], [["x", "", "1.0"], ["y", "2", ""]]) + "\nafter\n"
+    assert table_cells(text) == [{"a": "x", "b": "", "c": "1.0"}, {"a": "y", "b": "2", "c": ""}]
+
+
+@pytest.mark.parametrize(
+    "difference, lower_is_better, side",
+    [
+        ("+42.0 [+17.3, +66.8]", False, "ahead"),
+        ("−3303.5 [−4671.4, −1935.6]", False, "behind"),
+        ("+4451.0 [−313.1, +9215.2]", False, "level"),
+        ("−0.198 [−0.279, −0.116]", True, "ahead"),  # an RMSE: lower is better
+        ("+0.006 [+0.003, +0.009]", True, "behind"),
+        ("–", False, ""),
+    ],
+)
+def test_the_overview_names_the_side_of_a_paired_interval(difference, lower_is_better, side):
+    from svpg.report_tables import _side
+
+    assert _side(difference, lower_is_better) == side
 
 
 def test_first_difference_names_the_cell():
