@@ -2027,14 +2027,15 @@ def _overview_benchmark(rows: list[dict]) -> str:
         task = r["task, environment steps"]
         shown.add(task.split(",")[0])
         diff = r["S²VGD − PPO (95 % CI)"]
+        a2c = r["SB3 A2C (rl-zoo3)"]
         parts.append(
-            f"{task}: {r['svpg S²VGD']} against {r['SB3 PPO (rl-zoo3)']}, {diff} ({_side(diff)}; "
-            f"A2C {r['SB3 A2C (rl-zoo3)']}; {r['wall-clock per run, S²VGD / PPO (min)']} min per run)"
+            f"{task}: S²VGD {r['svpg S²VGD']}, PPO {r['SB3 PPO (rl-zoo3)']}{f', A2C {a2c}' if a2c != '–' else ''}; "
+            f"S²VGD − PPO {diff} ({_side(diff)}); {r['wall-clock per run, S²VGD / PPO (min)']} min per run"
         )
     missing = [task for task in BENCHMARK_TASKS if task not in shown]
     if missing:
         parts.append(f"{', '.join(missing)}: {NOT_YET}")
-    return "; ".join(parts)
+    return ". ".join(parts)
 
 
 def _overview_ablation(rows: list[dict]) -> str:

@@ -128,7 +128,7 @@ def test_a_changed_result_file_fails_the_check(checkout):
         "docs/benchmarks.md: table benchmark-summary",
         "docs/benchmarks.md: table benchmark-pendulum",
     ], problems
-    assert "Pendulum-v1, 200,000: −181.0 ± 12.1 against" in problems[0]
+    assert "Pendulum-v1, 200,000: S²VGD −181.0 ± 12.1, PPO" in problems[0]
     assert problems[1].startswith("docs/benchmarks.md: table benchmark-summary, row 'Pendulum-v1, 200,000'")
 
 
