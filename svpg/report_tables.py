@@ -2124,7 +2124,7 @@ def _overview_budget(name: str, reference: str):
                 text += f"; mean over particles {r['mean over particles']}"
             if r[diff_column] != "–":
                 text += f"; − {reference} {r[diff_column]}, {_side(r[diff_column])}"
-            by_task.setdefault(r["task"], []).append(text + f"; {r['wall-clock per run (min)']} min per run)")
+            by_task.setdefault(r["task"], []).append(text + f"; minutes per run {r['wall-clock per run (min)']})")
         runs = sum(int(r["seeds"]) for r in cells)
         planned = _budget_runs(name.removeprefix("benchmark-"))
         done = f"{runs} of {planned} runs so far: " if runs < planned else ""

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import signal
 import sys
 import time
@@ -825,6 +826,28 @@ def _auc(row: dict) -> float:
     return float(value) if value not in (None, "") else math.nan
 
 
+def machine_label(machine: str | None) -> str:
+    """A run's machine as the wall-clock column names it: the CPU of a recorded machine
+    ("x86_64, 2 CPUs (Intel(R) Xeon(R) Processor), Linux" → "Intel Xeon"), else as written."""
+    found = re.search(r"\((.*)\)", machine or "")
+    if not found:
+        return machine or "an unrecorded machine"
+    return re.sub(r"\((R|TM)\)| Processor| CPU", "", found[1]).strip()
+
+
+def wall_clock_cell(rows: list[dict]) -> str:
+    """Minutes per run, mean ± standard error; the runs of each machine apart where they ran on more than
+    one, since wall-clock compares only within a machine."""
+    from svpg.stats import cell
+
+    by_machine: dict[str, list[float]] = {}
+    for r in rows:
+        by_machine.setdefault(machine_label(r.get("machine")), []).append(r["wall_s"] / 60)
+    if len(by_machine) == 1:
+        return cell(next(iter(by_machine.values())), digits=2)
+    return ", ".join(f"{cell(minutes, digits=2)} on {label}" for label, minutes in sorted(by_machine.items()))
+
+
 def task_table(results: list[dict], task: str, budget: str = "on-policy") -> tuple[list[str], list[list]]:
     """(header, rows) of ``task``'s table in ``budget``'s comparison: one row per agent of it with
     finished runs, the columns of docs/benchmarks.md; ``results.md`` and ``python -m svpg.report`` print it.
@@ -868,7 +891,7 @@ def task_table(results: list[dict], task: str, budget: str = "on-policy") -> tup
                 diff,
                 *solved,
                 *auc_cells,
-                cell([r["wall_s"] / 60 for r in own], digits=2),
+                wall_clock_cell(own),
                 "{}, {:,}".format(*training_shape(agent, task, max(steps))),
             ]
         )

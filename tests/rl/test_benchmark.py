@@ -62,6 +62,17 @@ def test_table_reports_mean_se_and_paired_t_intervals(tmp_path):
     assert table["ppo"][3:6] == ["-221.7 ± 4.4", "–", "–"] and table["ppo"][6] == "1.00 ± 0.00"
 
 
+def test_wall_clock_gives_each_machines_runs_apart():
+    """Minutes per run, mean ± s.e.; runs of two machines (labelled by their CPU) are not averaged together:
+    AMD (120, 126 min) → 123.00 ± 3.00, Intel (90 min) alone."""
+    amd, intel = "x86_64, 2 CPUs (AMD EPYC), Linux", "x86_64, 2 CPUs (Intel(R) Xeon(R) Processor), Linux"
+    assert benchmark.machine_label(intel) == "Intel Xeon" and benchmark.machine_label("2-core VM (AMD EPYC)") == "AMD EPYC"
+    assert benchmark.machine_label("a laptop") == "a laptop" and benchmark.machine_label(None) == "an unrecorded machine"
+    runs = [{"wall_s": 7200.0, "machine": amd}, {"wall_s": 7560.0, "machine": amd}, {"wall_s": 5400.0, "machine": intel}]
+    assert benchmark.wall_clock_cell(runs) == "123.00 ± 3.00 on AMD EPYC, 90.00 on Intel Xeon"
+    assert benchmark.wall_clock_cell(runs[:2]) == "123.00 ± 3.00"
+
+
 def read_csv(path):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
