@@ -2015,8 +2015,8 @@ def _overview_paper_grid(rows: list[dict]) -> str:
                 f"{label} {' / '.join(cells.get((method, e), {}).get(column) or NOT_MEASURED for e in PAPER_ESTIMATORS)}"
                 for method, label in labels.items()
             )
-            parts.append(f"{task}, peak {what}: {pairs}")
-    return "; ".join(parts) + " (REINFORCE / A2C)"
+            parts.append(f"{task}, {what}: {pairs}")
+    return "peak return, REINFORCE / A2C: " + "; ".join(parts)
 
 
 def _overview_benchmark(rows: list[dict]) -> str:
