@@ -1974,8 +1974,8 @@ def _side(difference: str, lower_is_better: bool = False) -> str:
 
 
 def _span(values: Sequence[float], fmt: str) -> str:
-    low, high = min(values), max(values)
-    return fmt.format(low) if fmt.format(low) == fmt.format(high) else f"{fmt.format(low)}–{fmt.format(high)}"
+    low, high = fmt.format(min(values)), fmt.format(max(values))
+    return low if low == high else f"{low}–{high}"
 
 
 def _overview_defaults(rows: list[dict]) -> str:
@@ -2113,9 +2113,9 @@ def _overview_supervised(rows: list[dict]) -> str:
     )
 
 
-def _overview_budget(name: str, reference: str):
+def _overview_budget(budget: str, reference: str):
     def build(rows: list[dict]) -> str:
-        cells = [r for r in quoted_cells(rows, name) if r["seeds"] != NOT_YET]
+        cells = [r for r in quoted_cells(rows, f"benchmark-{budget}") if r["seeds"] != NOT_YET]
         diff_column = f"− {reference} (95 % CI)"
         by_task: dict[str, list[str]] = {}
         for r in cells:
@@ -2126,7 +2126,7 @@ def _overview_budget(name: str, reference: str):
                 text += f"; − {reference} {r[diff_column]}, {_side(r[diff_column])}"
             by_task.setdefault(r["task"], []).append(text + f"; minutes per run {r['wall-clock per run (min)']})")
         runs = sum(int(r["seeds"]) for r in cells)
-        planned = _budget_runs(name.removeprefix("benchmark-"))
+        planned = _budget_runs(budget)
         done = f"{runs} of {planned} runs so far: " if runs < planned else ""
         return done + "; ".join(f"{task}: {', '.join(parts)}" for task, parts in by_task.items()) if cells else NOT_YET
 
@@ -2150,10 +2150,10 @@ OVERVIEW = (
     ("the nine UCI sets of Table 1 on their standard splits, MNIST's Table 2, Fashion-MNIST", _overview_supervised,
      "supervised.md#results"),
     ("`python -m svpg.studies.benchmark --budget off-policy`: the SAC and TD3 estimators against SB3 SAC and TD3 at "
-     "300k steps on Hopper-v5, HalfCheetah-v5, Walker2d-v5", _overview_budget("benchmark-off-policy", "SAC"),
+     "300k steps on Hopper-v5, HalfCheetah-v5, Walker2d-v5", _overview_budget("off-policy", "SAC"),
      "benchmarks.md#off-policy-svpgs-sac-and-td3-estimators-against-sac-and-td3"),
     ("`python -m svpg.studies.benchmark --budget spaces`: S²VGD against SB3 PPO on MinAtar Breakout (images, 1M "
-     "steps), a goal-conditioned `Dict` task and a `MultiDiscrete` one (100k each)", _overview_budget("benchmark-spaces", "PPO"),
+     "steps), a goal-conditioned `Dict` task and a `MultiDiscrete` one (100k each)", _overview_budget("spaces", "PPO"),
      "benchmarks.md#observation-and-action-spaces"),
 )  # fmt: skip
 
@@ -2161,7 +2161,7 @@ OVERVIEW = (
 def _overview(rows: list[dict]) -> str:
     table = []
     for experiment, headline, page in OVERVIEW:
-        file, _, anchor = page.partition("#")
+        file = page.partition("#")[0]
         table.append([experiment, headline(rows), f"[{file}](docs/{page})"])
     return render_table(["experiment", "headline", "page"], table, "lll")
 
