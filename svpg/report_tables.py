@@ -1296,8 +1296,8 @@ MNIST_EQ14 = [("S²VGD (K = 1)", "s2vgd"), ("SVGD", "svgd"), ("MAP", "map")]
 MNIST_CURVES: list[tuple[str, str, dict]] = [
     ("MAP, eq. 14 (CPU)", "map", {"weight_prior": "mvg"}),
     ("SVGD, eq. 14 (GPU)", "svgd", {"weight_prior": "mvg"}),
-    ("S²VGD K = 1, eq. 14 (GPU, stopped at epoch 75)", "s2vgd", {"weight_prior": "mvg"}),
-    ("S²VGD K = 10, eq. 14 (GPU, stopped at epoch 53)", "s2vgd", {"householder": 10, "weight_prior": "mvg"}),
+    ("S²VGD K = 1, eq. 14 (GPU)", "s2vgd", {"weight_prior": "mvg"}),
+    ("S²VGD K = 10, eq. 14 (GPU)", "s2vgd", {"householder": 10, "weight_prior": "mvg"}),
     ("MAP, fixed N(0, 1) (CPU)", "map", {}),
     ("S²VGD K = 1, fixed N(0, 1) (CPU)", "s2vgd", {}),
     ("S²VGD K = 10, fixed N(0, 1) (CPU)", "s2vgd", {"householder": 10}),

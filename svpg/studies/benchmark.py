@@ -547,12 +547,20 @@ def _train_svpg(job: dict, folder: Path) -> dict:
 
     if listed(folder):
         point, _ = find_resume_point(folder, ProgressCSV.count(folder / PROGRESS_FILE))
-        model = SVPG.load(point.path, verbose=0, threads=1)
+        model = SVPG.load(point.path, device=job.get("device", "cpu"), verbose=0, threads=1)
         resumed = True
     else:
         options = svpg_options(job["task"], job.get("svpg_options"), job["agent"])
         method = SVPG_AGENT_SETTINGS[job["agent"]][0]
-        model = SVPG(job["task"], method=method, seed=job["seed"], verbose=0, threads=1, **options)
+        model = SVPG(
+            job["task"],
+            method=method,
+            seed=job["seed"],
+            device=job.get("device", "cpu"),
+            verbose=0,
+            threads=1,
+            **options,
+        )
         resumed = False
     target = math.ceil(job["total_steps"] / model.steps_per_update)
     planned = target * model.steps_per_update
@@ -643,10 +651,12 @@ def plan(
     svpg_extra: dict | None = None,
     budget: str = "on-policy",
     sb3_extra: dict | None = None,
+    device: str = "cpu",
 ) -> list[dict]:
     """One job per (task, agent, seed), SB3 runs first (the slower ones, so no worker idles at the end),
-    each trained for ``total_steps`` or else the ``budget``'s steps on its task. ``out`` is made absolute:
-    Ray Tune starts each trial in a folder of its own."""
+    each trained for ``total_steps`` or else the ``budget``'s steps on its task, svpg's on ``device`` (not
+    part of a run's record: a run may resume on another device). ``out`` is made absolute: Ray Tune starts
+    each trial in a folder of its own."""
     out = str(Path(out).resolve())
     jobs = []
     for task in tasks:
@@ -662,6 +672,8 @@ def plan(
                 }
                 if agent in SVPG_AGENTS:
                     job["svpg_options"] = svpg_extra or {}
+                    if device != "cpu":
+                        job["device"] = device
                 elif sb3_extra:  # only when given: the run folders of rl-zoo3's settings keep their record
                     job["sb3_options"] = sb3_extra
                 jobs.append(job)
@@ -697,14 +709,18 @@ def check(jobs: list[dict]) -> None:
             method, estimator = SVPG_AGENT_SETTINGS[agent]
             options = svpg_options(task, job["svpg_options"], agent)
             fields = {f.name for f in dataclasses.fields(SVPGConfig)}
-            fixed = {"method", "seed"} | ({"estimator"} if estimator is not None else set())
+            fixed = {"method", "seed", "device", "threads"} | ({"estimator"} if estimator is not None else set())
             refused = sorted(set(options) - fields) + sorted(fixed & set(job["svpg_options"] or {}))
             if refused:
                 raise ValueError(
                     f"--svpg-options: {refused} are not options to set here (the agent is the method and "
-                    f"estimator, --seeds the seed; see python train.py --help)"
+                    f"estimator, --seeds the seed, --device the device; see python train.py --help)"
                 )
             SVPGConfig(**with_estimator_defaults(options), method=method, env_id=task).validate()
+        if "device" in job:
+            from svpg.runtime import resolve_device
+
+            resolve_device(job["device"])
         folder = run_folder(job["out"], task, agent, job["seed"])
         if (folder / JOB).exists():
             recorded = json.loads((folder / JOB).read_text())
@@ -1009,7 +1025,7 @@ def _names(text: str, known, what: str, every=None, hint: str = "") -> list[str]
 
 def main(argv: list[str] | None = None) -> int:
     from svpg.cli import Parser, _json_object
-    from svpg.grid import add_backend_arguments
+    from svpg.grid import add_backend_arguments, gpus_per_job
     from svpg.stats import parse_range_list
 
     p = Parser(prog="python -m svpg.studies.benchmark", description=__doc__)
@@ -1075,6 +1091,12 @@ def main(argv: list[str] | None = None) -> int:
         help="hyperparameters that replace the SB3 agents' rl-zoo3 entry's (top-level keys, as rl-zoo3's "
         '--hyperparams), as a JSON object, e.g. \'{"normalize": {"norm_reward": false}}\'',
     )
+    p.add_argument(
+        "--device",
+        default="cpu",
+        help="torch device of svpg's runs, e.g. cuda (default: cpu); SB3's agents train on the CPU, as "
+        "rl-zoo3's MuJoCo runs do. A run may resume on another device",
+    )
     p.add_argument("--report-only", action="store_true", help="only rebuild results.md, the CSVs and curves.png")
     add_backend_arguments(p, "runs", shared="--out")
     argv = sys.argv[1:] if argv is None else argv
@@ -1108,6 +1130,7 @@ def main(argv: list[str] | None = None) -> int:
             args.svpg_options,
             args.budget,
             args.sb3_options,
+            args.device,
         )
         if not args.report_only:
             check(jobs)
@@ -1117,7 +1140,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     t0 = time.perf_counter()
     if not args.report_only:
-        status = run_grid(jobs, args.backend, args.jobs, p.prog, args.gpus_per_job)
+        gpus = gpus_per_job(args.gpus_per_job, args.device)
+        status = run_grid(jobs, args.backend, args.jobs, p.prog, gpus)
         if status:
             return status
     text = report(out, args.budget)

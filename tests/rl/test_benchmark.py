@@ -366,10 +366,22 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
                           (["--seeds", "3-110"], "mixes reported seeds"),
                           (["--svpg-options", '{"method": "svgd"}'], "--svpg-options"),
                           (["--svpg-options", '{"alpha": -1}'], "alpha"),
+                          (["--svpg-options", '{"device": "cpu"}'], "--device the device"),
+                          (["--device", "tpu"], "--device 'tpu'"),
                           (["--agents", "a2c", "--sb3-options", '{"n_epoch": 3}'], "--sb3-options: ['n_epoch']")):
         assert benchmark.main([*argv, "--out", str(tmp_path)]) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_device_moves_svpgs_runs_only_and_is_not_part_of_a_runs_record(tmp_path):
+    """--device cuda trains svpg's agents there (SB3's stay on the CPU) and is left out of the run's record,
+    so a run begun on a GPU resumes on the CPU into the same folder and the same result rows."""
+    jobs = benchmark.plan(tmp_path, ["Hopper-v5"], ["s2vgd-sac", "sac"], [0], budget="off-policy", device="cuda")
+    by_agent = {j["agent"]: j for j in jobs}
+    assert by_agent["s2vgd-sac"]["device"] == "cuda" and "device" not in by_agent["sac"]
+    cpu = benchmark.plan(tmp_path, ["Hopper-v5"], ["s2vgd-sac"], [0], budget="off-policy")[0]
+    assert "device" not in cpu and benchmark.job_record(by_agent["s2vgd-sac"]) == benchmark.job_record(cpu)
 
 
 def test_sb3_options_replace_the_rl_zoo3_entrys_keys(tmp_path, monkeypatch):
