@@ -82,6 +82,12 @@ def test_python_example_runs(path, code, tmp_path, monkeypatch, cartpole_run):
         torch.testing.assert_close(torch.cov(theta.T), torch.tensor([[1.0, 0.6], [0.6, 0.8]]), atol=0.2, rtol=0)
     if "class Sign(gym.Env)" in code:  # docs/api.md's own, unregistered env learns what it prints
         assert float(printed.getvalue().split()[0]) >= 18  # the best particle's return: 20 is perfect, a coin scores 10
+        env, total = scope["Sign"](), 0.0  # the loaded model acts with that particle on a fresh episode
+        obs, _ = env.reset(seed=1)
+        for _ in range(20):
+            obs, reward, *_ = env.step(scope["model"].predict(obs, deterministic=True)[0])
+            total += reward
+        assert total >= 18
 
 
 def test_the_checked_examples_exist():

@@ -225,7 +225,7 @@ def test_fits_a_noisy_sine_better_than_the_mean(family):
     y = torch.sin(x) + 0.1 * torch.randn(x.shape, generator=g)
     post = make_posterior(family, (1, 32, 1), "tanh", generator=gen(1))
     opt = torch.optim.Adam(post.parameters(), 0.02)
-    steps, batch = 600, 32
+    steps, batch = 300, 32  # every family is below 0.04 of the variance by then
     for t in range(steps):
         idx = torch.randint(0, 128, (batch,), generator=g)
         out = post.train_forward(x[idx], 2, g)
@@ -239,7 +239,7 @@ def test_fits_a_noisy_sine_better_than_the_mean(family):
         mse = (post(x, 32, g).mean(0) - y).square().mean().item()
         mean_mse = (post.mean_forward(x) - y).square().mean().item()
     baseline = y.var(unbiased=False).item()
-    assert mse < 0.2 * baseline and mean_mse < 0.2 * baseline, (mse, mean_mse, baseline)
+    assert mse < 0.1 * baseline and mean_mse < 0.1 * baseline, (mse, mean_mse, baseline)
 
 
 @pytest.mark.parametrize("family", FAMILIES)

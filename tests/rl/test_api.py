@@ -96,21 +96,10 @@ def test_learn_writes_nothing_unless_asked(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_unregistered_env_subclass_learns_past_a_threshold(tmp_path, monkeypatch):
-    # (docs/api.md trains the same task with lr 0.02 and tests/core/test_docs.py checks it reaches 18)
+def test_an_unregistered_env_instance_must_be_given_again_to_load(tmp_path, monkeypatch):
+    # (that such a task learns: docs/api.md trains the same one, and tests/core/test_docs.py checks that it
+    # reaches 18 of 20 and that the saved and loaded model acts so on a fresh episode)
     monkeypatch.chdir(tmp_path)
-    model = svpg.SVPG(Chase, seed=0, estimator="reinforce", samples_per_particle=400, lr=0.01, verbose=0)
-    start = model.train_iteration()["rollout/ep_rew_max"].item()
-    model.learn(8 * 1600)
-    assert model.scalars[0]["rollout/ep_rew_max"] >= 16 > start + 3  # 20 is perfect; a coin scores 10
-    env = Chase()
-    obs, _ = env.reset(seed=1)
-    total = 0.0
-    for _ in range(20):
-        action, _ = model.predict(obs, deterministic=True)
-        obs, reward, _, _, _ = env.step(action)
-        total += reward
-    assert total >= 18
     # an env instance is copied per environment; its model must be given the env again to load
     instance = svpg.SVPG(Chase(), **SMALL)
     instance.save(tmp_path / "chase")

@@ -165,7 +165,7 @@ def test_images_are_detected_and_laid_out_as_sb3_does():
 
 
 @pytest.mark.parametrize("channels_first", [True, False])
-def test_an_image_policy_saves_loads_predicts_evaluates_and_exports(tmp_path, channels_first):
+def test_an_image_policy_saves_loads_predicts_and_evaluates(tmp_path, channels_first):
     def make():
         return PixelReach(channels_first=channels_first)
 
@@ -190,8 +190,23 @@ def test_an_image_policy_saves_loads_predicts_evaluates_and_exports(tmp_path, ch
     from svpg.rl.evaluation import evaluate_particles
 
     assert evaluate_particles(policy, make, episodes=2, max_episode_steps=8).shape == (2, 2)
-    if channels_first:  # one export is enough (the layout is the same module's first step)
-        return
+    from svpg.rl.export import to_module  # what export traces: the torso, both layouts
+
+    assert to_module(policy)(torch.from_numpy(batch).float()).tolist() == single
+
+
+@pytest.mark.slow  # torch.export and a fresh interpreter; the default suite exports the vector policies (test_export.py)
+def test_an_exported_image_policy_runs_without_svpg(tmp_path):
+    def make():
+        return PixelReach(channels_first=False)  # the channel-last layout: the module's first step moves it
+
+    model = svpg.SVPG(make, seed=0, verbose=0, **FAST)
+    model.learn(128)
+    env = make()
+    batch = np.stack([env.reset(seed=s)[0] for s in range(5)])
+    single = [int(model.predict(f, deterministic=True)[0]) for f in batch]
+    model.save(tmp_path / "m")
+    policy = svpg.load(tmp_path / "m")
     from svpg.rl.export import export
 
     out = export(policy, tmp_path / "pi.pt2")
