@@ -265,13 +265,10 @@ def test_an_svpg_overshoot_is_said_before_training(tmp_path, capsys):
     assert read_csv(tmp_path / "results.csv")[0]["env_steps"] == "1600"
 
 
-def test_same_seed_same_run(tmp_path, tiny_ppo):
-    for out in ("a", "b"):
-        assert benchmark.main(["--tasks", "Pendulum-v1", "--agents", "s2vgd,a2c", "--seeds", "3", "--total-steps",
-                               str(BUDGET), "--eval-episodes", "2", "--svpg-options", SVPG_TINY, "--out",
-                               str(tmp_path / out)]) == 0
-    a, b = (read_csv(tmp_path / out / "results.csv") for out in ("a", "b"))
-    assert [(r["agent"], r["final"]) for r in a] == [(r["agent"], r["final"]) for r in b]
+def test_same_seed_same_run(tmp_path):
+    for agent in ("s2vgd", "a2c"):  # two runs of each into folders of their own: the same result but the time
+        a, b = ({**benchmark.run_job({**job(tmp_path / out, agent), "seed": 3}), "wall_s": None} for out in "ab")
+        assert json.dumps(a) == json.dumps(b) and math.isfinite(a["final"])  # (json: SB3's NaN mean over particles)
 
 
 class Interrupt:
