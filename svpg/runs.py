@@ -158,7 +158,8 @@ def source_commit(root: Path = SOURCE_ROOT) -> str:
 
 @functools.cache
 def describe_machine() -> str:
-    """``<architecture>, <n> CPUs (<CPU model>), <OS>``: the machine a run trained on, as its rows record it."""
+    """``<architecture>, <n> CPUs (<CPU model>)[, <n> GPU(s) (<GPU models>)], <OS>``: the machine a run trained
+    on, as its rows record it (the GPUs as ``nvidia-smi`` names them, where it is installed)."""
     model = ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -167,7 +168,29 @@ def describe_machine() -> str:
                 break
     except OSError:
         model = f" ({platform.processor()})" if platform.processor() else ""
-    return f"{platform.machine() or 'unknown'}, {os.cpu_count()} CPUs{model}, {platform.system()}"
+    gpus = describe_gpus(_nvidia_smi_names())
+    return f"{platform.machine() or 'unknown'}, {os.cpu_count()} CPUs{model}{', ' + gpus if gpus else ''}, {platform.system()}"
+
+
+def _nvidia_smi_names() -> str:
+    """``nvidia-smi``'s GPU names, one per line ("" without it): read without initialising CUDA here."""
+    if shutil.which("nvidia-smi") is None:
+        return ""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=10)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout if out.returncode == 0 else ""
+
+
+def describe_gpus(names: str) -> str:
+    """``"2 GPUs (NVIDIA H200)"`` from ``nvidia-smi``'s names, one per line; ``""`` for none."""
+    found = [n.strip() for n in names.splitlines() if n.strip()]
+    if not found:
+        return ""
+    models = ", ".join(dict.fromkeys(found))
+    return f"{len(found)} GPU{'s' if len(found) > 1 else ''} ({models})"
 
 
 def provenance() -> dict:

@@ -843,12 +843,13 @@ def _auc(row: dict) -> float:
 
 
 def machine_label(machine: str | None) -> str:
-    """A run's machine as the wall-clock column names it: the CPU of a recorded machine
-    ("x86_64, 2 CPUs (Intel(R) Xeon(R) Processor), Linux" → "Intel Xeon"), else as written."""
-    found = re.search(r"\((.*)\)", machine or "")
+    """A run's machine as the wall-clock column names it: the CPU and any GPUs of a recorded machine
+    ("x86_64, 2 CPUs (Intel(R) Xeon(R) Processor), Linux" → "Intel Xeon"; "…, 1 GPU (NVIDIA H200), Linux" →
+    "Intel Xeon + NVIDIA H200"), else as written."""
+    found = re.findall(r"\(([^()]*)\)", re.sub(r"\((R|TM)\)", "", machine or ""))
     if not found:
         return machine or "an unrecorded machine"
-    return re.sub(r"\((R|TM)\)| Processor| CPU", "", found[1]).strip()
+    return " + ".join(re.sub(r" Processor| CPU", "", part).strip() for part in found)
 
 
 def wall_clock_cell(rows: list[dict]) -> str:
@@ -1094,8 +1095,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--device",
         default="cpu",
-        help="torch device of svpg's runs, e.g. cuda (default: cpu); SB3's agents train on the CPU, as "
-        "rl-zoo3's MuJoCo runs do. A run may resume on another device",
+        help="torch device of svpg's runs, e.g. cuda (default: cpu); SB3's agents train on the CPU. A run "
+        "may resume on another device",
     )
     p.add_argument("--report-only", action="store_true", help="only rebuild results.md, the CSVs and curves.png")
     add_backend_arguments(p, "runs", shared="--out")

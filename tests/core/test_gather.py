@@ -150,3 +150,13 @@ def test_a_benchmark_out_folder_named_sb3_gathers_as_a_benchmark(tmp_path):
     into = tmp_path / "x.csv"
     assert gather([out], into, "test", "abc") == 1
     assert [(r["agent"], r["final"]) for r in read_rows(into)] == [("sac", "421.0")]
+
+
+def test_a_machine_names_its_gpus_as_nvidia_smi_lists_them():
+    from svpg.runs import describe_gpus
+
+    assert describe_gpus("NVIDIA H200\n") == "1 GPU (NVIDIA H200)"
+    assert describe_gpus("NVIDIA H200\nNVIDIA H200\n") == "2 GPUs (NVIDIA H200)"
+    assert describe_gpus("NVIDIA A100-SXM4-80GB\nNVIDIA H100 80GB HBM3\n") == (
+        "2 GPUs (NVIDIA A100-SXM4-80GB, NVIDIA H100 80GB HBM3)")
+    assert describe_gpus("") == describe_gpus("\n") == ""  # no nvidia-smi, or no GPU

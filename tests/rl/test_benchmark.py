@@ -71,6 +71,11 @@ def test_wall_clock_gives_each_machines_runs_apart():
     runs = [{"wall_s": 7200.0, "machine": amd}, {"wall_s": 7560.0, "machine": amd}, {"wall_s": 5400.0, "machine": intel}]
     assert benchmark.wall_clock_cell(runs) == "123.00 ± 3.00 on AMD EPYC, 90.00 on Intel Xeon"
     assert benchmark.wall_clock_cell(runs[:2]) == "123.00 ± 3.00"
+    # a GPU machine's runs (its host's CPU and the GPU named) apart from the same CPU's without one
+    gpu = "x86_64, 16 CPUs (Intel(R) Xeon(R) Processor), 1 GPU (NVIDIA H200), Linux"
+    assert benchmark.machine_label(gpu) == "Intel Xeon + NVIDIA H200"
+    assert benchmark.wall_clock_cell([*runs[2:], {"wall_s": 1500.0, "machine": gpu}]) == (
+        "90.00 on Intel Xeon, 25.00 on Intel Xeon + NVIDIA H200")
 
 
 def read_csv(path):
