@@ -545,22 +545,15 @@ def _train_svpg(job: dict, folder: Path) -> dict:
                 ],
             )
 
+    device = job.get("device", "cpu")
     if listed(folder):
         point, _ = find_resume_point(folder, ProgressCSV.count(folder / PROGRESS_FILE))
-        model = SVPG.load(point.path, device=job.get("device", "cpu"), verbose=0, threads=1)
+        model = SVPG.load(point.path, device=device, verbose=0, threads=1)
         resumed = True
     else:
         options = svpg_options(job["task"], job.get("svpg_options"), job["agent"])
         method = SVPG_AGENT_SETTINGS[job["agent"]][0]
-        model = SVPG(
-            job["task"],
-            method=method,
-            seed=job["seed"],
-            device=job.get("device", "cpu"),
-            verbose=0,
-            threads=1,
-            **options,
-        )
+        model = SVPG(job["task"], method=method, seed=job["seed"], device=device, verbose=0, threads=1, **options)
         resumed = False
     target = math.ceil(job["total_steps"] / model.steps_per_update)
     planned = target * model.steps_per_update

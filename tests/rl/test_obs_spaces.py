@@ -164,8 +164,9 @@ def test_images_are_detected_and_laid_out_as_sb3_does():
     assert layout.normalized_index() == list(range(4800, 4806))  # never the pixels
 
 
-@pytest.mark.parametrize("channels_first", [True, False])
-def test_an_image_policy_saves_loads_predicts_and_evaluates(tmp_path, channels_first):
+def saved_image_policy(tmp_path, channels_first: bool):
+    """A briefly trained PixelReach model, five first frames, its greedy action on each, and the policy it saved."""
+
     def make():
         return PixelReach(channels_first=channels_first)
 
@@ -173,12 +174,17 @@ def test_an_image_policy_saves_loads_predicts_and_evaluates(tmp_path, channels_f
     model.learn(128)
     env = make()
     frames = [env.reset(seed=s)[0] for s in range(5)]
-    batch = np.stack(frames)
     single = [int(model.predict(f, deterministic=True)[0]) for f in frames]
+    model.save(tmp_path / "m")
+    return make, model, frames, single, svpg.load(tmp_path / "m")
+
+
+@pytest.mark.parametrize("channels_first", [True, False])
+def test_an_image_policy_saves_loads_predicts_and_evaluates(tmp_path, channels_first):
+    make, model, frames, single, policy = saved_image_policy(tmp_path, channels_first)
+    batch = np.stack(frames)
     batched, _ = model.predict(batch, deterministic=True)
     assert batched.shape == (5,) and batched.tolist() == single
-    model.save(tmp_path / "m")
-    policy = svpg.load(tmp_path / "m")
     assert policy.predict(batch, deterministic=True)[0].tolist() == single
     sampled = [policy.predict(batch)[0] for _ in range(3)]
     assert all(s.shape == (5,) for s in sampled)
@@ -197,16 +203,9 @@ def test_an_image_policy_saves_loads_predicts_and_evaluates(tmp_path, channels_f
 
 @pytest.mark.slow  # torch.export and a fresh interpreter; the default suite exports the vector policies (test_export.py)
 def test_an_exported_image_policy_runs_without_svpg(tmp_path):
-    def make():
-        return PixelReach(channels_first=False)  # the channel-last layout: the module's first step moves it
-
-    model = svpg.SVPG(make, seed=0, verbose=0, **FAST)
-    model.learn(128)
-    env = make()
-    batch = np.stack([env.reset(seed=s)[0] for s in range(5)])
-    single = [int(model.predict(f, deterministic=True)[0]) for f in batch]
-    model.save(tmp_path / "m")
-    policy = svpg.load(tmp_path / "m")
+    # the channel-last layout: the module's first step moves it
+    _, _, frames, single, policy = saved_image_policy(tmp_path, channels_first=False)
+    batch = np.stack(frames)
     from svpg.rl.export import export
 
     out = export(policy, tmp_path / "pi.pt2")
