@@ -13,7 +13,10 @@ reproduces it, its compute and the file it writes. A row whose units are not in 
 cell that differs (document, table, row, column, the files' value and the document's), so a number in
 a table that no file supports fails ``make test``. A table may draw a figure from its rows (:class:`Figure`: a
 PNG under ``docs/img/`` that carries the SHA-256 of the rows it shows): the rebuild redraws it when they change,
-and ``--check`` names one they no longer give.
+and ``--check`` names one they no longer give. A figure the prose quotes stands between
+``<!-- quote:TABLE/KEY -->`` and ``<!-- /quote -->`` on one line: KEY is an entry of :data:`QUOTES`, a value
+formatted from the rows of the table TABLE (whose *Reproduce* line says where they come from), rebuilt and
+checked as the tables are.
 
 ``gather`` exports the finished units of run folders into a result file: runs of
 ``python -m svpg.studies.benchmark`` (its ``--out`` or single run folders), of ``train.py bandit`` (one row per
@@ -48,6 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: what a row without units in the result file says instead of a number
 NOT_MEASURED = "not re-measured"
 MARKER = re.compile(r"<!-- report:(?P<name>[\w.-]+) -->\n(?P<body>.*?)<!-- /report:(?P=name) -->", re.S)
+QUOTE = re.compile(r"<!-- quote:(?P<table>[\w.-]+)/(?P<key>[\w.-]+) -->(?P<body>[^<\n]*)<!-- /quote -->")
 
 
 class ReportError(ValueError):
@@ -253,6 +257,8 @@ def figure_problem(table: Table, rows: list[dict], root: Path, check: bool) -> s
 
 
 TABLES: dict[str, Table] = {}
+#: (table, key) → the function that formats a figure of the prose from that table's rows and its Markdown as built
+QUOTES: dict[tuple[str, str], Callable[[list[dict], str], str]] = {}
 
 
 def register(table: Table) -> Table:
@@ -260,6 +266,15 @@ def register(table: Table) -> Table:
         raise ValueError(f"report table {table.name!r} is registered twice")
     TABLES[table.name] = table
     return table
+
+
+def register_quotes(table: str, quotes: dict[str, Callable[[list[dict], str], str]]) -> None:
+    """Figures the prose quotes from table ``table``: key → function of its rows and its Markdown as built (whose
+    cells :func:`table_cells` reads) giving the quoted text."""
+    for key, value in quotes.items():
+        if (table, key) in QUOTES:
+            raise ValueError(f"quote {table}/{key} is registered twice")
+        QUOTES[(table, key)] = value
 
 
 def render_table(header: Sequence[str], rows: Sequence[Sequence], align: str | None = None) -> str:
@@ -290,6 +305,13 @@ def _tables() -> dict[str, Table]:
     import svpg.report_tables  # noqa: F401  (registers the tables)
 
     return svpg.report.TABLES
+
+
+def _quotes() -> dict[tuple[str, str], Callable[[list[dict], str], str]]:
+    import svpg.report
+    import svpg.report_quotes  # noqa: F401  (registers the quotes)
+
+    return svpg.report.QUOTES
 
 
 # -- rebuild and check --------------------------------------------------------------------------------
@@ -332,12 +354,13 @@ def first_difference(doc: str, name: str, expected: str, found: str) -> str | No
 
 
 def rebuild(root: Path = ROOT, check: bool = False, names: Sequence[str] | None = None) -> list[str]:
-    """Rebuild every registered table in its document (``check``: only compare). Returns the problems:
-    with ``check``, every table that differs (its first differing cell); always, markers that name no
-    table and tables that no document marks."""
-    tables = _tables()
+    """Rebuild every registered table and quote in its document (``check``: only compare). Returns the
+    problems: with ``check``, every table that differs (its first differing cell) and every quote; always,
+    markers that name no table or quote, and tables and quotes that no document marks."""
+    tables, quotes = _tables(), _quotes()
     problems: list[str] = []
     seen: set[str] = set()
+    used_quotes: set[tuple[str, str]] = set()
     built: dict[str, tuple[list[dict], str]] = {}
 
     def build(name: str) -> tuple[list[dict], str]:
@@ -376,7 +399,24 @@ def rebuild(root: Path = ROOT, check: bool = False, names: Sequence[str] | None 
                     problems.append(diff)
             return f"<!-- report:{name} -->\n{body}<!-- /report:{name} -->"
 
-        new = MARKER.sub(replace, text)
+        def replace_quote(m: re.Match, doc=doc) -> str:
+            name, key = m["table"], m["key"]
+            used_quotes.add((name, key))
+            if (name, key) not in quotes:
+                problems.append(
+                    f"{doc}: marker quote:{name}/{key} names no quote: register it in svpg/report_tables.py"
+                )
+                return m.group(0)
+            if names is not None and name not in names:
+                return m.group(0)
+            value = quotes[(name, key)](*build(name))
+            if check and value != m["body"]:
+                problems.append(
+                    f"{doc}: quote {name}/{key}: the result file gives {value!r}, the document has {m['body']!r}"
+                )
+            return f"<!-- quote:{name}/{key} -->{value}<!-- /quote -->"
+
+        new = QUOTE.sub(replace_quote, MARKER.sub(replace, text))
         if not check and new != text:
             atomic_write(path, lambda tmp, new=new: Path(tmp).write_text(new))
     for name, table in tables.items():
@@ -384,6 +424,9 @@ def rebuild(root: Path = ROOT, check: bool = False, names: Sequence[str] | None 
             problems.append(
                 f"{table.doc}: no markers <!-- report:{name} --> … <!-- /report:{name} --> for table {name}"
             )
+    for name, key in quotes:
+        if (name, key) not in used_quotes and (names is None or name in names):
+            problems.append(f"no document quotes {name}/{key}: quote it as <!-- quote:{name}/{key} -->… or remove it")
     return problems
 
 
@@ -809,7 +852,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m svpg.report") -> 
     for problem in problems[:1] if args.check else problems:
         print(problem, file=sys.stderr)
     if args.check and len(problems) > 1:
-        print(f"… and {len(problems) - 1} more table(s) differ", file=sys.stderr)
+        print(f"… and {len(problems) - 1} more table(s) or quote(s) differ", file=sys.stderr)
     if not problems and not args.check:
         print(f"rebuilt {len(names or _tables())} tables")
     return 1 if problems else 0

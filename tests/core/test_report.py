@@ -128,6 +128,7 @@ def test_a_changed_result_file_fails_the_check(checkout):
         "README.md: table results-overview",
         "docs/benchmarks.md: table benchmark-summary",
         "docs/benchmarks.md: table benchmark-pendulum",
+        "docs/benchmarks.md: quote benchmark-pendulum/s2vgd-ppo: the result file gives '+40 [+12",  # the prose's too
     ], problems
     assert "Pendulum-v1, 200,000: S²VGD −181.0 ± 12.1, PPO" in problems[0]
     assert problems[1].startswith("docs/benchmarks.md: table benchmark-summary, row 'Pendulum-v1, 200,000'")
@@ -285,3 +286,50 @@ def test_every_reproduce_line_gives_a_shell_command_in_its_code_span():
     for name, table in _tables().items():
         assert table.command.startswith("python "), (name, table.command)
         assert " above" not in table.command and "; " not in table.command, (name, table.command)
+
+
+def test_a_changed_quote_fails_the_check_and_the_rebuild_restores_it(checkout):
+    """A figure the prose quotes (docs/benchmarks.md's Hopper-v5 paragraph) is checked as a table's cell is."""
+    doc = checkout / "docs" / "benchmarks.md"
+    change(doc, "<!-- quote:benchmark-hopper/ppo-seed2 -->207<!-- /quote -->", "<!-- quote:benchmark-hopper/ppo-seed2 -->208<!-- /quote -->")
+    names = tables_in("docs/benchmarks.md")
+    assert rebuild(checkout, check=True, names=names) == [
+        "docs/benchmarks.md: quote benchmark-hopper/ppo-seed2: the result file gives '207', the document has '208'"
+    ]
+    assert main(["--root", str(checkout), "--tables", ",".join(names)]) == 0
+    assert "<!-- quote:benchmark-hopper/ppo-seed2 -->207<!-- /quote -->" in doc.read_text()
+    assert rebuild(checkout, check=True, names=names) == []
+
+
+def test_unknown_and_unquoted_quotes_are_named(checkout):
+    change(checkout / "docs" / "benchmarks.md", "quote:benchmark-hopper/ppo-seed2 -->", "quote:benchmark-hopper/no-such -->")
+    problems = rebuild(checkout, check=True, names=tables_in("docs/benchmarks.md"))
+    assert problems == [
+        "docs/benchmarks.md: marker quote:benchmark-hopper/no-such names no quote: register it in svpg/report_tables.py",
+        "no document quotes benchmark-hopper/ppo-seed2: quote it as <!-- quote:benchmark-hopper/ppo-seed2 -->… or remove it",
+    ]
+
+
+def test_quote_builders_against_hand_computed_values():
+    from svpg.report import render_table
+    from svpg.report_quotes import cell, count, difference, mean, prose_number, spread
+
+    assert prose_number(-3303.46, 0) == "−3,303"
+    assert prose_number(2416.2, 0, sign=True) == "+2,416"
+    assert prose_number(0.59) == "0.6"
+    rows = [
+        {"agent": "a", "seed": "0", "final": "3"},
+        {"agent": "a", "seed": "1", "final": "5"},
+        {"agent": "b", "seed": "0", "final": "1"},
+        {"agent": "b", "seed": "1", "final": "2"},
+        {"agent": "b", "seed": "2", "final": "1000"},  # no pair: left out of the difference
+    ]
+    assert mean(agent="a")(rows, "") == "4.0"
+    assert spread(agent="b", but=(2,))(rows, "") == "1 to 2"
+    assert count(lambda v: v > 1.5, agent="b")(rows, "") == "2"
+    # differences 2 and 3: mean 2.5, standard error 0.5, t(0.975, 1 df) = 12.706 → 2.5 ± 6.353
+    assert difference({"agent": "a"}, {"agent": "b"})(rows, "") == "+2.5 [−3.9, +8.9]"
+    markdown = render_table(["method", "final mean"], [["x", "1.0 ± 0.5"], ["y", "−2.0 ± 0.1"]])
+    assert cell("final mean", "mean", method="y")([], markdown) == "−2.0"
+    with pytest.raises(ValueError, match="no rows with final"):
+        mean(agent="c")(rows, "")

@@ -1,0 +1,327 @@
+"""The figures the documents' prose quotes, each formatted from the rows of a registered table's result file.
+
+In a document a quoted figure stands between ``<!-- quote:TABLE/KEY -->`` and ``<!-- /quote -->``;
+``python -m svpg.report`` rewrites it from TABLE's rows and ``--check`` names one the rows no longer give, as
+for the tables (:mod:`svpg.report_tables`). The builders below pick runs by their fields (``agent``,
+``options``, …; a missing field reads as empty) and format as the prose writes numbers: thousands separated,
+Unicode minus signs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from svpg.report import doc_number, register_quotes, table_cells
+from svpg.stats import mean_se, paired_difference
+
+#: a quoted figure: a function of the table's rows and its Markdown as built
+Quote = Callable[[list[dict], str], str]
+
+
+def prose_number(value: float, digits: int = 1, sign: bool = False) -> str:
+    """``value`` as the prose writes it: ``2,416.2``, ``−3,304``; ``sign``: ``+`` before a positive one."""
+    return doc_number(f"{value:{'+' if sign else ''},.{digits}f}")
+
+
+def by_seed(rows: list[dict], metric: str = "final", **match) -> dict[int, float]:
+    """seed → ``metric`` of the rows whose fields equal ``match`` (a missing or null field reads as "")."""
+    out = {}
+    for r in rows:
+        if all(str(r.get(k) or "") == str(v) for k, v in match.items()) and r.get(metric) not in ("", None):
+            out[int(r["seed"])] = float(r[metric])
+    if not out:
+        raise ValueError(f"no rows with {metric} for {match}: the quote picks runs the result file does not have")
+    return out
+
+
+def mean(metric: str = "final", digits: int = 1, scale: float = 1.0, **match) -> Quote:
+    """The mean over seeds (times ``scale``: 1 / 60 turns ``wall_s`` into minutes)."""
+    return lambda rows, _: prose_number(scale * mean_se(list(by_seed(rows, metric, **match).values()))[0], digits)
+
+
+def at_seed(seed: int, metric: str = "final", digits: int = 1, **match) -> Quote:
+    """One seed's value."""
+    return lambda rows, _: prose_number(by_seed(rows, metric, **match)[seed], digits)
+
+
+def spread(metric: str = "final", digits: int = 0, join: str = " to ", but: tuple[int, ...] = (), **match) -> Quote:
+    """The lowest and highest value over the seeds (those in ``but`` left out): ``1,463 to 2,657``."""
+
+    def value(rows: list[dict], _: str) -> str:
+        values = [v for seed, v in by_seed(rows, metric, **match).items() if seed not in but]
+        return f"{prose_number(min(values), digits)}{join}{prose_number(max(values), digits)}"
+
+    return value
+
+
+def highest(metric: str = "final", digits: int = 0, **match) -> Quote:
+    """The highest value over the seeds."""
+    return lambda rows, _: prose_number(max(by_seed(rows, metric, **match).values()), digits)
+
+
+def lowest(metric: str = "final", digits: int = 0, **match) -> Quote:
+    """The lowest value over the seeds."""
+    return lambda rows, _: prose_number(min(by_seed(rows, metric, **match).values()), digits)
+
+
+def count(predicate: Callable[[float], bool], metric: str = "final", **match) -> Quote:
+    """How many seeds' values satisfy ``predicate`` (a numeral)."""
+    return lambda rows, _: str(sum(predicate(v) for v in by_seed(rows, metric, **match).values()))
+
+
+def difference(a: dict, b: dict, metric: str = "final", digits: int = 1, interval: bool = True) -> Quote:
+    """The paired difference a − b by seed with its 95 % t-interval: ``+2,416 [+2,181, +2,651]``; a and b are
+    ``match`` dicts of :func:`by_seed`. ``interval=False``: the mean difference alone."""
+
+    def value(rows: list[dict], _: str) -> str:
+        _pairs, diff, low, high = paired_difference(by_seed(rows, metric, **a), by_seed(rows, metric, **b))
+        if not interval or math.isnan(low):
+            return prose_number(diff, digits, sign=True)
+        return f"{prose_number(diff, digits, True)} [{prose_number(low, digits, True)}, {prose_number(high, digits, True)}]"
+
+    return value
+
+
+def ratio(a: dict, b: dict, metric: str = "final", digits: int = 1, percent: bool = False) -> Quote:
+    """The ratio of the mean over seeds of a to that of b (``percent``: as a whole percentage)."""
+
+    def value(rows: list[dict], _: str) -> str:
+        x = (
+            mean_se(list(by_seed(rows, metric, **a).values()))[0]
+            / mean_se(list(by_seed(rows, metric, **b).values()))[0]
+        )
+        return f"{100 * x:.0f} %" if percent else prose_number(x, digits)
+
+    return value
+
+
+def total_hours(tasks: tuple[str, ...], digits: int = 1, **match) -> Quote:
+    """The training hours (``wall_s``) of the runs of ``tasks`` matching ``match``."""
+
+    def value(rows: list[dict], _: str) -> str:
+        picked = [
+            r for r in rows if r["task"] in tasks and all(str(r.get(k) or "") == str(v) for k, v in match.items())
+        ]
+        return prose_number(sum(float(r["wall_s"]) for r in picked) / 3600, digits)
+
+    return value
+
+
+def runs(tasks: tuple[str, ...]) -> Quote:
+    """How many runs of ``tasks`` the rows hold."""
+    return lambda rows, _: str(sum(r["task"] in tasks for r in rows))
+
+
+def cell(column: str, part: str = "all", **where) -> Quote:
+    """A cell of the table as built: the row whose cells equal ``where`` (header → cell; a header with spaces
+    is given with underscores), column ``column``; ``part``: "mean" the figure before " ±", "se" the one after
+    it, "all" the whole cell."""
+
+    def value(_: list[dict], markdown: str) -> str:
+        wanted = {k.replace("_", " "): v for k, v in where.items()}
+        rows = [r for r in table_cells(markdown) if all(r.get(k) == v for k, v in wanted.items())]
+        if len(rows) != 1:
+            raise ValueError(f"{len(rows)} rows of the table have {wanted}: the quote needs exactly one")
+        text = rows[0][column]
+        return {"all": text, "mean": text.split(" ± ")[0], "se": text.partition(" ± ")[2]}[part]
+
+    return value
+
+
+def se_spread(column: str, digits: int = 0, **where) -> Quote:
+    """The lowest and highest standard error of column ``column`` over the rows matching ``where``: ``19 to 62``."""
+
+    def value(_: list[dict], markdown: str) -> str:
+        wanted = {k.replace("_", " "): v for k, v in where.items()}
+        ses = [
+            float(doc_number(r[column]).partition(" ± ")[2].replace(",", ""))
+            for r in table_cells(markdown)
+            if all(r.get(k) == v for k, v in wanted.items()) and " ± " in r[column]
+        ]
+        return f"{prose_number(min(ses), digits)} to {prose_number(max(ses), digits)}"
+
+    return value
+
+
+# -- docs/benchmarks.md ---------------------------------------------------------------------------------------
+#: the runs a quote picks, as ``by_seed``'s ``match`` (Any: they go to builders as keyword arguments)
+S2VGD: dict[str, Any] = {"agent": "s2vgd"}
+SVGD: dict[str, Any] = {"agent": "svgd"}
+PPO: dict[str, Any] = {"agent": "ppo"}
+A2C: dict[str, Any] = {"agent": "a2c"}
+FIRST_FIVE = ("Pendulum-v1", "InvertedDoublePendulum-v5", "Hopper-v5", "HalfCheetah-v5", "MountainCarContinuous-v0")
+CEILING = 9_300  # InvertedDoublePendulum-v5: a return at the task's ceiling (about 9,350)
+
+register_quotes(
+    "benchmark-summary",
+    {
+        "runs": runs(FIRST_FIVE),
+        "hours": total_hours(FIRST_FIVE),
+        **{f"hours-{a['agent']}": total_hours(FIRST_FIVE, **a) for a in (S2VGD, SVGD, PPO, A2C)},
+    },
+)
+register_quotes(
+    "benchmark-idp",
+    {
+        "svgd-at-ceiling": count(lambda v: v >= CEILING, **SVGD),
+        "s2vgd-at-ceiling": count(lambda v: v >= CEILING, **S2VGD),
+        "ppo-others": spread(join=" and ", but=(0,), **PPO),
+        "s2vgd-ppo": difference(S2VGD, PPO, digits=0),
+        "svgd-ppo": difference(SVGD, PPO, digits=0),
+        "s2vgd-particles": mean("final_particle_mean", 0, **S2VGD),
+        "svgd-particles": mean("final_particle_mean", 0, **SVGD),
+        "a2c": mean(**A2C),
+        "a2c-highest": highest(**A2C),
+    },
+)
+register_quotes(
+    "benchmark-hopper",
+    {
+        "s2vgd-ppo": difference(S2VGD, PPO, digits=0),
+        "s2vgd-spread": spread(join=" and ", **S2VGD),
+        "ppo-seed2": at_seed(2, digits=0, **PPO),
+        "ppo-seed4": at_seed(4, digits=0, **PPO),
+        "svgd-seed0": at_seed(0, digits=0, **SVGD),
+        "svgd-others": spread(but=(0,), **SVGD),
+        "s2vgd-particles": mean("final_particle_mean", 0, **S2VGD),
+        "svgd-particles": mean("final_particle_mean", 0, **SVGD),
+        "ppo": mean(**PPO),
+        "a2c": mean(**A2C),
+        "a2c-ppo": difference(A2C, PPO, digits=0),
+        "a2c-spread": spread(**A2C),
+    },
+)
+register_quotes(
+    "benchmark-halfcheetah",
+    {
+        "s2vgd-ppo": difference(S2VGD, PPO, digits=0),
+        "s2vgd-of-ppo": ratio(S2VGD, PPO, percent=True),
+        "s2vgd-spread": spread(**S2VGD),
+        "ppo-spread": spread(**PPO),
+        "ppo": mean(**PPO),
+        "ppo-wall-clock": ratio(PPO, S2VGD, "wall_s"),
+        "a2c": mean(**A2C),
+        "a2c-spread": spread(**A2C),
+    },
+)
+register_quotes(
+    "benchmark-walker2d",
+    {
+        "s2vgd-ppo": difference(S2VGD, PPO),
+        "ppo-seed0": at_seed(0, **PPO),
+        "ppo-auc": mean("auc", **PPO),
+        "s2vgd-auc": mean("auc", **S2VGD),
+        "s2vgd-ppo-auc": difference(S2VGD, PPO, "auc"),
+        "ppo": mean(**PPO),
+        "s2vgd-spread": spread(digits=1, **S2VGD),
+    },
+)
+register_quotes(
+    "benchmark-mcc",
+    {
+        "ppo": mean(**PPO),
+        "ppo-unsolved": count(lambda v: v < 90, **PPO),
+        "s2vgd-a2c": difference(S2VGD, A2C),
+        "s2vgd-a2c-mean": difference(S2VGD, A2C, interval=False),
+        "a2c-wall-clock": mean("wall_s", 2, 1 / 60, **A2C),
+    },
+)
+register_quotes(
+    "benchmark-pendulum",
+    {
+        "ppo": mean(**PPO),
+        "s2vgd-ppo": difference(S2VGD, PPO, digits=0),
+    },
+)
+register_quotes(
+    "a2c-halfcheetah-screen",
+    {
+        "zoo": mean(options=""),
+        "no-reward-norm": mean(options='{"normalize": {"norm_reward": false}}'),
+        "no-reward-norm-lowest": lowest(digits=1, options='{"normalize": {"norm_reward": false}}'),
+    },
+)
+
+#: the on-policy screens' candidates (their ``options``, as the result files record them)
+DEFAULTS: dict[str, Any] = {"agent": "s2vgd", "options": ""}
+LOG_STD_2: dict[str, Any] = {"agent": "s2vgd", "options": '{"log_std_init": -2.0}'}
+LOG_STD_1: dict[str, Any] = {"agent": "s2vgd", "options": '{"log_std_init": -1.0}'}
+register_quotes(
+    "halfcheetah-screen",
+    {
+        "defaults": mean(**DEFAULTS),
+        "log-std-2": mean(**LOG_STD_2),
+        "defaults-particles": mean("final_particle_mean", **DEFAULTS),
+        "log-std-2-particles": mean("final_particle_mean", **LOG_STD_2),
+        "more-steps": mean(agent="s2vgd", options='{"ppo_epochs": 20, "ppo_minibatches": 64}'),
+        "width": mean(agent="s2vgd", options='{"hidden": [256, 256]}'),
+        "width-log-std-2": mean(agent="s2vgd", options='{"hidden": [256, 256], "log_std_init": -2.0}'),
+        "gamma": mean(agent="s2vgd", options='{"gamma": 0.98}'),
+        "log-std-1": mean(**LOG_STD_1),
+        "ppo": mean(**PPO),
+    },
+)
+register_quotes(
+    "mujoco-screen",
+    {"defaults": mean(**DEFAULTS), "log-std-2": mean(**LOG_STD_2), "log-std-1": mean(**LOG_STD_1)},
+)
+
+BREAKOUT, REACH, KNOBS = "MinAtar/Breakout-v1", "svpg/PointReach-v0", "svpg/Knobs-v0"
+register_quotes(
+    "benchmark-spaces",
+    {
+        **{
+            f"{slug}-{key}": quote
+            for slug, task in (("reach", REACH), ("knobs", KNOBS), ("breakout", BREAKOUT))
+            for key, quote in (
+                ("s2vgd", mean(task=task, **S2VGD)),
+                ("ppo", mean(task=task, **PPO)),
+                ("s2vgd-ppo", difference({"task": task, **S2VGD}, {"task": task, **PPO})),
+                ("s2vgd-ppo-auc", difference({"task": task, **S2VGD}, {"task": task, **PPO}, "auc")),
+            )
+        },
+        "breakout-s2vgd-seed2": at_seed(2, task=BREAKOUT, **S2VGD),
+        "breakout-ppo-seed2": at_seed(2, task=BREAKOUT, **PPO),
+        "breakout-s2vgd-auc": mean("auc", task=BREAKOUT, **S2VGD),
+        "breakout-ppo-auc": mean("auc", task=BREAKOUT, **PPO),
+        "breakout-s2vgd-spread": spread(digits=1, task=BREAKOUT, **S2VGD),
+        "breakout-s2vgd-particles-spread": spread("final_particle_mean", 1, task=BREAKOUT, **S2VGD),
+        "breakout-ppo-spread": spread(digits=1, task=BREAKOUT, **PPO),
+    },
+)
+
+
+# -- docs/results.md ------------------------------------------------------------------------------------------
+def _grid(method: str, estimator: str, column: str, part: str = "all") -> Quote:
+    return cell(column, part, method=method, estimator=estimator)
+
+
+register_quotes(
+    "paper-grid-double-pendulum",
+    {
+        "s2vgd-reinforce-peak": _grid("s2vgd", "reinforce", "peak max"),
+        "svgd-reinforce-peak": _grid("svgd", "reinforce", "peak max"),
+        "s2vgd-a2c-peak": _grid("s2vgd", "a2c", "peak max"),
+        "svgd-a2c-peak": _grid("svgd", "a2c", "peak max"),
+        "s2vgd-a2c-peak-mean": _grid("s2vgd", "a2c", "peak mean"),
+        "svgd-a2c-peak-mean": _grid("svgd", "a2c", "peak mean"),
+        "final-mean-se": se_spread("final mean"),
+        "svgd-star-reinforce-peak": _grid("svgd-star", "reinforce", "peak max"),
+        "svgd-star-a2c-peak": _grid("svgd-star", "a2c", "peak max"),
+    },
+)
+register_quotes(
+    "paper-grid-swingup",
+    {
+        "s2vgd-reinforce-peak": _grid("s2vgd", "reinforce", "peak max"),
+        "svgd-reinforce-peak": _grid("svgd", "reinforce", "peak max"),
+        "s2vgd-a2c-peak": _grid("s2vgd", "a2c", "peak max"),
+        "svgd-a2c-peak": _grid("svgd", "a2c", "peak max"),
+        "s2vgd-reinforce-final-mean": _grid("s2vgd", "reinforce", "final mean", "mean"),
+        "svgd-reinforce-final-mean": _grid("svgd", "reinforce", "final mean", "mean"),
+        "s2vgd-a2c-final-mean": _grid("s2vgd", "a2c", "final mean", "mean"),
+        "svgd-a2c-final-mean": _grid("svgd", "a2c", "final mean", "mean"),
+    },
+)
