@@ -404,7 +404,7 @@ def rebuild(root: Path = ROOT, check: bool = False, names: Sequence[str] | None 
             used_quotes.add((name, key))
             if (name, key) not in quotes:
                 problems.append(
-                    f"{doc}: marker quote:{name}/{key} names no quote: register it in svpg/report_tables.py"
+                    f"{doc}: marker quote:{name}/{key} names no quote: register it in svpg/report_quotes.py"
                 )
                 return m.group(0)
             if names is not None and name not in names:

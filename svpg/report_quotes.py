@@ -10,10 +10,12 @@ Unicode minus signs.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
 from svpg.report import doc_number, register_quotes, table_cells
+from svpg.report_tables import SAC_HOPPER_CANDIDATES
 from svpg.stats import mean_se, paired_difference
 
 #: a quoted figure: a function of the table's rows and its Markdown as built
@@ -114,18 +116,28 @@ def runs(tasks: tuple[str, ...]) -> Quote:
     return lambda rows, _: str(sum(r["task"] in tasks for r in rows))
 
 
-def cell(column: str, part: str = "all", **where) -> Quote:
-    """A cell of the table as built: the row whose cells equal ``where`` (header → cell; a header with spaces
-    is given with underscores), column ``column``; ``part``: "mean" the figure before " ±", "se" the one after
-    it, "all" the whole cell."""
+def cell(column: str, row: str | None = None, part: str = "all", **where) -> Quote:
+    """A cell of the table as built, column ``column``, in the row whose first cell is ``row`` and whose cells
+    equal ``where`` (header → cell; a header with spaces is given with underscores); ``part``: "mean" the
+    figure before " ±" (or a paired difference's before its interval), "se" the one after " ±", "reached" how
+    many seeds of how many reached τ, "ratio" the ``(1.03×)`` of a timing, "all" the whole cell."""
 
     def value(_: list[dict], markdown: str) -> str:
         wanted = {k.replace("_", " "): v for k, v in where.items()}
-        rows = [r for r in table_cells(markdown) if all(r.get(k) == v for k, v in wanted.items())]
+        rows = [
+            r
+            for r in table_cells(markdown)
+            if all(r.get(k) == v for k, v in wanted.items()) and (row is None or next(iter(r.values())) == row)
+        ]
         if len(rows) != 1:
-            raise ValueError(f"{len(rows)} rows of the table have {wanted}: the quote needs exactly one")
+            raise ValueError(f"{len(rows)} rows of the table have {row or ''} {wanted}: the quote needs exactly one")
         text = rows[0][column]
-        return {"all": text, "mean": text.split(" ± ")[0], "se": text.partition(" ± ")[2]}[part]
+        if part == "ratio":  # "1,872 (1.03×)" → "1.03×"
+            return re.search(r"\(([^)]*×)\)", text).group(1)  # type: ignore[union-attr]
+        if part == "reached":  # iterations to τ: "654 ± 52 (7/10)" → "7 of 10"
+            reached, seeds = re.search(r"\((\d+)/(\d+)\)", text).groups()  # type: ignore[union-attr]
+            return f"{reached} of {seeds}"
+        return {"all": text, "mean": re.split(r" ± | \[| \(", text)[0], "se": text.partition(" ± ")[2]}[part]
 
     return value
 
@@ -295,7 +307,7 @@ register_quotes(
 
 # -- docs/results.md ------------------------------------------------------------------------------------------
 def _grid(method: str, estimator: str, column: str, part: str = "all") -> Quote:
-    return cell(column, part, method=method, estimator=estimator)
+    return cell(column, part=part, method=method, estimator=estimator)
 
 
 register_quotes(
@@ -324,4 +336,145 @@ register_quotes(
         "s2vgd-a2c-final-mean": _grid("s2vgd", "a2c", "final mean", "mean"),
         "svgd-a2c-final-mean": _grid("svgd", "a2c", "final mean", "mean"),
     },
+)
+
+
+# -- docs/rl.md -----------------------------------------------------------------------------------------------
+PENDULUM, MCC = "Pendulum-v1: best particle", "MountainCarContinuous-v0: best particle"
+MCC_MEAN = "MountainCarContinuous-v0: mean over particles"
+register_quotes(
+    "generic-defaults-screen",
+    {
+        "defaults": cell(PENDULUM, "α = 100 (the defaults)"),
+        "alpha1": cell(PENDULUM, "none (α = 1)"),
+        "alpha10": cell(PENDULUM, "α = 10"),
+        "m8": cell(PENDULUM, "8 particles"),
+        "m2": cell(PENDULUM, "2 particles"),
+        "svgd": cell(PENDULUM, "plain SVGD layers"),
+        "small": cell(PENDULUM, "25,10 networks"),
+        "mvg": cell(PENDULUM, "the eq. 14 prior"),
+        "anneal": cell(PENDULUM, "learning rates annealed to 0"),
+        "epochs5": cell(PENDULUM, "5 PPO epochs"),
+        "norew": cell(PENDULUM, "no reward scaling"),
+        "gamma95": cell(PENDULUM, "γ = 0.95"),
+        "samples1024": cell(PENDULUM, "α = 100, 1024 samples per particle"),
+        "mcc-defaults": cell(MCC, "α = 100 (the defaults)", "mean"),
+        "mcc-alpha1": cell(MCC, "none (α = 1)", "mean"),
+        "mcc-defaults-particles": cell(MCC_MEAN, "α = 100 (the defaults)", "mean"),
+        "mcc-alpha1-particles": cell(MCC_MEAN, "none (α = 1)", "mean"),
+        "mcc-lr-particles": cell(MCC_MEAN, "learning rates 1e-3", "mean"),
+    },
+)
+
+SAC_DEFAULTS: dict[str, Any] = {"options": "{}"}
+SAC_HOPPER_DEFAULTS = SAC_HOPPER_CANDIDATES["{}"]
+SHARED_CRITICS: dict[str, Any] = {"options": '{"critics": "shared", "gradient_steps": -1}'}
+
+
+def _best_minus_sac(rows: list[dict], _: str) -> str:
+    """The defaults' best particle (``eval_best``) minus SB3 SAC's final return, seed by seed."""
+    best, sac = by_seed(rows, "eval_best", **SAC_DEFAULTS), by_seed(rows, "final", agent="sac")
+    return " and ".join(prose_number(best[k] - sac[k], sign=True) for k in sorted(set(best) & set(sac)))
+
+
+def _shared_wall_clock(rows: list[dict], _: str) -> str:
+    """The shared critics' seconds per run over the defaults' on the seed both ran."""
+    shared, own = by_seed(rows, "seconds", **SHARED_CRITICS), by_seed(rows, "seconds", **SAC_DEFAULTS)
+    (seed,) = set(shared) & set(own)
+    return prose_number(shared[seed] / own[seed])
+
+
+register_quotes(
+    "sac-defaults-hopper",
+    {
+        "defaults-sac": cell("− SAC (95 % CI)", SAC_HOPPER_DEFAULTS, "mean"),
+        "defaults-sac-seeds": _best_minus_sac,
+        "shared-wall-clock": _shared_wall_clock,
+        "shared-best": at_seed(100, "eval_best", **SHARED_CRITICS),
+        "shared-train-best": at_seed(100, "train_best", **SHARED_CRITICS),
+        "shared-train-mean": at_seed(100, "train_mean", **SHARED_CRITICS),
+        "defaults-train-best": at_seed(100, "train_best", **SAC_DEFAULTS),
+        "defaults-train-mean": at_seed(100, "train_mean", **SAC_DEFAULTS),
+    },
+)
+
+
+# -- docs/rl.md: the structure ablation ----------------------------------------------------------------------
+WINNER = "s2vgd-K1-flat-a300"
+
+
+def _ablation(column: str, cell_name: str, estimator: str, part: str = "all") -> Quote:
+    """A cell of an ablation table: ``column`` of ``cell_name``'s row under ``estimator``."""
+    return cell(column, estimator, part, cell=f"`{cell_name}`")
+
+
+def _halfway(cell_name: str, estimator: str) -> Quote:
+    """Iterations to halfway of ``cell_name`` (the time table's mean)."""
+    return cell(f"`{cell_name}`", {"reinforce": "REINFORCE", "a2c": "A2C"}[estimator], "mean")
+
+
+def _against(task: str, cell_name: str, reference: str, estimator: str, metric: str) -> Quote:
+    """The paired difference ``cell_name`` − ``reference`` by seed of ``metric`` (peak_best, final_mean) with its
+    95 % t-interval, as the ablation table writes its Δ columns against ``svgd``."""
+
+    def value(rows: list[dict], _: str) -> str:
+        from svpg.report_tables import _ablation_metrics
+        from svpg.studies.ablation_analysis import THRESHOLD, _interval
+
+        r = _ablation_metrics(rows, task, THRESHOLD, reference)[(cell_name, estimator)]
+        return doc_number(_interval(r[f"d_{metric}"], r[f"d_{metric}_lo"], r[f"d_{metric}_hi"]))
+
+    return value
+
+
+for _slug, _control in (("swingup", "svgd"), ("double-pendulum", "svgd-a300")):  # the control each paragraph names
+    register_quotes(
+        f"ablation-{_slug}-time",
+        {f"halfway-{c}-{e}": _halfway(c, e) for c in (WINNER, _control) for e in ("reinforce", "a2c")},
+    )
+register_quotes(
+    "ablation-swingup",
+    {
+        **{
+            f"tau-{c}-{e}": _ablation("iterations to τ (reached)", c, e, "mean")
+            for c in (WINNER, "svgd")
+            for e in ("reinforce", "a2c")
+        },  # fmt: skip
+        "tau-winner-reinforce-reached": _ablation("iterations to τ (reached)", WINNER, "reinforce", "reached"),
+        **{f"kl-{c}-{e}": _ablation("action KL", c, e) for c in (WINNER, "svgd") for e in ("reinforce", "a2c")},
+        **{
+            f"winner-vs-a300-{m}-{e}": _against("swingup", WINNER, "svgd-a300", e, m)
+            for m in ("peak_best", "final_mean")
+            for e in ("reinforce", "a2c")
+        },  # fmt: skip
+    },
+)
+register_quotes(
+    "ablation-double-pendulum",
+    {
+        **{
+            f"tau-{c}-{e}": _ablation("iterations to τ (reached)", c, e, "mean")
+            for c in (WINNER, "svgd")
+            for e in ("reinforce", "a2c")
+        },  # fmt: skip
+        **{
+            f"d-final-{c}-{e}": _ablation("Δ final mean", c, e)
+            for c in (WINNER, "svgd-a300")
+            for e in ("reinforce", "a2c")
+        },  # fmt: skip
+        **{f"d-peak-winner-{e}": _ablation("Δ peak best", WINNER, e) for e in ("reinforce", "a2c")},
+        **{
+            f"winner-vs-a300-{m}-{e}": _against("double-pendulum", WINNER, "svgd-a300", e, m)
+            for m in ("peak_best", "final_mean")
+            for e in ("reinforce", "a2c")
+        },  # fmt: skip
+        "svgd-star-a2c-peak": _ablation("peak best", "svgd-star", "a2c", "mean"),
+        "svgd-star-a2c-d-peak": _ablation("Δ peak best", "svgd-star", "a2c"),
+        **{f"kl-{c}-{e}": _ablation("action KL", c, e) for c in (WINNER, "svgd") for e in ("reinforce", "a2c")},
+    },
+)
+
+register_quotes(
+    "vec-env",
+    {"learn-async": cell("async/2 (steps/s, × sync)", "svpg.SVPG learn iterations (PPO, 4 particles)", "ratio")},
 )

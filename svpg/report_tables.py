@@ -621,6 +621,77 @@ register(
 )
 
 
+# -- RL: the on-policy defaults' screen on tuning seeds (docs/rl.md) --------------------------------------------
+GENERIC_DEFAULTS_FILES = "bench/results/generic_defaults_*.csv"
+#: bench/generic_defaults.py's candidates (options on top of its BASE: the defaults with α = 1) → what each sets
+GENERIC_CANDIDATES = {
+    "base": "none (α = 1)",
+    "alpha10": "α = 10",
+    "alpha100": "α = 100 (the defaults)",
+    "a1000": "α = 1000",
+    "m2": "2 particles",
+    "m8": "8 particles",
+    "a100-m8": "α = 100, 8 particles",
+    "lr1e-3": "learning rates 1e-3",
+    "a100-lr1e-3": "α = 100, learning rates 1e-3",
+    "lr1e-3-m8": "learning rates 1e-3, 8 particles",
+    "gamma95": "γ = 0.95",
+    "lr1e-3-gamma95": "learning rates 1e-3, γ = 0.95",
+    "samples1024": "1024 samples per particle",
+    "a100-s1024": "α = 100, 1024 samples per particle",
+    "epochs5": "5 PPO epochs",
+    "anneal": "learning rates annealed to 0",
+    "svgd": "plain SVGD layers",
+    "small": "25,10 networks",
+    "mvg": "the eq. 14 prior",
+    "norew": "no reward scaling",
+}
+GENERIC_TASKS = ("Pendulum-v1", "MountainCarContinuous-v0", "CartPole-v1")
+
+
+def _generic_defaults_table(rows: list[dict]) -> str:
+    """Each candidate's best particle and mean over particles per task (mean ± s.e. over the tuning seeds); a
+    candidate not run on a task: –."""
+    from svpg.stats import cell
+
+    header = ["options on top of α = 1 and the other defaults"]
+    for task in GENERIC_TASKS:
+        header += [f"{task}: best particle", f"{task}: mean over particles"]
+    table = []
+    for name, label in GENERIC_CANDIDATES.items():
+        line = [label]
+        for task in GENERIC_TASKS:
+            runs = [r for r in rows if r["env_id"] == task and r["candidate"] == name]
+            for key in ("best_particle", "mean_particles"):
+                line.append(doc_number(cell([float(r[key]) for r in runs])) if runs else "–")
+        table.append(line)
+    unknown = sorted({r["candidate"] for r in rows} - set(GENERIC_CANDIDATES) - {"defaults", "sb3-ppo"})
+    if unknown:
+        raise ReportError(
+            f"{GENERIC_DEFAULTS_FILES}: candidates {', '.join(unknown)} have no label in GENERIC_CANDIDATES"
+        )
+    return render_table(header, table)
+
+
+register(
+    Table(
+        name="generic-defaults-screen",
+        doc="docs/rl.md",
+        source=GENERIC_DEFAULTS_FILES,
+        build=_generic_defaults_table,
+        command="python bench/generic_defaults.py --env-id Pendulum-v1 --total-steps 200000 --seeds 100-104 "
+        "--out bench/results/generic_defaults_pendulum.csv",
+        note="(and likewise MountainCarContinuous-v0 and CartPole-v1 at 200,000 and 100,000 steps, --candidates "
+        "as in their rows)",
+        compute=lambda rows: (
+            f"{len(rows)} runs, {sum(float(r['seconds']) for r in rows) / 3600:.1f} core-hours on the 16-core Xeon "
+            "host of a GPU machine, several runs at a time"
+        ),
+        select={},
+    )
+)
+
+
 # -- RL: the off-policy estimator's defaults on tuning seeds (docs/rl.md) -------------------------------------
 def _sac_defaults_table(rows: list[dict]) -> str:
     from svpg.stats import cell
@@ -1744,10 +1815,10 @@ def _paper_grid(task: str, sb3: bool = False):
     return build
 
 
-def _ablation_metrics(rows: list[dict], task: str, threshold: str) -> dict:
+def _ablation_metrics(rows: list[dict], task: str, threshold: str, reference: str = "svgd") -> dict:
     """(cell, estimator) → the row of ``cells.csv`` (:func:`svpg.studies.ablation_analysis.summary_row`) of the
     report stage's runs in ``rows`` (its cells and seeds, on the task's preset with each cell's settings), with the
-    command's default window and ``threshold``: mean ± standard error over seeds, paired differences to ``svgd``,
+    command's default window and ``threshold``: mean ± standard error over seeds, paired differences to ``reference``,
     iterations to τ and the action KL the gather recorded."""
     from svpg.studies.ablation import parse_threshold
     from svpg.studies.ablation_analysis import WINDOW, cut_to_shortest, per_run_metrics, summary_row, thresholds
@@ -1767,7 +1838,8 @@ def _ablation_metrics(rows: list[dict], task: str, threshold: str) -> dict:
         per_run[r["cell"], r["estimator"]][int(r["seed"])]["action_kl"] = _number(r.get("action_kl"))
     keys = ("peak_best", "final_mean", "iterations_to_threshold", "action_kl")
     return {
-        key: summary_row(runs, per_run.get(("svgd", key[1])) if key[0] != "svgd" else None, keys) | {"seeds": len(runs)}
+        key: summary_row(runs, per_run.get((reference, key[1])) if key[0] != reference else None, keys)
+        | {"seeds": len(runs)}
         for key, runs in per_run.items()
     }
 

@@ -305,7 +305,7 @@ def test_unknown_and_unquoted_quotes_are_named(checkout):
     change(checkout / "docs" / "benchmarks.md", "quote:benchmark-hopper/ppo-seed2 -->", "quote:benchmark-hopper/no-such -->")
     problems = rebuild(checkout, check=True, names=tables_in("docs/benchmarks.md"))
     assert problems == [
-        "docs/benchmarks.md: marker quote:benchmark-hopper/no-such names no quote: register it in svpg/report_tables.py",
+        "docs/benchmarks.md: marker quote:benchmark-hopper/no-such names no quote: register it in svpg/report_quotes.py",
         "no document quotes benchmark-hopper/ppo-seed2: quote it as <!-- quote:benchmark-hopper/ppo-seed2 -->… or remove it",
     ]
 
@@ -329,7 +329,16 @@ def test_quote_builders_against_hand_computed_values():
     assert count(lambda v: v > 1.5, agent="b")(rows, "") == "2"
     # differences 2 and 3: mean 2.5, standard error 0.5, t(0.975, 1 df) = 12.706 → 2.5 ± 6.353
     assert difference({"agent": "a"}, {"agent": "b"})(rows, "") == "+2.5 [−3.9, +8.9]"
-    markdown = render_table(["method", "final mean"], [["x", "1.0 ± 0.5"], ["y", "−2.0 ± 0.1"]])
-    assert cell("final mean", "mean", method="y")([], markdown) == "−2.0"
+    markdown = render_table(
+        ["method", "final mean", "Δ", "iterations to τ"],
+        [["x", "1.0 ± 0.5", "+0.5 [−1.0, +2.0]", "654 ± 52 (7/10)"], ["y", "−2.0 ± 0.1", "–", "311 ± 10 (10/10)"]],
+    )
+    assert cell("final mean", "y", "mean")([], markdown) == "−2.0"
+    assert cell("final mean", part="se", method="x")([], markdown) == "0.5"
+    assert cell("Δ", "x", "mean")([], markdown) == "+0.5"
+    assert cell("iterations to τ", "x", "reached")([], markdown) == "7 of 10"
+    assert cell("iterations to τ", "x", "mean")([], markdown) == "654"
+    with pytest.raises(ValueError, match="exactly one"):
+        cell("final mean", "z")([], markdown)
     with pytest.raises(ValueError, match="no rows with final"):
         mean(agent="c")(rows, "")
