@@ -58,9 +58,22 @@ def spread(metric: str = "final", digits: int = 0, join: str = " to ", but: tupl
     return value
 
 
-def highest(metric: str = "final", digits: int = 0, **match) -> Quote:
-    """The highest value over the seeds."""
-    return lambda rows, _: prose_number(max(by_seed(rows, metric, **match).values()), digits)
+def seeds_list(seeds: tuple[int, ...], metric: str = "final", digits: int = 1, **match) -> Quote:
+    """The values of ``seeds`` in that order: ``13.1, 14.5 and 12.3``."""
+
+    def value(rows: list[dict], _: str) -> str:
+        values = by_seed(rows, metric, **match)
+        text = [prose_number(values[k], digits) for k in seeds]
+        return ", ".join(text[:-1]) + f" and {text[-1]}" if len(text) > 1 else text[0]
+
+    return value
+
+
+def highest(metric: str = "final", digits: int = 0, but: tuple[int, ...] = (), **match) -> Quote:
+    """The highest value over the seeds (those in ``but`` left out)."""
+    return lambda rows, _: prose_number(
+        max(v for k, v in by_seed(rows, metric, **match).items() if k not in but), digits
+    )
 
 
 def lowest(metric: str = "final", digits: int = 0, **match) -> Quote:
@@ -116,11 +129,12 @@ def runs(tasks: tuple[str, ...]) -> Quote:
     return lambda rows, _: str(sum(r["task"] in tasks for r in rows))
 
 
-def cell(column: str, row: str | None = None, part: str = "all", **where) -> Quote:
+def cell(column: str, row: str | None = None, part: str = "all", nth: int | None = None, **where) -> Quote:
     """A cell of the table as built, column ``column``, in the row whose first cell is ``row`` and whose cells
     equal ``where`` (header → cell; a header with spaces is given with underscores); ``part``: "mean" the
     figure before " ±" (or a paired difference's before its interval), "se" the one after " ±", "reached" how
-    many seeds of how many reached τ, "ratio" the ``(1.03×)`` of a timing, "all" the whole cell."""
+    many seeds of how many reached τ, "ratio" the ``(1.03×)`` of a timing, "all" the whole cell. ``nth``: of
+    several such rows (a table in parts), the nth."""
 
     def value(_: list[dict], markdown: str) -> str:
         wanted = {k.replace("_", " "): v for k, v in where.items()}
@@ -129,6 +143,8 @@ def cell(column: str, row: str | None = None, part: str = "all", **where) -> Quo
             for r in table_cells(markdown)
             if all(r.get(k) == v for k, v in wanted.items()) and (row is None or next(iter(r.values())) == row)
         ]
+        if nth is not None:  # a table with parts (the wheel's regret, then its reward ratio): the nth such row
+            rows = rows[nth : nth + 1]
         if len(rows) != 1:
             raise ValueError(f"{len(rows)} rows of the table have {row or ''} {wanted}: the quote needs exactly one")
         text = rows[0][column]
@@ -477,4 +493,67 @@ register_quotes(
 register_quotes(
     "vec-env",
     {"learn-async": cell("async/2 (steps/s, × sync)", "svpg.SVPG learn iterations (PPO, 4 particles)", "ratio")},
+)
+
+
+# -- docs/bandits.md -----------------------------------------------------------------------------------------
+WHEEL_DELTAS = ("0.5", "0.95", "0.99")
+REGRET, RATIO, THEIRS = 0, 1, "BADAM (their Table 2)"  # the wheel table's parts: regret rows, then reward ratios
+register_quotes(
+    "bandit-wheel",
+    {
+        **{f"badam-regret-{d}": cell(f"δ = {d}", "badam", "mean", REGRET) for d in ("0.5", "0.95")},
+        **{f"badam-ratio-{d}": cell(f"δ = {d}", "badam", "mean", RATIO) for d in WHEEL_DELTAS},
+        **{f"their-badam-{d}": cell(f"δ = {d}", THEIRS, "mean") for d in WHEEL_DELTAS},
+    },
+)
+
+MUSHROOM_NEURAL = ("s2vgd", "svgd", "neural-greedy", "bbb", "kflow-diag", "kflow-linear")
+REGRET_COLUMN, MINUS, LOWER = "normalised regret (uniform = 100)", "minus S²VGD: mean [95 % CI]", "lower on"
+
+
+def _spread_of(agents: tuple[str, ...]) -> Quote:
+    """The lowest and highest ± of the agents' normalised regret (the mushroom table's standard deviations)."""
+
+    def value(_: list[dict], markdown: str) -> str:
+        spreads = [float(r[REGRET_COLUMN].partition(" ± ")[2]) for r in table_cells(markdown) if r["agent"] in agents]
+        return f"±{min(spreads):.1f} to ±{max(spreads):.1f}"
+
+    return value
+
+
+register_quotes(
+    "bandit-mushroom",
+    {
+        "neural-spread": _spread_of(MUSHROOM_NEURAL),
+        "vmg-spread": cell(REGRET_COLUMN, "vmg", "se"),
+        "linucb-seed8": at_seed(8, "normalised_regret", 0, agent="linucb"),
+        "linucb-others": highest("normalised_regret", 1, but=(8,), agent="linucb"),
+        "svgd-minus": cell(MINUS, "svgd"),
+        **{f"{a}-minus": cell(MINUS, a, "mean") for a in ("kflow-linear", "kflow-diag", "bbb", "vmg")},
+        **{f"{a}-lower": cell(LOWER, a) for a in ("kflow-linear", "kflow-diag")},
+        "badam": cell(REGRET_COLUMN, "badam"),
+        "badam-minus": cell(MINUS, "badam"),
+        "badam-lower": cell(LOWER, "badam"),
+        **{f"{a}-regret": cell(REGRET_COLUMN, a, "mean") for a in ("kflow-linear", "kflow-diag", "neural-greedy")},
+    },
+)
+FIRST_THREE = (0, 1, 2)
+register_quotes(
+    "bandit-showdown-financial",
+    {
+        f"{a}-seeds": seeds_list(FIRST_THREE, "normalised_regret", agent=a)
+        for a in ("s2vgd", "kflow-linear", "neural-greedy")
+    },
+)
+register_quotes(
+    "bandit-showdown-financial-tables",
+    {
+        **{
+            f"{a}-seeds": seeds_list(FIRST_THREE, "normalised_regret", agent=a)
+            for a in ("s2vgd", "kflow-linear", "neural-greedy")
+        },  # fmt: skip
+        "s2vgd-ratio": cell("reward / optimal", "**s2vgd**", "mean"),
+        "kflow-linear-minus": cell(MINUS, "kflow-linear"),
+    },
 )
