@@ -28,11 +28,12 @@ def prose_number(value: float, digits: int = 1, sign: bool = False) -> str:
 
 
 def by_seed(rows: list[dict], metric: str = "final", **match) -> dict[int, float]:
-    """seed → ``metric`` of the rows whose fields equal ``match`` (a missing or null field reads as "")."""
+    """seed (a supervised row's split) → ``metric`` of the rows whose fields equal ``match`` (a missing or null
+    field reads as "")."""
     out = {}
     for r in rows:
         if all(str(r.get(k) or "") == str(v) for k, v in match.items()) and r.get(metric) not in ("", None):
-            out[int(r["seed"])] = float(r[metric])
+            out[int(r["seed"] if "seed" in r else r["split"])] = float(r[metric])  # a supervised unit is a split
     if not out:
         raise ValueError(f"no rows with {metric} for {match}: the quote picks runs the result file does not have")
     return out
@@ -555,5 +556,290 @@ register_quotes(
         },  # fmt: skip
         "s2vgd-ratio": cell("reward / optimal", "**s2vgd**", "mean"),
         "kflow-linear-minus": cell(MINUS, "kflow-linear"),
+    },
+)
+
+
+# -- docs/supervised.md: the UCI sets of Table 1 (units: the 20 standard splits) ------------------------------
+PROSE_LABELS = {"s2vgd": "S²VGD", "svgd": "SVGD", "map": "MAP", "bbb": "BBB", "vmg": "VMG", "kflow-linear": "K-Linear",
+                "kflow-diag": "K-Diag", "badam": "BADAM"}  # fmt: skip
+
+
+def _against_s2vgd(rows: list[dict], dataset: str, method: str, metric: str) -> dict[int, float]:
+    """split → the method's ``metric`` minus S²VGD's on that split."""
+    own, s2vgd = (
+        by_seed(rows, metric, dataset=dataset, method=method),
+        by_seed(rows, metric, dataset=dataset, method="s2vgd"),
+    )
+    return {k: own[k] - s2vgd[k] for k in sorted(set(own) & set(s2vgd))}
+
+
+def _better(differences: dict[int, float], metric: str) -> int:
+    """On how many splits the method beats S²VGD: a lower RMSE, a higher log-likelihood."""
+    return sum((d < 0) if metric == "rmse" else (d > 0) for d in differences.values())
+
+
+def sv_pair(dataset: str, method: str, metric: str, digits: int = 2, style: str = "se", better: bool = False) -> Quote:
+    """The method − S²VGD by split: ``+0.20 ± 0.04`` (mean ± standard error, ``style`` "se") or ``+0.47 [+0.37,
+    +0.56]`` (with its 95 % t-interval, "ci"); ``better``: followed by `` (2 of 20)``, the splits where it is
+    better."""
+
+    def value(rows: list[dict], _: str) -> str:
+        diffs = _against_s2vgd(rows, dataset, method, metric)
+        mean_, se = mean_se(list(diffs.values()))
+        if style == "se":
+            text = f"{prose_number(mean_, digits, True)} ± {prose_number(se, digits)}"
+        else:
+            _pairs, d, low, high = paired_difference(by_seed(rows, metric, dataset=dataset, method=method),
+                                                     by_seed(rows, metric, dataset=dataset, method="s2vgd"))  # fmt: skip
+            text = f"{prose_number(d, digits, True)} [{prose_number(low, digits, True)}, {prose_number(high, digits, True)}]"
+        return f"{text} ({_better(diffs, metric)} of {len(diffs)})" if better else text
+
+    return value
+
+
+def sv_list(dataset: str, methods: tuple[str, ...], metric: str, digits: int = 2, style: str = "se") -> Quote:
+    """``SVGD +0.20 ± 0.04 (2 of 20), MAP …``: each method's :func:`sv_pair` with the splits it wins."""
+    pairs = [(m, sv_pair(dataset, m, metric, digits, style, better=True)) for m in methods]
+    return lambda rows, markdown: ", ".join(f"{PROSE_LABELS[m]} {q(rows, markdown)}" for m, q in pairs)
+
+
+def sv_better(dataset: str, method: str, metric: str) -> Quote:
+    """``18 of 20``: the splits where the method beats S²VGD."""
+
+    def value(rows: list[dict], _: str) -> str:
+        diffs = _against_s2vgd(rows, dataset, method, metric)
+        return f"{_better(diffs, metric)} of {len(diffs)}"
+
+    return value
+
+
+def sv_mean(dataset: str, method: str, metric: str, digits: int = 2) -> Quote:
+    return mean(metric, digits, dataset=dataset, method=method)
+
+
+def sv_both(dataset: str, method: str, digits: int = 2, ll_digits: int = 2) -> Quote:
+    """``3.06 / −2.53``: the mean RMSE and log-likelihood over splits."""
+    rmse, ll = sv_mean(dataset, method, "rmse", digits), sv_mean(dataset, method, "test_ll", ll_digits)
+    return lambda rows, markdown: f"{rmse(rows, markdown)} / {ll(rows, markdown)}"
+
+
+def sv_se(dataset: str, method: str, metric: str, digits: int = 2) -> Quote:
+    """The standard error over splits of the method's mean."""
+    return lambda rows, _: prose_number(
+        mean_se(list(by_seed(rows, metric, dataset=dataset, method=method).values()))[1], digits
+    )
+
+
+def sv_means_range(dataset: str, methods: tuple[str, ...], metric: str, digits: int = 1, join: str = "–") -> Quote:
+    """The lowest and highest of the methods' means over splits."""
+
+    def value(rows: list[dict], _: str) -> str:
+        means = [mean_se(list(by_seed(rows, metric, dataset=dataset, method=m).values()))[0] for m in methods]
+        return f"{prose_number(min(means), digits)}{join}{prose_number(max(means), digits)}"
+
+    return value
+
+
+def sv_ses_range(dataset: str, methods: tuple[str, ...], metric: str, digits: int = 2) -> Quote:
+    """``±0.06 to ±0.07``: the lowest and highest standard error of the methods' means."""
+
+    def value(rows: list[dict], _: str) -> str:
+        ses = [mean_se(list(by_seed(rows, metric, dataset=dataset, method=m).values()))[1] for m in methods]
+        low, high = prose_number(min(ses), digits), prose_number(max(ses), digits)
+        return f"±{low}" if low == high else f"±{low} to ±{high}"
+
+    return value
+
+
+def sv_worst(dataset: str, method: str, n: int = 3) -> Quote:
+    """The ``n`` splits of the method's largest RMSE, in order of split: ``4, 9 and 10``."""
+
+    def value(rows: list[dict], _: str) -> str:
+        rmse = by_seed(rows, "rmse", dataset=dataset, method=method)
+        worst = sorted(sorted(rmse, key=rmse.get, reverse=True)[:n])  # type: ignore[arg-type]
+        return ", ".join(str(k) for k in worst[:-1]) + f" and {worst[-1]}"
+
+    return value
+
+
+def sv_worst_range(dataset: str, method: str, metric: str, digits: int = 1, join: str = "–", n: int = 3) -> Quote:
+    """The range of ``metric`` over the ``n`` splits of the method's largest RMSE."""
+
+    def value(rows: list[dict], _: str) -> str:
+        rmse = by_seed(rows, "rmse", dataset=dataset, method=method)
+        values = by_seed(rows, metric, dataset=dataset, method=method)
+        picked = [values[k] for k in sorted(rmse, key=rmse.get, reverse=True)[:n]]  # type: ignore[arg-type]
+        low, high = sorted(picked, key=abs)[0], sorted(picked, key=abs)[-1]
+        return f"{prose_number(low, digits)}{join}{prose_number(high, digits)}"
+
+    return value
+
+
+def sv_hours(dataset: str) -> Quote:
+    """The hours of training (``seconds``) of the data set's fits."""
+    return lambda rows, _: f"{sum(float(r['seconds']) for r in rows if r['dataset'] == dataset) / 3600:.0f}"
+
+
+B, C, Y, E, K, W, PW, N = "boston", "concrete", "yacht", "energy", "kin8nm", "wine", "power", "naval"
+PARAMETRIC = ("bbb", "vmg", "kflow-linear", "kflow-diag")
+register_quotes(
+    "supervised-boston",
+    {
+        "s2vgd-rmse": sv_mean(B, "s2vgd", "rmse"),
+        "rmse-pairs": sv_list(B, ("svgd", "map", "bbb", "kflow-linear", "kflow-diag", "vmg", "badam"), "rmse"),
+        "s2vgd-ll": sv_mean(B, "s2vgd", "test_ll"),
+        "svgd-ll-pair": sv_pair(B, "svgd", "test_ll"),
+        "svgd-ll-better": sv_better(B, "svgd", "test_ll"),
+        "ll-pairs": sv_list(B, ("vmg", "kflow-linear", "kflow-diag", "bbb"), "test_ll"),
+        "map-ll-pair": sv_pair(B, "map", "test_ll"),
+        "badam-ll-pair": sv_pair(B, "badam", "test_ll"),
+        "s2vgd-ll-se": sv_se(B, "s2vgd", "test_ll"),
+        "parametric-ll-se": sv_ses_range(B, PARAMETRIC, "test_ll"),
+        "s2vgd-worst": sv_worst(B, "s2vgd"),
+        "s2vgd-worst-rmse": sv_worst_range(B, "s2vgd", "rmse"),
+        "s2vgd-worst-ll": sv_worst_range(B, "s2vgd", "test_ll", join=" to "),
+        "svgd-rmse": sv_mean(B, "svgd", "rmse"),
+        "svgd-ll": sv_mean(B, "svgd", "test_ll"),
+        "vmg": sv_both(B, "vmg"),
+        "badam": sv_both(B, "badam"),
+    },
+)
+register_quotes(
+    "supervised-concrete",
+    {
+        "rmse-pairs": sv_list(
+            C, ("svgd", "badam", "map", "vmg", "kflow-linear", "bbb", "kflow-diag"), "rmse", style="ci"
+        ),
+        "ll-pairs": sv_list(
+            C, ("vmg", "svgd", "kflow-linear", "bbb", "kflow-diag", "badam", "map"), "test_ll", style="ci"
+        ),
+        "s2vgd-ll": sv_mean(C, "s2vgd", "test_ll"),
+        "s2vgd-rmse": sv_mean(C, "s2vgd", "rmse"),
+        "svgd-rmse": sv_mean(C, "svgd", "rmse"),
+        "svgd-ll": sv_mean(C, "svgd", "test_ll"),
+        "parametric-rmse": sv_means_range(C, ("bbb", "kflow-linear", "kflow-diag"), "rmse"),
+        "vmg": sv_both(C, "vmg"),
+    },
+)
+register_quotes(
+    "supervised-yacht",
+    {
+        "s2vgd": sv_both(Y, "s2vgd"),
+        "svgd": sv_both(Y, "svgd"),
+        "bbb-rmse": sv_mean(Y, "bbb", "rmse", 1),
+        "badam-rmse": sv_mean(Y, "badam", "rmse", 1),
+        "vmg": sv_both(Y, "vmg"),
+    },
+)
+register_quotes(
+    "supervised-energy",
+    {
+        "s2vgd": sv_both(E, "s2vgd"),
+        "svgd-rmse-better": sv_better(E, "svgd", "rmse"),
+        "svgd-ll-better": sv_better(E, "svgd", "test_ll"),
+        "map-rmse-better": sv_better(E, "map", "rmse"),
+        "svgd": sv_both(E, "svgd"),
+        "vmg-ll": sv_mean(E, "vmg", "test_ll"),
+        "vmg-rmse": sv_mean(E, "vmg", "rmse"),
+        "kflow-linear": sv_both(E, "kflow-linear"),
+        "kflow-linear-rmse-better": sv_better(E, "kflow-linear", "rmse"),
+        "kflow-linear-ll-better": sv_better(E, "kflow-linear", "test_ll"),
+        "others-rmse": sv_means_range(E, ("bbb", "badam", "kflow-diag"), "rmse", 2),
+    },
+)
+register_quotes(
+    "supervised-kin8nm",
+    {m: sv_both(K, m, 3) for m in ("s2vgd", "svgd", "vmg")},
+)
+WINE_LEVEL = ("s2vgd", "svgd", "map", "bbb", "kflow-linear", "kflow-diag")
+
+
+def _means_width(dataset: str, methods: tuple[str, ...], metric: str, digits: int) -> Quote:
+    """How far apart the methods' means are (the highest minus the lowest)."""
+
+    def value(rows: list[dict], _: str) -> str:
+        means = [mean_se(list(by_seed(rows, metric, dataset=dataset, method=m).values()))[0] for m in methods]
+        return prose_number(max(means) - min(means), digits)
+
+    return value
+
+
+register_quotes(
+    "supervised-wine",
+    {
+        "s2vgd": sv_both(W, "s2vgd", 3),
+        "level-width": _means_width(W, WINE_LEVEL, "rmse", 3),
+        "svgd-ll-pair": sv_pair(W, "svgd", "test_ll", 3, "ci"),
+        "map-ll-pair": sv_pair(W, "map", "test_ll", 3, "ci"),
+        "vmg": sv_both(W, "vmg", 3),
+        "vmg-rmse-better": sv_better(W, "vmg", "rmse"),
+        "vmg-rmse-pair": sv_pair(W, "vmg", "rmse", 3, "ci"),
+        "vmg-ll-pair": sv_pair(W, "vmg", "test_ll", 3, "ci"),
+        "badam-rmse-pair": sv_pair(W, "badam", "rmse", 3, "ci"),
+        "badam-ll-pair": sv_pair(W, "badam", "test_ll", 3, "ci"),
+    },
+)
+
+
+def _ratio_range(dataset: str, method: str, others: tuple[str, ...], metric: str) -> Quote:
+    """``3–8``: the method's mean over each other method's, rounded, lowest to highest."""
+
+    def value(rows: list[dict], _: str) -> str:
+        def avg(m: str) -> float:
+            return mean_se(list(by_seed(rows, metric, dataset=dataset, method=m).values()))[0]
+
+        ratios = [avg(method) / avg(m) for m in others]
+        return f"{min(ratios):.0f}–{max(ratios):.0f}"
+
+    return value
+
+
+def _count_above(dataset: str, method: str, metric: str, threshold: float) -> Quote:
+    def value(rows: list[dict], _: str) -> str:
+        values = by_seed(rows, metric, dataset=dataset, method=method)
+        return f"{sum(v > threshold for v in values.values())} of {len(values)}"
+
+    return value
+
+
+def _significant(value: float) -> str:
+    """A small positive figure with two significant digits, as the prose writes Naval's RMSEs."""
+    return f"{value:.{max(0, 1 - math.floor(math.log10(abs(value))))}f}"
+
+
+def _split_range(dataset: str, method: str, metric: str) -> Quote:
+    def value(rows: list[dict], _: str) -> str:
+        values = by_seed(rows, metric, dataset=dataset, method=method).values()
+        return f"{_significant(min(values))} to {_significant(max(values))}"
+
+    return value
+
+
+register_quotes(
+    "supervised-power-naval",
+    {
+        "power-s2vgd": sv_both(PW, "s2vgd"),
+        "power-svgd": sv_both(PW, "svgd"),
+        "power-svgd-rmse-pair": sv_pair(PW, "svgd", "rmse", 3, "ci"),
+        "power-svgd-rmse-better": sv_better(PW, "svgd", "rmse"),
+        "power-map-rmse-pair": sv_pair(PW, "map", "rmse", 3, "ci"),
+        "power-parametric": sv_list(PW, ("kflow-linear", "vmg", "kflow-diag", "bbb", "badam"), "rmse", 3, "ci"),
+        "power-vmg": sv_both(PW, "vmg"),
+        "power-hours": sv_hours(PW),
+        "naval-hours": sv_hours(N),
+        "naval-s2vgd-ll": sv_mean(N, "s2vgd", "test_ll"),
+        "naval-s2vgd-rmse": sv_mean(N, "s2vgd", "rmse", 6),
+        "naval-ll-pairs": sv_list(N, ("svgd", "kflow-linear", "map"), "test_ll", 3, "ci"),
+        "naval-svgd-ll": sv_mean(N, "svgd", "test_ll"),
+        "naval-vmg-ll": sv_mean(N, "vmg", "test_ll"),
+        "naval-vmg-rmse": lambda rows, _: _significant(
+            mean_se(list(by_seed(rows, "rmse", dataset=N, method="vmg").values()))[0]
+        ),
+        "naval-vmg-ratio": _ratio_range(
+            N, "vmg", ("s2vgd", "svgd", "map", "bbb", "kflow-linear", "kflow-diag"), "rmse"
+        ),
+        "naval-badam-range": _split_range(N, "badam", "rmse"),
+        "naval-badam-above": _count_above(N, "badam", "rmse", 0.001),
     },
 )

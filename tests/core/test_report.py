@@ -288,16 +288,25 @@ def test_every_reproduce_line_gives_a_shell_command_in_its_code_span():
         assert " above" not in table.command and "; " not in table.command, (name, table.command)
 
 
-def test_a_changed_quote_fails_the_check_and_the_rebuild_restores_it(checkout):
-    """A figure the prose quotes (docs/benchmarks.md's Hopper-v5 paragraph) is checked as a table's cell is."""
-    doc = checkout / "docs" / "benchmarks.md"
-    change(doc, "<!-- quote:benchmark-hopper/ppo-seed2 -->207<!-- /quote -->", "<!-- quote:benchmark-hopper/ppo-seed2 -->208<!-- /quote -->")
-    names = tables_in("docs/benchmarks.md")
+@pytest.mark.parametrize(
+    "doc, quote, old, new",
+    [
+        ("docs/benchmarks.md", "benchmark-hopper/ppo-seed2", "207", "208"),  # a run's figure
+        # a paired difference over splits, a seed of a bandit run (slow: the benchmark case is the default suite's)
+        pytest.param("docs/supervised.md", "supervised-kin8nm/vmg", "0.082 / 1.08", "0.082 / 1.09", marks=pytest.mark.slow),
+        pytest.param("docs/bandits.md", "bandit-mushroom/linucb-seed8", "69", "70", marks=pytest.mark.slow),
+    ],
+)
+def test_a_changed_quote_fails_the_check_and_the_rebuild_restores_it(checkout, doc, quote, old, new):
+    """A figure the prose quotes is checked as a table's cell is, and the rebuild writes the file's value back."""
+    path = checkout / doc
+    change(path, f"<!-- quote:{quote} -->{old}<!-- /quote -->", f"<!-- quote:{quote} -->{new}<!-- /quote -->")
+    names = tables_in(doc)
     assert rebuild(checkout, check=True, names=names) == [
-        "docs/benchmarks.md: quote benchmark-hopper/ppo-seed2: the result file gives '207', the document has '208'"
+        f"{doc}: quote {quote}: the result file gives {old!r}, the document has {new!r}"
     ]
     assert main(["--root", str(checkout), "--tables", ",".join(names)]) == 0
-    assert "<!-- quote:benchmark-hopper/ppo-seed2 -->207<!-- /quote -->" in doc.read_text()
+    assert f"<!-- quote:{quote} -->{old}<!-- /quote -->" in path.read_text()
     assert rebuild(checkout, check=True, names=names) == []
 
 
