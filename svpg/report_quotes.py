@@ -676,9 +676,9 @@ def sv_worst_range(dataset: str, method: str, metric: str, digits: int = 1, join
     return value
 
 
-def sv_hours(dataset: str) -> Quote:
+def sv_hours(dataset: str, digits: int = 0) -> Quote:
     """The hours of training (``seconds``) of the data set's fits."""
-    return lambda rows, _: f"{sum(float(r['seconds']) for r in rows if r['dataset'] == dataset) / 3600:.0f}"
+    return lambda rows, _: f"{sum(float(r['seconds']) for r in rows if r['dataset'] == dataset) / 3600:.{digits}f}"
 
 
 B, C, Y, E, K, W, PW, N = "boston", "concrete", "yacht", "energy", "kin8nm", "wine", "power", "naval"
@@ -719,6 +719,7 @@ register_quotes(
         "svgd-rmse": sv_mean(C, "svgd", "rmse"),
         "svgd-ll": sv_mean(C, "svgd", "test_ll"),
         "parametric-rmse": sv_means_range(C, ("bbb", "kflow-linear", "kflow-diag"), "rmse"),
+        "hours": sv_hours(C, 1),
         "vmg": sv_both(C, "vmg"),
     },
 )
@@ -750,7 +751,7 @@ register_quotes(
 )
 register_quotes(
     "supervised-kin8nm",
-    {m: sv_both(K, m, 3) for m in ("s2vgd", "svgd", "vmg")},
+    {**{m: sv_both(K, m, 3) for m in ("s2vgd", "svgd", "vmg")}, "hours": sv_hours(K, 1)},
 )
 WINE_LEVEL = ("s2vgd", "svgd", "map", "bbb", "kflow-linear", "kflow-diag")
 
@@ -769,6 +770,7 @@ register_quotes(
     "supervised-wine",
     {
         "s2vgd": sv_both(W, "s2vgd", 3),
+        "hours": sv_hours(W, 1),
         "level-width": _means_width(W, WINE_LEVEL, "rmse", 3),
         "svgd-ll-pair": sv_pair(W, "svgd", "test_ll", 3, "ci"),
         "map-ll-pair": sv_pair(W, "map", "test_ll", 3, "ci"),
