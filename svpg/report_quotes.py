@@ -430,15 +430,29 @@ def _halfway(cell_name: str, estimator: str) -> Quote:
     return cell(f"`{cell_name}`", {"reinforce": "REINFORCE", "a2c": "A2C"}[estimator], "mean")
 
 
+_AGAINST: dict[tuple[int, str, str], tuple[list[dict], dict]] = {}
+
+
+def _ablation_against(rows: list[dict], task: str, reference: str) -> dict:
+    """The ablation's metrics against ``reference``, computed once per rebuild's rows (several quotes read them)."""
+    from svpg.report_tables import _ablation_metrics
+    from svpg.studies.ablation_analysis import THRESHOLD
+
+    key = (id(rows), task, reference)
+    if key not in _AGAINST or _AGAINST[key][0] is not rows:
+        _AGAINST.clear()  # keep only the current rows (and so the memory of one rebuild)
+        _AGAINST[key] = rows, _ablation_metrics(rows, task, THRESHOLD, reference)
+    return _AGAINST[key][1]
+
+
 def _against(task: str, cell_name: str, reference: str, estimator: str, metric: str) -> Quote:
     """The paired difference ``cell_name`` − ``reference`` by seed of ``metric`` (peak_best, final_mean) with its
     95 % t-interval, as the ablation table writes its Δ columns against ``svgd``."""
 
     def value(rows: list[dict], _: str) -> str:
-        from svpg.report_tables import _ablation_metrics
-        from svpg.studies.ablation_analysis import THRESHOLD, _interval
+        from svpg.studies.ablation_analysis import _interval
 
-        r = _ablation_metrics(rows, task, THRESHOLD, reference)[(cell_name, estimator)]
+        r = _ablation_against(rows, task, reference)[(cell_name, estimator)]
         return doc_number(_interval(r[f"d_{metric}"], r[f"d_{metric}_lo"], r[f"d_{metric}_hi"]))
 
     return value
