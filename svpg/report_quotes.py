@@ -859,3 +859,22 @@ register_quotes(
         "naval-badam-above": _count_above(N, "badam", "rmse", 0.001),
     },
 )
+
+
+# -- docs/benchmarks.md: the off-policy table ---------------------------------------------------------------
+OFF_POLICY_COLUMNS = {"final": "final return", "particles": "mean over particles", "diff": "− SAC (95 % CI)",
+                      "auc-diff": "AUC − SAC (95 % CI)", "wall": "wall-clock per run (min)", "seeds": "seeds"}  # fmt: skip
+register_quotes(
+    "benchmark-off-policy",
+    {
+        f"hopper-{agent}-{key}": cell(column, "Hopper-v5", agent=agent)
+        for agent, keys in (
+            ("s2vgd-sac", ("final", "particles", "diff", "auc-diff", "wall")),
+            ("svgd-sac", ("seeds", "final")),
+            ("sac", ("final", "particles", "wall")),
+        )
+        for key in keys
+        for column in (OFF_POLICY_COLUMNS[key],)
+        if not (agent == "sac" and key == "particles")
+    },
+)
