@@ -418,6 +418,7 @@ register_quotes(
 
 # -- docs/rl.md: the structure ablation ----------------------------------------------------------------------
 WINNER = "s2vgd-K1-flat-a300"
+ESTIMATORS = ("reinforce", "a2c")
 
 
 def _ablation(column: str, cell_name: str, estimator: str, part: str = "all") -> Quote:
@@ -461,47 +462,43 @@ def _against(task: str, cell_name: str, reference: str, estimator: str, metric: 
 for _slug, _control in (("swingup", "svgd"), ("double-pendulum", "svgd-a300")):  # the control each paragraph names
     register_quotes(
         f"ablation-{_slug}-time",
-        {f"halfway-{c}-{e}": _halfway(c, e) for c in (WINNER, _control) for e in ("reinforce", "a2c")},
+        {f"halfway-{c}-{e}": _halfway(c, e) for c in (WINNER, _control) for e in ESTIMATORS},
     )
-register_quotes(
-    "ablation-swingup",
-    {
+
+
+def _ablation_quotes(task: str) -> dict[str, Quote]:
+    """What both ablation paragraphs quote: iterations to τ and the action KL of the winner and SVGD, and the
+    winner against plain SVGD at its α (paired by seed)."""
+    return {
         **{
             f"tau-{c}-{e}": _ablation("iterations to τ (reached)", c, e, "mean")
             for c in (WINNER, "svgd")
-            for e in ("reinforce", "a2c")
-        },  # fmt: skip
-        "tau-winner-reinforce-reached": _ablation("iterations to τ (reached)", WINNER, "reinforce", "reached"),
-        **{f"kl-{c}-{e}": _ablation("action KL", c, e) for c in (WINNER, "svgd") for e in ("reinforce", "a2c")},
+            for e in ESTIMATORS
+        },
+        **{f"kl-{c}-{e}": _ablation("action KL", c, e) for c in (WINNER, "svgd") for e in ESTIMATORS},
         **{
-            f"winner-vs-a300-{m}-{e}": _against("swingup", WINNER, "svgd-a300", e, m)
+            f"winner-vs-a300-{m}-{e}": _against(task, WINNER, "svgd-a300", e, m)
             for m in ("peak_best", "final_mean")
-            for e in ("reinforce", "a2c")
-        },  # fmt: skip
+            for e in ESTIMATORS
+        },
+    }
+
+
+register_quotes(
+    "ablation-swingup",
+    {
+        **_ablation_quotes("swingup"),
+        "tau-winner-reinforce-reached": _ablation("iterations to τ (reached)", WINNER, "reinforce", "reached"),
     },
 )
 register_quotes(
     "ablation-double-pendulum",
     {
-        **{
-            f"tau-{c}-{e}": _ablation("iterations to τ (reached)", c, e, "mean")
-            for c in (WINNER, "svgd")
-            for e in ("reinforce", "a2c")
-        },  # fmt: skip
-        **{
-            f"d-final-{c}-{e}": _ablation("Δ final mean", c, e)
-            for c in (WINNER, "svgd-a300")
-            for e in ("reinforce", "a2c")
-        },  # fmt: skip
-        **{f"d-peak-winner-{e}": _ablation("Δ peak best", WINNER, e) for e in ("reinforce", "a2c")},
-        **{
-            f"winner-vs-a300-{m}-{e}": _against("double-pendulum", WINNER, "svgd-a300", e, m)
-            for m in ("peak_best", "final_mean")
-            for e in ("reinforce", "a2c")
-        },  # fmt: skip
+        **_ablation_quotes("double-pendulum"),
+        **{f"d-final-{c}-{e}": _ablation("Δ final mean", c, e) for c in (WINNER, "svgd-a300") for e in ESTIMATORS},
+        **{f"d-peak-winner-{e}": _ablation("Δ peak best", WINNER, e) for e in ESTIMATORS},
         "svgd-star-a2c-peak": _ablation("peak best", "svgd-star", "a2c", "mean"),
         "svgd-star-a2c-d-peak": _ablation("Δ peak best", "svgd-star", "a2c"),
-        **{f"kl-{c}-{e}": _ablation("action KL", c, e) for c in (WINNER, "svgd") for e in ("reinforce", "a2c")},
     },
 )
 
@@ -567,7 +564,7 @@ register_quotes(
         **{
             f"{a}-seeds": seeds_list(FIRST_THREE, "normalised_regret", agent=a)
             for a in ("s2vgd", "kflow-linear", "neural-greedy")
-        },  # fmt: skip
+        },
         "s2vgd-ratio": cell("reward / optimal", "**s2vgd**", "mean"),
         "kflow-linear-minus": cell(MINUS, "kflow-linear"),
     },
@@ -604,8 +601,8 @@ def sv_pair(dataset: str, method: str, metric: str, digits: int = 2, style: str 
         if style == "se":
             text = f"{prose_number(mean_, digits, True)} ± {prose_number(se, digits)}"
         else:
-            _pairs, d, low, high = paired_difference(by_seed(rows, metric, dataset=dataset, method=method),
-                                                     by_seed(rows, metric, dataset=dataset, method="s2vgd"))  # fmt: skip
+            own = by_seed(rows, metric, dataset=dataset, method=method)
+            _pairs, d, low, high = paired_difference(own, by_seed(rows, metric, dataset=dataset, method="s2vgd"))
             text = f"{prose_number(d, digits, True)} [{prose_number(low, digits, True)}, {prose_number(high, digits, True)}]"
         return f"{text} ({_better(diffs, metric)} of {len(diffs)})" if better else text
 
