@@ -275,3 +275,29 @@ def test_a_paired_difference_over_fewer_seeds_than_its_row_says_how_many_paired(
     rows.append({**row, "agent": "ppo", "seed": 0, "final": 1000.0, "final_particle_mean": "", "auc": 800.0})
     write_rows(path, rows)
     assert "paired" not in _tables()["benchmark-walker2d"].render(tmp_path).split("Reproduce")[0]
+
+
+def test_the_defaults_screen_table_from_bench_generic_defaults_rows(tmp_path):
+    """bench/generic_defaults.py's rows, one per candidate, task and seed: each candidate's best particle and mean
+    over particles per task (mean ± standard error over seeds, computed here by hand), – for a task it did not run
+    on; a candidate without a label is refused in one line."""
+    from svpg.report import ReportError
+
+    def row(candidate, env_id, seed, best, mean):
+        return {"env_id": env_id, "candidate": candidate, "seed": seed, "steps": 205000, "best_particle": best,
+                "mean_particles": mean, "top_particle": 0, "train_best": best, "seconds": 60.0}  # fmt: skip
+
+    rows = [row("alpha100", "Pendulum-v1", 100, -150.0, -170.0), row("alpha100", "Pendulum-v1", 101, -190.0, -200.0),
+            row("m8", "Pendulum-v1", 100, -900.0, -950.0), row("m8", "Pendulum-v1", 101, -1000.0, -1050.0)]  # fmt: skip
+    path = tmp_path / "bench" / "results" / "generic_defaults_pendulum.csv"
+    path.parent.mkdir(parents=True)
+    write_rows(path, rows)
+    table = _tables()["generic-defaults-screen"]
+    lines = {line.split(" | ")[0].lstrip("| "): line.strip(" |").split(" | ") for line in table.render(tmp_path).splitlines()}
+    # −150 and −190: mean −170, standard error |−150 − (−190)| / 2 = 20
+    assert lines["α = 100 (the defaults)"][1:] == ["−170.0 ± 20.0", "−185.0 ± 15.0", "–", "–", "–", "–"]
+    assert lines["8 particles"][1:3] == ["−950.0 ± 50.0", "−1000.0 ± 50.0"]
+    assert lines["none (α = 1)"][1:] == ["–"] * 6
+    write_rows(path, [*rows, row("m16", "Pendulum-v1", 100, -1.0, -1.0)])
+    with pytest.raises(ReportError, match="candidates m16 have no label in GENERIC_CANDIDATES"):
+        table.render(tmp_path)
