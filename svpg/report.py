@@ -1,7 +1,7 @@
 """Every results table of the documents, rebuilt from the result files under ``bench/results/``.
 
     python -m svpg.report                      # rewrite every table of README.md and docs/*.md from the files
-    python -m svpg.report --check              # exit 1 at the first cell the files do not give
+    python -m svpg.report --check              # exit 1 at the first cell or quoted figure the files do not give
     python -m svpg.report gather runs/benchmark --into bench/results/benchmark_results.csv
 
 A results table stands between two markers in its document, ``<!-- report:NAME -->`` and
@@ -789,7 +789,11 @@ def build_parser(prog: str = "python -m svpg.report"):
     from svpg.cli import Parser
 
     p = Parser(prog=prog, description=__doc__)
-    p.add_argument("--check", action="store_true", help="compare only: exit 1 at the first cell the files do not give")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="compare only: exit 1 at the first table cell or quoted figure the files do not give",
+    )
     p.add_argument("--tables", default=None, help="only these tables (comma-separated names; default: every one)")
     p.add_argument("--root", default=str(ROOT), help="the checkout whose documents and bench/results/ are read")
     p.add_argument("--list", action="store_true", help="print every table: name, document, result file")
