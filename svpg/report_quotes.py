@@ -875,3 +875,8 @@ register_quotes(
         if not (agent == "sac" and key == "particles")
     },
 )
+
+register_quotes(
+    "supervised-mnist-vmg-pseudo-data",
+    {f"error-{n}": cell("validation error", str(n)) for n in (10, 50)},
+)
