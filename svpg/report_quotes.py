@@ -27,12 +27,17 @@ def prose_number(value: float, digits: int = 1, sign: bool = False) -> str:
     return doc_number(f"{value:{'+' if sign else ''},.{digits}f}")
 
 
+def _matches(row: dict, match: dict) -> bool:
+    """Whether the row's fields equal ``match`` (a missing or null field reads as "")."""
+    return all(str(row.get(k) or "") == str(v) for k, v in match.items())
+
+
 def by_seed(rows: list[dict], metric: str = "final", **match) -> dict[int, float]:
     """seed (a supervised row's split) → ``metric`` of the rows whose fields equal ``match`` (a missing or null
     field reads as "")."""
     out = {}
     for r in rows:
-        if all(str(r.get(k) or "") == str(v) for k, v in match.items()) and r.get(metric) not in ("", None):
+        if _matches(r, match) and r.get(metric) not in ("", None):
             out[int(r["seed"] if "seed" in r else r["split"])] = float(r[metric])  # a supervised unit is a split
     if not out:
         raise ValueError(f"no rows with {metric} for {match}: the quote picks runs the result file does not have")
@@ -87,6 +92,11 @@ def count(predicate: Callable[[float], bool], metric: str = "final", **match) ->
     return lambda rows, _: str(sum(predicate(v) for v in by_seed(rows, metric, **match).values()))
 
 
+def _with_interval(diff: float, low: float, high: float, digits: int) -> str:
+    """A paired difference with its 95 % interval as the prose writes it: ``+2,416 [+2,181, +2,651]``."""
+    return f"{prose_number(diff, digits, True)} [{prose_number(low, digits, True)}, {prose_number(high, digits, True)}]"
+
+
 def difference(a: dict, b: dict, metric: str = "final", digits: int = 1, interval: bool = True) -> Quote:
     """The paired difference a − b by seed with its 95 % t-interval: ``+2,416 [+2,181, +2,651]``; a and b are
     ``match`` dicts of :func:`by_seed`. ``interval=False``: the mean difference alone."""
@@ -95,7 +105,7 @@ def difference(a: dict, b: dict, metric: str = "final", digits: int = 1, interva
         _pairs, diff, low, high = paired_difference(by_seed(rows, metric, **a), by_seed(rows, metric, **b))
         if not interval or math.isnan(low):
             return prose_number(diff, digits, sign=True)
-        return f"{prose_number(diff, digits, True)} [{prose_number(low, digits, True)}, {prose_number(high, digits, True)}]"
+        return _with_interval(diff, low, high, digits)
 
     return value
 
@@ -117,9 +127,7 @@ def total_hours(tasks: tuple[str, ...], digits: int = 1, **match) -> Quote:
     """The training hours (``wall_s``) of the runs of ``tasks`` matching ``match``."""
 
     def value(rows: list[dict], _: str) -> str:
-        picked = [
-            r for r in rows if r["task"] in tasks and all(str(r.get(k) or "") == str(v) for k, v in match.items())
-        ]
+        picked = [r for r in rows if r["task"] in tasks and _matches(r, match)]
         return prose_number(sum(float(r["wall_s"]) for r in picked) / 3600, digits)
 
     return value
@@ -130,6 +138,17 @@ def runs(tasks: tuple[str, ...]) -> Quote:
     return lambda rows, _: str(sum(r["task"] in tasks for r in rows))
 
 
+def _rows_of(markdown: str, first: tuple[str, ...] | None, where: dict) -> list[dict[str, str]]:
+    """The rows of the table as built whose first cell is one of ``first`` (None: any) and whose cells equal
+    ``where`` (header → cell; a header with spaces is given with underscores)."""
+    wanted = {k.replace("_", " "): v for k, v in where.items()}
+    return [
+        r
+        for r in table_cells(markdown)
+        if all(r.get(k) == v for k, v in wanted.items()) and (first is None or next(iter(r.values())) in first)
+    ]
+
+
 def cell(column: str, row: str | None = None, part: str = "all", nth: int | None = None, **where) -> Quote:
     """A cell of the table as built, column ``column``, in the row whose first cell is ``row`` and whose cells
     equal ``where`` (header → cell; a header with spaces is given with underscores); ``part``: "mean" the
@@ -138,16 +157,11 @@ def cell(column: str, row: str | None = None, part: str = "all", nth: int | None
     several such rows (a table in parts), the nth."""
 
     def value(_: list[dict], markdown: str) -> str:
-        wanted = {k.replace("_", " "): v for k, v in where.items()}
-        rows = [
-            r
-            for r in table_cells(markdown)
-            if all(r.get(k) == v for k, v in wanted.items()) and (row is None or next(iter(r.values())) == row)
-        ]
+        rows = _rows_of(markdown, None if row is None else (row,), where)
         if nth is not None:  # a table with parts (the wheel's regret, then its reward ratio): the nth such row
             rows = rows[nth : nth + 1]
         if len(rows) != 1:
-            raise ValueError(f"{len(rows)} rows of the table have {row or ''} {wanted}: the quote needs exactly one")
+            raise ValueError(f"{len(rows)} rows of the table have {row or ''} {where}: the quote needs exactly one")
         text = rows[0][column]
         if part == "ratio":  # "1,872 (1.03×)" → "1.03×"
             return re.search(r"\(([^)]*×)\)", text).group(1)  # type: ignore[union-attr]
@@ -159,17 +173,17 @@ def cell(column: str, row: str | None = None, part: str = "all", nth: int | None
     return value
 
 
-def se_spread(column: str, digits: int = 0, **where) -> Quote:
-    """The lowest and highest standard error of column ``column`` over the rows matching ``where``: ``19 to 62``."""
+def se_spread(
+    column: str, digits: int = 0, among: tuple[str, ...] | None = None, plus_minus: bool = False, **where
+) -> Quote:
+    """The lowest and highest ± of column ``column`` over the rows matching ``where`` (and, given ``among``, whose
+    first cell is one of those): ``19 to 62``; ``plus_minus``: ``±1.0 to ±1.4``."""
+    sign = "±" if plus_minus else ""
 
     def value(_: list[dict], markdown: str) -> str:
-        wanted = {k.replace("_", " "): v for k, v in where.items()}
-        ses = [
-            float(doc_number(r[column]).partition(" ± ")[2].replace(",", ""))
-            for r in table_cells(markdown)
-            if all(r.get(k) == v for k, v in wanted.items()) and " ± " in r[column]
-        ]
-        return f"{prose_number(min(ses), digits)} to {prose_number(max(ses), digits)}"
+        rows = _rows_of(markdown, among, where)
+        ses = [float(r[column].partition(" ± ")[2].replace(",", "")) for r in rows if " ± " in r[column]]
+        return f"{sign}{prose_number(min(ses), digits)} to {sign}{prose_number(max(ses), digits)}"
 
     return value
 
@@ -524,20 +538,10 @@ MUSHROOM_NEURAL = ("s2vgd", "svgd", "neural-greedy", "bbb", "kflow-diag", "kflow
 REGRET_COLUMN, MINUS, LOWER = "normalised regret (uniform = 100)", "minus S²VGD: mean [95 % CI]", "lower on"
 
 
-def _spread_of(agents: tuple[str, ...]) -> Quote:
-    """The lowest and highest ± of the agents' normalised regret (the mushroom table's standard deviations)."""
-
-    def value(_: list[dict], markdown: str) -> str:
-        spreads = [float(r[REGRET_COLUMN].partition(" ± ")[2]) for r in table_cells(markdown) if r["agent"] in agents]
-        return f"±{min(spreads):.1f} to ±{max(spreads):.1f}"
-
-    return value
-
-
 register_quotes(
     "bandit-mushroom",
     {
-        "neural-spread": _spread_of(MUSHROOM_NEURAL),
+        "neural-spread": se_spread(REGRET_COLUMN, 1, among=MUSHROOM_NEURAL, plus_minus=True),
         "vmg-spread": cell(REGRET_COLUMN, "vmg", "se"),
         "linucb-seed8": at_seed(8, "normalised_regret", 0, agent="linucb"),
         "linucb-others": highest("normalised_regret", 1, but=(8,), agent="linucb"),
@@ -603,7 +607,7 @@ def sv_pair(dataset: str, method: str, metric: str, digits: int = 2, style: str 
         else:
             own = by_seed(rows, metric, dataset=dataset, method=method)
             _pairs, d, low, high = paired_difference(own, by_seed(rows, metric, dataset=dataset, method="s2vgd"))
-            text = f"{prose_number(d, digits, True)} [{prose_number(low, digits, True)}, {prose_number(high, digits, True)}]"
+            text = _with_interval(d, low, high, digits)
         return f"{text} ({_better(diffs, metric)} of {len(diffs)})" if better else text
 
     return value

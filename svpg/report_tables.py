@@ -687,7 +687,6 @@ register(
             f"{len(rows)} runs, {sum(float(r['seconds']) for r in rows) / 3600:.1f} core-hours on the 16-core Xeon "
             "host of a GPU machine, several runs at a time"
         ),
-        select={},
     )
 )
 
