@@ -1,6 +1,7 @@
-"""The off-policy estimator (estimator="sac"): the squashed head, the replay buffer, the update's gradient
-against an independent computation, exact resume (save/load, a run folder killed with SIGKILL), the
-refusals, its own defaults, and learning on Pendulum-v1."""
+"""The off-policy estimator (estimator="sac"): the squashed head, the replay buffer, the update (the actor
+step's gradient, the critics' target, the temperature's step) against independent computations, exact
+resume (save/load, a run folder killed with SIGKILL), the refusals, its own defaults, and learning on
+Pendulum-v1."""
 import math
 import subprocess
 import sys
@@ -83,6 +84,15 @@ def test_replay_buffer_is_a_ring_per_run_and_samples_each_runs_own_store():
     assert torch.equal(restored.rewards, buffer.rewards) and (restored.pos, restored.added) == (2, 12)
 
 
+def squashed(model, weights, obs, noise):
+    """SAC's tanh-Gaussian action in [−1, 1] and its log-density, written with torch.distributions."""
+    mean, log_std = model.policy.net.forward(model.policy.net.weights(weights), obs).chunk(2, -1)
+    std = log_std.clamp(-20, 2).exp()
+    a = torch.tanh(mean + std * noise)
+    dist = TransformedDistribution(Normal(mean, std), [TanhTransform()])
+    return a, dist.log_prob(a.clamp(-1 + 1e-7, 1 - 1e-7)).sum(-1)
+
+
 def test_the_actor_step_follows_grad_of_J_over_alpha_plus_weighted_log_prior():
     # One update's SVGD gradient against SAC's actor objective written out independently (minibatch and
     # noise redrawn from the same streams, the critics as the update leaves them).
@@ -100,12 +110,7 @@ def test_the_actor_step_follows_grad_of_J_over_alpha_plus_weighted_log_prior():
     obs = est.buffer.obs[0][indices]
     noise = torch.randn((m, b, 1), generator=model.streams("sac_noise")[0])
     block = theta.clone().requires_grad_()
-    out = model.policy.net.forward(model.policy.net.weights(block), obs)
-    mean, log_std = out.chunk(2, -1)
-    dist = TransformedDistribution(Normal(mean, log_std.clamp(-20, 2).exp()), [TanhTransform()])
-    u = mean + log_std.clamp(-20, 2).exp() * noise
-    a = torch.tanh(u)
-    logp = dist.log_prob(a.clamp(-1 + 1e-7, 1 - 1e-7)).sum(-1)
+    a, logp = squashed(model, block, obs, noise)
     x = torch.cat([obs, 2.0 * a], -1)  # the critics read the action in Pendulum's box [−2, 2]
     critic = est.critic.detach()
     q = torch.stack([est.net.forward(est.net.weights(critic[k::2]), x).squeeze(-1) for k in range(2)]).amin(0)
@@ -113,6 +118,54 @@ def test_the_actor_step_follows_grad_of_J_over_alpha_plus_weighted_log_prior():
     log_q = objective / 7.0 + 0.5 * model.policy.log_prior(block)
     (expected,) = torch.autograd.grad(log_q.sum(), block)
     torch.testing.assert_close(seen["grad"], expected, rtol=2e-3, atol=2e-4)
+
+
+def test_the_critic_target_is_the_soft_bellman_backup_of_the_target_critics():
+    # y = r + γ (1 − d) (min_k Q̄_k(s', ã') − α log π(ã'|s')), ã' ~ π(·|s') on the update's second noise draw,
+    # against an independent computation (SAC's eq. 3 and 5 with twin target critics, SB3's order)
+    model = tiny(seed=1, gamma=0.9, hidden=(8,))
+    est: SAC = model.estimator
+    model.train_iteration()
+    assert not torch.equal(est.target, est.critic.detach())  # the Polyak average lags the critics
+    theta, target_critic = model.policy.theta.detach().clone(), est.target.clone()
+    ent_coef = est.log_ent_coef.detach().exp()
+    captured = {}
+    update = est.critic_update
+    est.critic_update = lambda obs, actions, y: update(obs, actions, captured.setdefault("y", y))
+    est.gradient_step(model, model.streams("replay_minibatch"), model.streams("sac_noise"))
+    m, b = 4, est.batch_size
+    indices = torch.randint(est.buffer.size, (m, b), generator=model.streams("replay_minibatch")[0])
+    g = model.streams("sac_noise")[0]
+    torch.randn((m, b, 1), generator=g)  # the first draw is the actor's and the temperature's
+    next_noise = torch.randn((m, b, 1), generator=g)
+    rewards, next_obs = est.buffer.rewards[0][indices], est.buffer.next_obs[0][indices]
+    terminated = est.buffer.terminated[0][indices]
+    assert terminated.sum() == 0 and not torch.all(ent_coef == 1)  # Pendulum only truncates; α has moved
+    next_a, next_logp = squashed(model, theta, next_obs, next_noise)
+    x = torch.cat([next_obs, 2.0 * next_a], -1)  # the critics read the action in Pendulum's box [−2, 2]
+    q = torch.stack([est.net.forward(est.net.weights(target_critic[k::2]), x).squeeze(-1) for k in range(2)])
+    expected = rewards + 0.9 * (q.amin(0) - ent_coef[:, None] * next_logp)
+    torch.testing.assert_close(captured["y"], expected, rtol=1e-4, atol=1e-4)
+
+
+def test_the_temperature_step_follows_sb3s_entropy_loss():
+    # ∂/∂ log α_i of −log α_i · mean_b(log π_i(ã|s) + H̄), H̄ = −dim A, per particle (SB3's ent_coef_loss)
+    model = tiny(seed=2, hidden=(8,))
+    est: SAC = model.estimator
+    model.train_iteration()
+    theta, log_alpha = model.policy.theta.detach().clone(), est.log_ent_coef.detach().clone()
+    seen, step = {}, est.ent_optimizer.step
+    est.ent_optimizer.step = lambda: (seen.setdefault("grad", est.log_ent_coef.grad.clone()), step())
+    info = est.gradient_step(model, model.streams("replay_minibatch"), model.streams("sac_noise"))
+    m, b = 4, est.batch_size
+    indices = torch.randint(est.buffer.size, (m, b), generator=model.streams("replay_minibatch")[0])
+    noise = torch.randn((m, b, 1), generator=model.streams("sac_noise")[0])
+    _, logp = squashed(model, theta, est.buffer.obs[0][indices], noise)
+    assert est.target_entropy == -1.0
+    per_particle = logp.mean(1) - 1.0
+    torch.testing.assert_close(seen["grad"], -per_particle, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(info["train/ent_coef_loss"], (-log_alpha * per_particle).mean()[None],
+                               rtol=1e-4, atol=1e-5)
 
 
 def test_an_update_uses_the_temperatures_from_before_their_own_step_as_sb3_does():
