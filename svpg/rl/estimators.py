@@ -768,8 +768,9 @@ class SAC(OffPolicyEstimator):
     def gradient_step(
         self, model: TrainingModel, minibatches, update_noise, remaining: int = 0
     ) -> dict[str, torch.Tensor]:
-        """One SAC update of every particle (Stable-Baselines3's order): temperature, critics, one SVGD
-        step of the actors, Polyak-averaged targets."""
+        """One SAC update of every particle: critics, one SVGD step of the actors, temperatures,
+        Polyak-averaged targets; every step on the values from before the update, as Stable-Baselines3's
+        (which steps the temperatures first)."""
         policy, m = model.policy, self.particles
         (obs, actions, rewards, next_obs, terminated), noise, next_noise = self.sample_minibatch(
             model, minibatches, update_noise
@@ -777,17 +778,8 @@ class SAC(OffPolicyEstimator):
         b = obs.shape[1]
         with torch.no_grad():
             layer_weights = policy.fast_weights(policy.theta.detach())[0]
-        ent_loss = obs.new_zeros(self.seeds)
         # the temperatures this update uses are those before their own step (Stable-Baselines3's order)
         ent_coef = self.log_ent_coef.detach().exp()
-        if self.auto_entropy:  # −log α_i (log π_i + H̄): α_i grows while the entropy is below its target
-            with torch.no_grad():
-                _, logp = policy.squashed_sample(policy.net.fast_forward(layer_weights, obs), noise)
-            per_particle_loss = -(self.log_ent_coef * (logp + self.target_entropy).mean(1))
-            self.ent_optimizer.zero_grad(set_to_none=True)
-            per_particle_loss.sum().backward()
-            self.ent_optimizer.step()
-            ent_loss = per_particle_loss.detach().view(self.seeds, m).mean(1)
         # the critics: y = r + γ (1 − d) (min_k Q̄_ik(s', ã') − α_i log π_i(ã'|s'))
         with torch.no_grad():
             next_actions, next_logp = policy.squashed_sample(
@@ -798,6 +790,7 @@ class SAC(OffPolicyEstimator):
         per_particle_q_loss, q = self.critic_update(obs, actions, y)
         # the actors: one SVGD step on the sum over each particle's minibatch of min_k Q_ik(s, ã) − α_i log π_i(ã|s)
         critic_weights = self.net.weights(self.critic.detach())
+        mean_logp = []  # each seed's particles' mean log π(ã|s) on the minibatch, for the temperatures
 
         def surrogate(block, particle_rows, k):
             o = obs[particle_rows]
@@ -805,9 +798,18 @@ class SAC(OffPolicyEstimator):
             a, logp_pi = policy.squashed_sample(out, noise[particle_rows])
             q_pi = self.q_values(self.critic_weights(critic_weights, particle_rows, k), o, a).amin(1)
             objective = (q_pi - ent_coef[particle_rows].unsqueeze(1) * logp_pi).sum(1)
-            return objective, -logp_pi.detach().mean(1)
+            mean_logp.append(logp_pi.detach().mean(1))
+            return objective, -mean_logp[-1]
 
         info = model.svgd_update(surrogate, b, diagnostics=remaining == 0)
+        ent_loss = obs.new_zeros(self.seeds)
+        if self.auto_entropy:  # −log α_i (log π_i + H̄): α_i grows while the entropy is below its target
+            # log π_i from the actor step's forward pass, at θ before its step (SB3 computes it once for both)
+            per_particle_loss = -(self.log_ent_coef * (torch.cat(mean_logp) + self.target_entropy))
+            self.ent_optimizer.zero_grad(set_to_none=True)
+            per_particle_loss.sum().backward()
+            self.ent_optimizer.step()
+            ent_loss = per_particle_loss.detach().view(self.seeds, m).mean(1)
         with torch.no_grad():
             self.target.lerp_(self.critic.detach(), self.tau)
         per_seed = (self.seeds, m)
