@@ -882,5 +882,9 @@ register_quotes(
 
 register_quotes(
     "supervised-mnist-vmg-pseudo-data",
-    {f"error-{n}": cell("validation error", str(n)) for n in (10, 50)},
+    {
+        **{f"error-{n}": cell("validation error", str(n)) for n in (10, 50, 150)},
+        **{f"ll-{n}": cell("validation LL (epoch kept)", str(n)) for n in (50, 150)},
+        "minutes-150": cell("minutes per fit", "150"),
+    },
 )
