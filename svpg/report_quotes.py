@@ -871,13 +871,14 @@ register_quotes(
         f"hopper-{agent}-{key}": cell(column, "Hopper-v5", agent=agent)
         for agent, keys in (
             ("s2vgd-sac", ("final", "particles", "diff", "auc-diff", "wall")),
-            ("svgd-sac", ("seeds", "final")),
+            ("svgd-sac", ("seeds", "final", "particles", "diff", "auc-diff", "wall")),
             ("sac", ("final", "particles", "wall")),
         )
         for key in keys
         for column in (OFF_POLICY_COLUMNS[key],)
         if not (agent == "sac" and key == "particles")
-    },
+    }
+    | {"hopper-svgd-sac-spread": spread(digits=1, task="Hopper-v5", agent="svgd-sac")},
 )
 
 register_quotes(
