@@ -565,6 +565,16 @@ class OffPolicyEstimator(Estimator):
         q = self.net.forward(weights, x.reshape(runs, m * b, -1).repeat_interleave(2, dim=0))
         return q.view(runs, 2, m, b).transpose(1, 2).reshape(rows, 2, b)
 
+    def first_critic_values(self, weights, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """Q_1 of each particle row only (TD3's actor objective), without Q_2's forward and backward pass:
+        obs (R, B, d), actions (R, B, A) → (R, B), with the critic weights of :meth:`q_values`."""
+        rows, b = obs.shape[:2]
+        first = [(w[0::2], c[0::2]) for w, c in weights]  # each pair's first critic
+        x = torch.cat([obs, actions], -1)
+        if not self.shared:
+            return self.net.forward(first, x).view(rows, b)
+        return self.net.forward(first, x.reshape(rows // self.particles, self.particles * b, -1)).view(rows, b)
+
     def critic_weights(self, weights, particle_rows: slice, k: int):
         """The critic weights that score the particles ``particle_rows`` (seed k's): their own twin pairs,
         or their seed's shared pair."""
@@ -928,7 +938,7 @@ class TD3(OffPolicyEstimator):
             def surrogate(block, particle_rows, k):
                 o = obs[particle_rows]
                 a = policy.deterministic_action(policy.net.fast_forward(policy.fast_weights(block)[0], o))
-                q_pi = self.q_values(self.critic_weights(critic_weights, particle_rows, k), o, a)[:, 0]
+                q_pi = self.first_critic_values(self.critic_weights(critic_weights, particle_rows, k), o, a)
                 return q_pi.sum(1), torch.full_like(q_pi[:, 0], float("nan"))  # no entropy: deterministic
 
             # the iteration reports its last actor step's diagnostics: none follows within `remaining`

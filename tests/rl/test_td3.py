@@ -102,6 +102,24 @@ def test_the_actor_step_follows_grad_of_Q1_over_alpha_plus_weighted_log_prior():
     torch.testing.assert_close(seen["grad"], expected, rtol=2e-3, atol=2e-4)
 
 
+@pytest.mark.parametrize("critics", ["per-particle", "shared"])
+def test_the_actor_objective_reads_each_particles_first_critic_alone(critics):
+    # Q_1 without Q_2's pass equals the first of both critics' values, for both critic layouts and 2 seeds
+    model = tiny(seed=3, num_seeds=2, critics=critics)
+    est: TD3 = model.estimator
+    with torch.no_grad():
+        est.critic.normal_(0, 0.5, generator=torch.Generator().manual_seed(0))
+    g = torch.Generator().manual_seed(1)
+    obs, actions = torch.randn(8, 5, 3, generator=g), torch.randn(8, 5, 1, generator=g)
+    weights = est.net.weights(est.critic)
+    both = est.q_values(weights, obs, actions)
+    assert both.shape == (8, 2, 5) and not torch.allclose(both[:, 0], both[:, 1])
+    torch.testing.assert_close(est.first_critic_values(weights, obs, actions), both[:, 0])
+    for k, rows in enumerate((slice(0, 4), slice(4, 8))):  # one seed's particles, as the actor step reads them
+        seed_weights = est.critic_weights(weights, rows, k)
+        torch.testing.assert_close(est.first_critic_values(seed_weights, obs[rows], actions[rows]), both[rows, 0])
+
+
 def test_the_critic_target_uses_the_target_policy_with_clipped_smoothing_noise():
     model = tiny(seed=1, gamma=0.9, target_policy_noise=1.0, target_noise_clip=0.3)
     est: TD3 = run_to_updates(model)
