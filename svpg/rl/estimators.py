@@ -779,8 +779,8 @@ class SAC(OffPolicyEstimator):
         self, model: TrainingModel, minibatches, update_noise, remaining: int = 0
     ) -> dict[str, torch.Tensor]:
         """One SAC update of every particle: critics, one SVGD step of the actors, temperatures,
-        Polyak-averaged targets; every step on the values from before the update, as Stable-Baselines3's
-        (which steps the temperatures first)."""
+        Polyak-averaged targets. Each step uses the values from before the update, as Stable-Baselines3's
+        does (it steps the temperatures first, on the log π its actor loss uses)."""
         policy, m = model.policy, self.particles
         (obs, actions, rewards, next_obs, terminated), noise, next_noise = self.sample_minibatch(
             model, minibatches, update_noise
