@@ -1377,7 +1377,7 @@ CURVE_EPOCHS = (6, 20, 30, 50, 75, 100)
 #: what each Table 2 row costs to measure (100 epochs on one CPU thread of the 2-core VM), by its label
 MNIST_COST = {
     "S²VGD (K = 1)": "about 3 core-hours",
-    "S²VGD (K = 10)": "more than 3 core-hours",
+    "S²VGD (K = 10)": "about 12 core-hours",
     "SVGD": "about 2.5 core-hours",
     "MAP": "about 15 core-minutes",
     "BBB (Gaussian prior)": "about 45 core-minutes",
