@@ -19,6 +19,7 @@ from svpg.rl.export import to_module
 from svpg.rl.policies import ParticlePolicy, PolicySpec, load_policy
 from svpg.rl.replay import ReplayBuffer
 from svpg.rl.trainer import ProgressCSV, SVPGTrainer
+from tests.rl.off_policy import twin_q, update_capturing_target
 
 ROOT = Path(__file__).resolve().parents[2]
 #: a tiny SAC: 4 particles, 50-step Pendulum episodes (an iteration: 4 × 50 = 200 steps), an update every 2nd
@@ -113,7 +114,7 @@ def test_the_actor_step_follows_grad_of_J_over_alpha_plus_weighted_log_prior():
     a, logp = squashed(model, block, obs, noise)
     x = torch.cat([obs, 2.0 * a], -1)  # the critics read the action in Pendulum's box [−2, 2]
     critic = est.critic.detach()
-    q = torch.stack([est.net.forward(est.net.weights(critic[k::2]), x).squeeze(-1) for k in range(2)]).amin(0)
+    q = twin_q(est, critic, x).amin(0)
     objective = (q - ent_coef[:, None] * logp).sum(1)
     log_q = objective / 7.0 + 0.5 * model.policy.log_prior(block)
     (expected,) = torch.autograd.grad(log_q.sum(), block)
@@ -129,13 +130,8 @@ def test_the_critic_target_is_the_soft_bellman_backup_of_the_target_critics():
     assert not torch.equal(est.target, est.critic.detach())  # the Polyak average lags the critics
     theta, target_critic = model.policy.theta.detach().clone(), est.target.clone()
     ent_coef = est.log_ent_coef.detach().exp()
-    captured = {}
-    update = est.critic_update
-    est.critic_update = lambda obs, actions, y: update(obs, actions, captured.setdefault("y", y))
-    est.gradient_step(model, model.streams("replay_minibatch"), model.streams("sac_noise"))
+    y, indices, g = update_capturing_target(model, "sac_noise")
     m, b = 4, est.batch_size
-    indices = torch.randint(est.buffer.size, (m, b), generator=model.streams("replay_minibatch")[0])
-    g = model.streams("sac_noise")[0]
     torch.randn((m, b, 1), generator=g)  # the first draw is the actor's and the temperature's
     next_noise = torch.randn((m, b, 1), generator=g)
     rewards, next_obs = est.buffer.rewards[0][indices], est.buffer.next_obs[0][indices]
@@ -143,9 +139,8 @@ def test_the_critic_target_is_the_soft_bellman_backup_of_the_target_critics():
     assert terminated.sum() == 0 and not torch.all(ent_coef == 1)  # Pendulum only truncates; α has moved
     next_a, next_logp = squashed(model, theta, next_obs, next_noise)
     x = torch.cat([next_obs, 2.0 * next_a], -1)  # the critics read the action in Pendulum's box [−2, 2]
-    q = torch.stack([est.net.forward(est.net.weights(target_critic[k::2]), x).squeeze(-1) for k in range(2)])
-    expected = rewards + 0.9 * (q.amin(0) - ent_coef[:, None] * next_logp)
-    torch.testing.assert_close(captured["y"], expected, rtol=1e-4, atol=1e-4)
+    expected = rewards + 0.9 * (twin_q(est, target_critic, x).amin(0) - ent_coef[:, None] * next_logp)
+    torch.testing.assert_close(y, expected, rtol=1e-4, atol=1e-4)
 
 
 def test_the_temperature_step_follows_sb3s_entropy_loss():

@@ -13,6 +13,7 @@ from svpg.rl.config import SVPGConfig
 from svpg.rl.estimators import ESTIMATORS, TD3
 from svpg.rl.export import to_module
 from svpg.rl.policies import ParticlePolicy, PolicySpec, load_policy
+from tests.rl.off_policy import twin_q, update_capturing_target
 
 #: a tiny TD3: 4 particles, 50-step Pendulum episodes (an iteration: 4 × 50 = 200 steps), an update every 2nd
 #: step from the 100th transition on
@@ -125,13 +126,8 @@ def test_the_critic_target_uses_the_target_policy_with_clipped_smoothing_noise()
     est: TD3 = run_to_updates(model)
     assert not torch.equal(est.target_theta, model.policy.theta.detach())  # the Polyak average lags θ
     target_theta, target_critic = est.target_theta.clone(), est.target.clone()
-    captured = {}
-    update = est.critic_update
-    est.critic_update = lambda obs, actions, y: update(obs, actions, captured.setdefault("y", y))
-    est.gradient_step(model, model.streams("replay_minibatch"), model.streams("td3_noise"))
+    y, indices, g = update_capturing_target(model, "td3_noise")
     m, b = 4, est.batch_size
-    indices = torch.randint(est.buffer.size, (m, b), generator=model.streams("replay_minibatch")[0])
-    g = model.streams("td3_noise")[0]
     torch.randn((m, b, 1), generator=g)  # the first draw is the actor noise TD3 does not use
     eps = torch.randn((m, b, 1), generator=g)
     smoothing = (1.0 * eps).clamp(-0.3, 0.3)
@@ -141,9 +137,8 @@ def test_the_critic_target_uses_the_target_policy_with_clipped_smoothing_noise()
     mu = model.policy.net.forward(model.policy.net.weights(target_theta), next_obs)
     next_a = 2.0 * (torch.tanh(mu) + smoothing).clamp(-1, 1)
     x = torch.cat([next_obs, next_a], -1)
-    q = torch.stack([est.net.forward(est.net.weights(target_critic[k::2]), x).squeeze(-1) for k in range(2)])
-    expected = rewards + 0.9 * (1 - terminated) * q.amin(0)
-    torch.testing.assert_close(captured["y"], expected, rtol=1e-5, atol=1e-5)
+    expected = rewards + 0.9 * (1 - terminated) * twin_q(est, target_critic, x).amin(0)
+    torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
 
 
 def test_the_actor_and_the_targets_move_only_every_policy_delay_critic_updates():
