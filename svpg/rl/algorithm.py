@@ -565,6 +565,29 @@ class SVPG:
         """
         return checkpoints.save_model(self, path, seed_index)
 
+    @property
+    def replay_buffer(self):
+        """The off-policy estimators' :class:`~svpg.rl.replay.ReplayBuffer` (every particle's
+        transitions); ``None`` for the on-policy ones, as SB3's on-policy models have none."""
+        return getattr(self.estimator, "buffer", None)
+
+    def save_replay_buffer(self, path, seed_index: int = 0) -> Path:
+        """Write the replay buffer's transitions and ring position to ``path`` (``.safetensors``
+        appended if it has no suffix), as SB3's ``save_replay_buffer``: with ``save_replay_buffer=False``
+        the model's own file leaves the buffer out, and ``load_replay_buffer`` after :meth:`load`
+        continues training bit for bit.
+
+        :param seed_index: with ``num_seeds`` > 1, which seed's buffer to save.
+        """
+        return checkpoints.save_replay_buffer(self, path, seed_index)
+
+    def load_replay_buffer(self, path) -> None:
+        """Replace the replay buffer by one written by :meth:`save_replay_buffer` (a list of files, one
+        per seed in seed order, for a seed-batched model). The buffer's warm-up clock comes with it:
+        a model that loads a buffer of ``learning_starts`` transitions or more updates from its first
+        iteration."""
+        checkpoints.load_replay_buffer(self, path)
+
     @classmethod
     def load(
         cls,

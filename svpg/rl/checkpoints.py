@@ -198,6 +198,55 @@ def restore(model, states: list[tuple[dict, dict]], paths: list) -> None:
     model.policy.set_particle(int(meta.get("particle", 0)))
 
 
+# -- a replay buffer on its own (SB3's save_replay_buffer / load_replay_buffer) -----------------
+#: the kind of a file written by :meth:`svpg.SVPG.save_replay_buffer`
+REPLAY_BUFFER_KIND = "replay-buffer"
+
+
+def _replay_buffer(model):
+    buffer = model.replay_buffer
+    if buffer is None:
+        raise ValueError(
+            f"estimator '{model.config.estimator}' learns on-policy and keeps no replay buffer: only the "
+            "off-policy estimators ('sac', 'td3') have one to save or load"
+        )
+    return buffer
+
+
+def save_replay_buffer(model, path, seed_index: int = 0) -> Path:
+    """:meth:`svpg.SVPG.save_replay_buffer`: seed ``seed_index``'s transitions and ring position to
+    ``path`` (``.safetensors`` appended if it has no suffix)."""
+    buffer = _replay_buffer(model)
+    path = Path(path)
+    if not path.suffix:
+        path = path.with_suffix(".safetensors")
+    state = _split_rows(buffer.state_dict(), len(model.seeds))[seed_index]
+    metadata = {"env_id": model.config.env_id, "seed": model.seeds[seed_index], "capacity": buffer.capacity}
+    return save_tensors(path, state, REPLAY_BUFFER_KIND, metadata)
+
+
+def load_replay_buffer(model, paths) -> None:
+    """:meth:`svpg.SVPG.load_replay_buffer`: replace the model's buffer by the saved one (one file per
+    seed of a seed-batched model, in its seed order)."""
+    buffer = _replay_buffer(model)
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if len(paths) != len(model.seeds):
+        raise ValueError(f"the model runs {len(model.seeds)} seeds: pass one replay-buffer file per seed")
+    states = []
+    for path in paths:
+        tensors, _, _ = load_tensors(path, expected_kind=REPLAY_BUFFER_KIND)
+        for name, store in (("obs", buffer.obs), ("actions", buffer.actions)):
+            if name in tensors and tensors[name].shape[-1] != store.shape[-1]:
+                raise CheckpointError(
+                    f"{path} holds {name} of {tensors[name].shape[-1]} dimensions and this model's environment "
+                    f"has {store.shape[-1]}: load it into a model of the environment it was collected on"
+                )
+        states.append(tensors)
+    if any(not torch.equal(s["counters"], states[0]["counters"]) for s in states):
+        raise ValueError(f"{paths} were saved at different points of training: load files saved together")
+    buffer.load_state_dict(_join_rows(states))
+
+
 # -- the run folder's progress rows ----------------------------------------------------------
 PROGRESS_FILE = "progress.csv"
 

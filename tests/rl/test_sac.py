@@ -205,6 +205,53 @@ def test_save_load_continues_bit_for_bit_with_and_without_the_replay_buffer(tmp_
     assert torch.equal(again.estimator.critic, light.estimator.critic)
 
 
+
+def test_sb3s_save_replay_buffer_workflow_continues_bit_for_bit(tmp_path):
+    straight = tiny(seed=3)
+    straight.learn(600)
+    first = tiny(seed=3, save_replay_buffer=False)  # the model file without the buffer, as SB3's save
+    first.learn(200)
+    first.save(tmp_path / "sac")
+    buffer_file = first.save_replay_buffer(tmp_path / "buffer")
+    assert buffer_file == tmp_path / "buffer.safetensors"
+    resumed = svpg.SVPG.load(tmp_path / "sac", verbose=0)
+    assert resumed.replay_buffer.size == 0
+    resumed.load_replay_buffer(buffer_file)
+    assert resumed.replay_buffer.size == 200 and torch.equal(resumed.replay_buffer.obs, first.replay_buffer.obs)
+    resumed.learn(400, reset_num_timesteps=False)
+    assert torch.equal(resumed.policy.theta, straight.policy.theta)
+    assert torch.equal(resumed.estimator.critic, straight.estimator.critic)
+
+
+def test_a_seed_batch_saves_and_loads_one_replay_buffer_file_per_seed(tmp_path):
+    batched = tiny(seed=5, num_seeds=2, learning_starts=1000)  # no update: the buffers alone differ
+    batched.learn(200)
+    files = [batched.save_replay_buffer(tmp_path / f"seed{k}", seed_index=k) for k in range(2)]
+    single = tiny(seed=6, learning_starts=1000)
+    single.load_replay_buffer(files[1])
+    assert torch.equal(single.replay_buffer.obs, batched.replay_buffer.obs[1:])
+    again = tiny(seed=5, num_seeds=2, learning_starts=1000)
+    again.load_replay_buffer(files)
+    assert torch.equal(again.replay_buffer.actions, batched.replay_buffer.actions)
+    with pytest.raises(ValueError, match="one replay-buffer file per seed"):
+        again.load_replay_buffer(files[0])
+
+
+def test_replay_buffer_files_are_refused_where_they_do_not_fit(tmp_path):
+    path = tiny().learn(200).save_replay_buffer(tmp_path / "pendulum")
+    other = svpg.SVPG("MountainCarContinuous-v0", estimator="sac", verbose=0, buffer_size=1000)
+    with pytest.raises(ValueError, match="obs of 3 dimensions and this model's environment has 2"):
+        other.load_replay_buffer(path)
+    with pytest.raises(ValueError, match="more than buffer_size 100"):
+        tiny(buffer_size=100).load_replay_buffer(path)
+    on_policy = svpg.SVPG("Pendulum-v1", estimator="ppo", verbose=0)
+    assert on_policy.replay_buffer is None
+    with pytest.raises(ValueError, match="keeps no replay buffer"):
+        on_policy.save_replay_buffer(tmp_path / "none")
+    model_file = tiny().save(tmp_path / "model")
+    with pytest.raises(ValueError, match="not a 'replay-buffer' one"):
+        tiny().load_replay_buffer(model_file)
+
 def test_a_seed_batch_equals_its_single_seed_runs():
     batched = tiny(seed=5, num_seeds=2)
     batched.learn(400)
