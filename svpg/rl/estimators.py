@@ -527,11 +527,8 @@ class OffPolicyEstimator(Estimator):
                 f"a replay buffer of {cfg.buffer_size:,} transitions × {self.seeds} seed(s) needs "
                 f"{needed / 2**30:.1f} GiB and {device} has {available / 2**30:.1f} GiB free: lower buffer_size"
             )
-        model.logger.info(
-            f"{name.upper()} replay buffer: {cfg.buffer_size:,} transitions × {self.seeds} seed(s), "
-            f"{needed / 2**20:,.0f} MiB preallocated on {device}"
-        )
         self.buffer = ReplayBuffer(self.seeds, cfg.buffer_size, obs_dim, action_dim, device)
+        model.logger.info(f"{name.upper()} {self.buffer}")
         # the critics: two per particle, rows (seed, particle, k), or two per seed (shared): each seed's consecutive
         self.layout = ParticleLayout()
         self.net = ParticleMLP(

@@ -33,6 +33,11 @@ class ReplayBuffer:
         self.size = 0  # rows filled
         self.added = 0  # transitions ever added (per run): the warm-up clock
 
+    def __str__(self) -> str:
+        seeds = f" × {self.seeds} seeds" if self.seeds > 1 else ""
+        size = self.nbytes(self.seeds, self.capacity, self.obs.shape[-1], self.actions.shape[-1]) / 2**20
+        return f"replay buffer: {self.capacity:,} transitions{seeds}, {size:,.{0 if size >= 10 else 1}f} MiB preallocated on {self.obs.device}"
+
     @staticmethod
     def nbytes(seeds: int, capacity: int, obs_dim: int, action_dim: int) -> int:
         """The memory a buffer of these sizes preallocates."""

@@ -149,6 +149,8 @@ def main(argv: list[str] | None = None, prog: str = "train.py") -> int:
         f"{trainer.model.envs_per_particle} envs × {trainer.model.steps_per_env} steps = {total:,} steps per seed "
         f"on {cfg.env_id}{over}"
     )
+    if trainer.model.replay_buffer is not None:
+        print(trainer.model.replay_buffer)
     resume_hint = f"{train_cmd} --resume {folders}"
     try:
         with trainer:

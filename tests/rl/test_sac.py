@@ -286,6 +286,20 @@ def test_the_command_line_takes_sac_and_its_defaults(tmp_path):
     assert trainer.config.hidden == (256, 256) and trainer.config.critic_hidden == (8,)
 
 
+
+def test_train_py_states_the_replay_buffers_memory_before_training(tmp_path, capsys):
+    from svpg.rl.train_cli import main
+
+    argv = ["--estimator", "sac", "--env-id", "Pendulum-v1", "--iterations", "1", "--log-dir", str(tmp_path),
+            "--buffer-size", "3000", "--learning-starts", "10000", "--hidden", "8", "--critic-hidden", "8",
+            "--eval-episodes", "0"]
+    assert main(argv) == 0
+    # 3,000 × (3 + 1 + 1 + 3 + 1 floats: s, a, r, s', terminated) × 4 bytes = 0.10 MiB
+    assert "replay buffer: 3,000 transitions, 0.1 MiB preallocated on cpu" in capsys.readouterr().out
+    model = svpg.SVPG("Pendulum-v1", estimator="sac", buffer_size=100_000, num_seeds=2, verbose=0)
+    assert str(model.replay_buffer) == "replay buffer: 100,000 transitions × 2 seeds, 6.9 MiB preallocated on cpu"
+    assert sum(t.nbytes for t in vars(model.replay_buffer).values() if torch.is_tensor(t)) == 2 * 100_000 * 9 * 4
+
 @pytest.mark.parametrize(
     "options, message",
     [
