@@ -40,7 +40,14 @@ from svpg.core.svgd import SVGD
 from svpg.deprecation import renamed_attribute
 from svpg.envs import make_batched
 from svpg.rl import checkpoints
-from svpg.rl.config import DEFAULT_HORIZON, SVPGConfig, default_horizon, load_preset, with_estimator_defaults
+from svpg.rl.config import (
+    DEFAULT_HORIZON,
+    SVPGConfig,
+    action_noise_std,
+    default_horizon,
+    load_preset,
+    with_estimator_defaults,
+)
 from svpg.rl.environments import EnvSource, is_custom, resolve_env
 from svpg.rl.estimators import ESTIMATORS, Estimator, policy_gradient_surrogate
 from svpg.rl.logger import Logger
@@ -127,6 +134,8 @@ class SVPG:
                 f"{run_only} are not SVPG options: pass the env as env (and env_kwargs), the length to "
                 f"learn(total_timesteps), and use CheckpointCallback / EvalCallback for files and evaluation"
             )
+        if "action_noise" in options:  # also SB3's NormalActionNoise object
+            options["action_noise"] = action_noise_std(options["action_noise"])
         fields.update(options)
         fields = with_estimator_defaults(fields)
         source = resolve_env(env, env_kwargs)

@@ -10,6 +10,8 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from svpg.cli import dataclass_from_dict, option_factory
 from svpg.cli import option as _f
 from svpg.core.priors import PRIORS
@@ -363,6 +365,24 @@ def with_estimator_defaults(fields: dict) -> dict:
     estimator = fields.get("estimator", SVPGConfig.__dataclass_fields__["estimator"].default)
     own = ESTIMATOR_CLASSES[estimator].defaults if estimator in ESTIMATOR_CLASSES else {}
     return {**own, **fields}
+
+
+def action_noise_std(noise) -> float:
+    """``action_noise`` given as SB3's ``NormalActionNoise(0, σ)`` (the same σ on every dimension): that σ,
+    since both add the noise to the action scaled to [−1, 1]; any other SB3 action noise is refused in one
+    line. A number is returned unchanged (the config checks it)."""
+    from stable_baselines3.common.noise import ActionNoise, NormalActionNoise
+
+    if not isinstance(noise, ActionNoise):
+        return noise
+    if isinstance(noise, NormalActionNoise):
+        mu, sigma = np.asarray(noise._mu, dtype=float), np.asarray(noise._sigma, dtype=float)
+        if not mu.any() and sigma.size and (sigma == sigma.flat[0]).all():
+            return float(sigma.flat[0])
+    raise ValueError(
+        f"action_noise is zero-mean Gaussian noise of one std on every action dimension (SB3's "
+        f"NormalActionNoise(0, σ)), got {noise!r}: pass that std as a number, e.g. action_noise=0.1"
+    )
 
 
 def parameter_count(sizes: tuple[int, ...], **spec) -> int:

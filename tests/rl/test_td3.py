@@ -292,3 +292,20 @@ def test_the_svgd_diagnostics_are_computed_on_an_iterations_last_actor_step_only
         scalars = model.train_iteration()
         assert flags == [False] * (actor_steps - 1) + [True]
         assert torch.isfinite(scalars["svgd/bandwidth"]).all()
+
+
+def test_sb3s_normal_action_noise_object_is_its_std_and_other_noise_is_refused():
+    from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
+
+    given = tiny(seed=4, action_noise=NormalActionNoise(np.zeros(1), np.full(1, 0.3))).learn(400)
+    number = tiny(seed=4, action_noise=0.3).learn(400)
+    assert given.config.action_noise == 0.3
+    assert torch.equal(given.policy.theta, number.policy.theta)
+    assert tiny(action_noise=0.25).config.action_noise == 0.25  # a number stays as it is
+    for noise in (
+        NormalActionNoise(np.full(2, 0.1), np.full(2, 0.1)),  # not zero-mean
+        NormalActionNoise(np.zeros(2), np.array([0.1, 0.2])),  # one std per dimension
+        OrnsteinUhlenbeckActionNoise(np.zeros(1), np.full(1, 0.1)),
+    ):
+        with pytest.raises(ValueError, match="pass that std as a number, e.g. action_noise=0.1"):
+            tiny(action_noise=noise)
