@@ -46,6 +46,7 @@ from svpg.rl.config import (
     action_noise_std,
     default_horizon,
     load_preset,
+    train_freq_steps,
     with_estimator_defaults,
 )
 from svpg.rl.environments import EnvSource, is_custom, resolve_env
@@ -136,6 +137,8 @@ class SVPG:
             )
         if "action_noise" in options:  # also SB3's NormalActionNoise object
             options["action_noise"] = action_noise_std(options["action_noise"])
+        if "train_freq" in options:  # also SB3's (n, "step")
+            options["train_freq"] = train_freq_steps(options["train_freq"])
         fields.update(options)
         fields = with_estimator_defaults(fields)
         source = resolve_env(env, env_kwargs)

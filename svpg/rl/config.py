@@ -385,6 +385,20 @@ def action_noise_std(noise) -> float:
     )
 
 
+def train_freq_steps(train_freq):
+    """``train_freq`` given in SB3's tuple form: ``(n, "step")`` is ``n``; ``(n, "episode")`` is refused
+    in one line (episodes of a particle's environments end at different steps). Anything else is
+    returned unchanged (the config checks it)."""
+    if not isinstance(train_freq, (tuple, list)):
+        return train_freq
+    if len(train_freq) == 2 and getattr(train_freq[1], "value", train_freq[1]) == "step":  # also TrainFreq
+        return train_freq[0]
+    raise ValueError(
+        f"train_freq counts steps of all particles' environments, got {tuple(train_freq)!r}: pass n or "
+        "(n, 'step'); SB3's (n, 'episode') has no equivalent here"
+    )
+
+
 def parameter_count(sizes: tuple[int, ...], **spec) -> int:
     """D, the number of coordinates of one particle of a network."""
     from svpg.core.networks import NetworkSpec, ParticleMLP

@@ -412,3 +412,12 @@ def test_the_svgd_diagnostics_are_computed_on_an_iterations_last_update_only(gra
         scalars = model.train_iteration()
         assert len(flags) > 1 and flags[-1] and not any(flags[:-1])
         assert torch.isfinite(scalars["svgd/bandwidth"]).all() and torch.isfinite(scalars["critic/q_loss"]).all()
+
+
+def test_sb3s_train_freq_tuples_in_steps_are_taken_and_episodes_refused():
+    from stable_baselines3.common.type_aliases import TrainFreq, TrainFrequencyUnit
+
+    assert tiny(train_freq=(4, "step")).config.train_freq == 4
+    assert tiny(train_freq=TrainFreq(3, TrainFrequencyUnit.STEP)).config.train_freq == 3
+    with pytest.raises(ValueError, match=r"SB3's \(n, 'episode'\) has no equivalent here"):
+        tiny(train_freq=(1, "episode"))
