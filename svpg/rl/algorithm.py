@@ -42,6 +42,7 @@ from svpg.envs import make_batched
 from svpg.rl import checkpoints
 from svpg.rl.config import (
     DEFAULT_HORIZON,
+    SB3_NAMES,
     SVPGConfig,
     action_noise_std,
     default_horizon,
@@ -126,8 +127,9 @@ class SVPG:
         known = {f.name for f in dataclasses.fields(SVPGConfig)}
         unknown = sorted(set(options) - known)
         if unknown:
+            sb3 = "".join(f"; for SB3's {name} pass {SB3_NAMES[name]}" for name in unknown if name in SB3_NAMES)
             raise ValueError(
-                f"unknown option(s) {unknown}: see help(svpg.SVPG) and python train.py --help for the valid names"
+                f"unknown option(s) {unknown}{sb3}: see help(svpg.SVPG) and python train.py --help for the valid names"
             )
         run_only = sorted(set(options) & set(RUN_FIELDS))
         if run_only:

@@ -359,6 +359,18 @@ class SVPGConfig:
         return dataclass_from_dict(cls, d, source)
 
 
+#: Stable-Baselines3 option names that svpg spells differently or has no counterpart for: what to pass
+#: instead, for the one-line refusal of an unknown option
+SB3_NAMES = {
+    "learning_rate": "lr (critic_lr for the critics)",
+    "n_steps": "samples_per_particle (each particle's steps per iteration)",
+    "n_epochs": "ppo_epochs",
+    "policy_kwargs": "hidden, critic_hidden and log_std_init (net_arch's pi and qf sizes)",
+    "policy": "nothing (the policy network is built from the spaces)",
+    "n_envs": "nothing (each particle runs samples_per_particle // horizon environments)",
+}
+
+
 def with_estimator_defaults(fields: dict) -> dict:
     """``fields`` (config field → value, as given by a user or a preset) with the estimator's own
     defaults (``Estimator.defaults``, e.g. sac's 256-wide networks) for the fields they leave out."""

@@ -266,7 +266,9 @@ def test_checkpoint_callback_keeps_the_last_n(tmp_path):
     (dict(estimator="ppo", clip_range=1.5), "--clip-range"),
     (dict(lr="fast"), "'lr' must be a number"),
     (dict(iterations=3), "not SVPG options"),
-    (dict(learning_rate=0.1), "unknown option"),
+    (dict(learning_rate=0.1), r"unknown option\(s\) \['learning_rate'\]; for SB3's learning_rate pass lr "),
+    (dict(policy_kwargs={}, n_epochs=3), r"for SB3's n_epochs pass ppo_epochs; for SB3's policy_kwargs pass hidden, "),
+    (dict(colour=1), r"unknown option\(s\) \['colour'\]: see help"),
     (dict(log_std_init=float("nan")), "--log-std-init must be a finite number"),
     (dict(log_std_init=-2.0), r"--log-std-init sets the log-std of a Gaussian Box head, which ppo on Discrete\(2\)"),
 ])
