@@ -871,7 +871,7 @@ register_quotes(
         f"hopper-{agent}-{key}": cell(column, "Hopper-v5", agent=agent)
         for agent, keys in (
             ("s2vgd-sac", ("final", "particles", "diff", "auc-diff", "wall")),
-            ("svgd-sac", ("seeds", "final", "particles", "diff", "auc-diff", "wall")),
+            ("svgd-sac", ("final", "particles", "diff", "auc-diff", "wall")),
             ("sac", ("final", "particles", "wall")),
         )
         for key in keys
