@@ -142,7 +142,9 @@ class SVPGConfig:
     )
     batch_size: int = _f(256, "sac, td3: minibatch size of every particle's critic and actor updates")
     tau: float = _f(0.005, "sac, td3: Polyak coefficient of the target critics (and of td3's target policies)")
-    train_freq: int = _f(1, "sac, td3: update every this many steps of all particles' environments")
+    train_freq: int = _f(
+        1, "sac, td3: update every this many steps of all particles' environments (counted across iterations)"
+    )
     gradient_steps: int = _f(
         1,
         "sac, td3: gradient steps per update (each a critic update; sac: each with one SVGD step of all particles, td3: "

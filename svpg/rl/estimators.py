@@ -53,6 +53,7 @@ class TrainingModel(Protocol):
     envs_per_particle: int  # N: environments per particle
     steps_per_env: int  # T: each environment's steps per iteration
     total_particles: int  # S·M: the rows of θ (config.num_particles is M)
+    iteration: int  # the iterations finished
 
     def collect(self) -> Rollout: ...
 
@@ -632,6 +633,8 @@ class OffPolicyEstimator(Estimator):
         minibatches, update_noise = model.streams("replay_minibatch"), model.streams(self.update_stream)
         # SB3's gradient_steps=-1: one gradient step per environment step (of all particles) since the last update
         gradient_steps = self.gradient_steps if self.gradient_steps > 0 else self.train_freq * m * n
+        # train_freq counts the run's steps across iterations, as SB3's counts across its rollouts
+        before = model.iteration * steps
         recorded: dict[str, list[torch.Tensor]] = {k: [] for k in ("obs", "actions", "rewards", "term", "trunc")}
         info: dict[str, torch.Tensor] | None = None
         weights = None
@@ -661,8 +664,9 @@ class OffPolicyEstimator(Estimator):
                 for key, value in zip(recorded, (o, a, res.reward, res.terminated, res.truncated)):
                     recorded[key].append(value)
                 obs = res.obs
-                if self.buffer.added >= self.learning_starts and (t + 1) % self.train_freq == 0:
-                    later = gradient_steps * (steps // self.train_freq - (t + 1) // self.train_freq)
+                done = before + t + 1
+                if self.buffer.added >= self.learning_starts and done % self.train_freq == 0:
+                    later = gradient_steps * ((before + steps) // self.train_freq - done // self.train_freq)
                     for j in range(gradient_steps):
                         info = self.gradient_step(model, minibatches, update_noise, later + gradient_steps - 1 - j)
                     weights = None

@@ -399,6 +399,26 @@ def test_gradient_steps_minus_one_makes_one_update_per_environment_step():
     assert len(calls) == 40
 
 
+
+@pytest.mark.parametrize("train_freq, horizon, updates", [(3, 10, [3, 3, 4, 3]), (64, 50, [0, 1, 1, 1]),
+                                                       (128, 50, [0, 0, 1, 0])])
+def test_train_freq_counts_the_runs_steps_across_iterations_as_sb3s(train_freq, horizon, updates):
+    # an update after every train_freq-th step of the run, whichever iteration it falls in (train_freq 3,
+    # 10-step iterations: after steps 3, 6, 9 | 12, 15, 18 | 21, 24, 27, 30 | 33, 36, 39; 64 and 128 with
+    # 50-step iterations: more than an iteration apart)
+    model = tiny(learning_starts=0, train_freq=train_freq, horizon=horizon)
+    calls = []
+    step = model.estimator.gradient_step
+    model.estimator.gradient_step = lambda *a: calls.append(1) or step(*a)
+    counted, infos = [], []
+    for _ in range(4):
+        infos.append(model.train_iteration())
+        counted.append(len(calls) - sum(counted))
+    assert counted == updates
+    # an iteration without an update reports NaN, one with an update its losses
+    assert [math.isnan(info["critic/q_loss"].item()) for info in infos] == [n == 0 for n in updates]
+
+
 @pytest.mark.parametrize("gradient_steps", [1, 3])
 def test_the_svgd_diagnostics_are_computed_on_an_iterations_last_update_only(gradient_steps):
     """The iteration reports its last update's scalars: the SVGD diagnostics (pairwise distances, norms) are
