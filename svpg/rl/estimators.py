@@ -67,6 +67,8 @@ class TrainingModel(Protocol):
 
     def svgd_update(self, surrogate: Callable, samples: int, diagnostics: bool = True) -> dict[str, torch.Tensor]: ...
 
+    def learning_rate(self) -> float: ...
+
 
 #: REINFORCE's baselines (``--baseline``)
 BASELINES = ("linear", "none")
@@ -543,6 +545,8 @@ class OffPolicyEstimator(Estimator):
         self.critic = torch.nn.Parameter(theta)
         self.target = theta.detach().clone()
         self.critic_optimizer = torch.optim.Adam([self.critic], lr=cfg.critic_lr)
+        #: the optimizers that ``anneal_lr`` decays with the actors' (SB3's schedule moves all of them), at their base lr
+        self.scheduled = [(self.critic_optimizer, cfg.critic_lr)]
         self.low = torch.tensor(spec.action_low, device=device)
         self.high = torch.tensor(spec.action_high, device=device)
 
@@ -628,6 +632,11 @@ class OffPolicyEstimator(Estimator):
         policy, env = model.policy, model.env
         rows, n, steps = model.total_particles, model.envs_per_particle, model.steps_per_env
         m, a_dim = self.particles, model.spec.action_dim
+        if model.config.anneal_lr:
+            fraction = model.learning_rate() / model.config.lr
+            for optimizer, base in self.scheduled:
+                for group in optimizer.param_groups:
+                    group["lr"] = base * fraction
         obs = model.reset_environments()
         action_noise = model.streams("action_noise")
         minibatches, update_noise = model.streams("replay_minibatch"), model.streams(self.update_stream)
@@ -766,6 +775,7 @@ class SAC(OffPolicyEstimator):
         self.auto_entropy, initial = _parse_ent_coef(cfg.ent_coef)
         self.log_ent_coef = torch.nn.Parameter(torch.full((rows,), math.log(initial), device=device))
         self.ent_optimizer = torch.optim.Adam([self.log_ent_coef], lr=cfg.lr)
+        self.scheduled.append((self.ent_optimizer, cfg.lr))
         action_dim = model.spec.action_dim
         self.target_entropy = -float(action_dim) if cfg.target_entropy == "auto" else float(cfg.target_entropy)
 

@@ -441,3 +441,14 @@ def test_sb3s_train_freq_tuples_in_steps_are_taken_and_episodes_refused():
     assert tiny(train_freq=TrainFreq(3, TrainFrequencyUnit.STEP)).config.train_freq == 3
     with pytest.raises(ValueError, match=r"SB3's \(n, 'episode'\) has no equivalent here"):
         tiny(train_freq=(1, "episode"))
+
+
+def test_anneal_lr_decays_the_critics_and_temperatures_with_the_actors_as_sb3s_schedule():
+    model = tiny(anneal_lr=True, lr=4e-3, critic_lr=2e-3, learning_starts=1000)
+    model.learn(800)  # 4 iterations: the last one runs at 1 − 3/4 of each base rate
+    est = model.estimator
+    assert [g["lr"] for g in model.svgd.optimizer.param_groups] == [1e-3]
+    assert [g["lr"] for g in est.critic_optimizer.param_groups] == [5e-4]
+    assert [g["lr"] for g in est.ent_optimizer.param_groups] == [1e-3]
+    fixed = tiny(lr=4e-3, critic_lr=2e-3, learning_starts=1000).learn(800).estimator
+    assert [g["lr"] for g in fixed.critic_optimizer.param_groups] == [2e-3]
