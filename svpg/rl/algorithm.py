@@ -141,6 +141,9 @@ class SVPG:
             options["action_noise"] = action_noise_std(options["action_noise"])
         if "train_freq" in options:  # also SB3's (n, "step")
             options["train_freq"] = train_freq_steps(options["train_freq"])
+        for name in ("ent_coef", "target_entropy"):  # SB3 takes a number too
+            if isinstance(options.get(name), (int, float)) and not isinstance(options[name], bool):
+                options[name] = repr(float(options[name]))
         fields.update(options)
         fields = with_estimator_defaults(fields)
         source = resolve_env(env, env_kwargs)

@@ -383,10 +383,12 @@ def with_estimator_defaults(fields: dict) -> dict:
 
 def action_noise_std(noise) -> float:
     """``action_noise`` given as SB3's ``NormalActionNoise(0, σ)`` (the same σ on every dimension): that σ,
-    since both add the noise to the action scaled to [−1, 1]; any other SB3 action noise is refused in one
-    line. A number is returned unchanged (the config checks it)."""
+    since both add the noise to the action scaled to [−1, 1]; SB3's ``None``: 0; any other SB3 action noise
+    is refused in one line. A number is returned unchanged (the config checks it)."""
     from stable_baselines3.common.noise import ActionNoise, NormalActionNoise
 
+    if noise is None:  # SB3's TD3 default: no exploration noise
+        return 0.0
     if not isinstance(noise, ActionNoise):
         return noise
     if isinstance(noise, NormalActionNoise):

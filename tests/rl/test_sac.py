@@ -452,3 +452,10 @@ def test_anneal_lr_decays_the_critics_and_temperatures_with_the_actors_as_sb3s_s
     assert [g["lr"] for g in est.ent_optimizer.param_groups] == [1e-3]
     fixed = tiny(lr=4e-3, critic_lr=2e-3, learning_starts=1000).learn(800).estimator
     assert [g["lr"] for g in fixed.critic_optimizer.param_groups] == [2e-3]
+
+
+def test_numbers_for_ent_coef_and_target_entropy_are_taken_as_sb3_takes_them():
+    given = tiny(ent_coef=0.2, target_entropy=-2)
+    assert given.config == tiny(ent_coef="0.2", target_entropy="-2.0").config
+    assert not given.estimator.auto_entropy and given.estimator.target_entropy == -2.0
+    assert torch.allclose(given.estimator.log_ent_coef.exp(), torch.tensor(0.2))

@@ -302,6 +302,7 @@ def test_sb3s_normal_action_noise_object_is_its_std_and_other_noise_is_refused()
     assert given.config.action_noise == 0.3
     assert torch.equal(given.policy.theta, number.policy.theta)
     assert tiny(action_noise=0.25).config.action_noise == 0.25  # a number stays as it is
+    assert tiny(action_noise=None).config.action_noise == 0.0  # SB3's TD3 default: no exploration noise
     for noise in (
         NormalActionNoise(np.full(2, 0.1), np.full(2, 0.1)),  # not zero-mean
         NormalActionNoise(np.zeros(2), np.array([0.1, 0.2])),  # one std per dimension
