@@ -535,7 +535,7 @@ class SVPG:
 
     def seed_policy(self, k: int = 0) -> ParticlePolicy:
         """Seed k's M particles as an ordinary ensemble (acting with its best particle)."""
-        m = self.config.num_particles
+        m, k = self.config.num_particles, checkpoints.check_seed_index(self, k)
         policy = ParticlePolicy(self.spec, self.policy.theta.detach()[k * m : (k + 1) * m])
         policy.obs_normalization = self.normalizer.frozen(k) if self.normalizer is not None else None
         return policy.set_particle(int(self._per_seed(self.last_returns)[k].argmax().item()))
@@ -565,7 +565,7 @@ class SVPG:
     # -- saving and loading ----------------------------------------------------------------------
     def seed_config(self, k: int = 0) -> SVPGConfig:
         """The single-seed configuration of seed k."""
-        return self.config.for_seed(self.seeds[k])
+        return self.config.for_seed(self.seeds[checkpoints.check_seed_index(self, k)])
 
     def seed_state(self, k: int = 0) -> tuple[dict[str, torch.Tensor], dict]:
         """Seed k's whole training state as (tensors, JSON metadata): what :meth:`save` writes

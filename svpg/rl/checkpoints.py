@@ -74,9 +74,17 @@ def _join_rows(states: list):
     return first
 
 
+def check_seed_index(model, k) -> int:
+    """``k`` if it names one of the model's seeds (0 … S − 1), else a one-line ValueError."""
+    s = len(model.seeds)
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < s:
+        raise ValueError(f"seed_index must be an integer from 0 to {s - 1} (the model runs {s} seed(s)), got {k!r}")
+    return k
+
+
 def model_state(model, k: int = 0) -> tuple[dict[str, torch.Tensor], dict]:
     """Seed k's whole training state of an :class:`svpg.SVPG` as (tensors, JSON metadata)."""
-    s = len(model.seeds)
+    s, k = len(model.seeds), check_seed_index(model, k)
     optimizer = _split_rows(model.svgd.optimizer.state_dict(), s)[k]
     estimator = _split_rows(model.estimator.state_dict(), s)[k]
     policy = model.seed_policy(k)
@@ -216,7 +224,7 @@ def _replay_buffer(model):
 def save_replay_buffer(model, path, seed_index: int = 0) -> Path:
     """:meth:`svpg.SVPG.save_replay_buffer`: seed ``seed_index``'s transitions and ring position to
     ``path`` (``.safetensors`` appended if it has no suffix)."""
-    buffer = _replay_buffer(model)
+    buffer, seed_index = _replay_buffer(model), check_seed_index(model, seed_index)
     path = Path(path)
     if not path.suffix:
         path = path.with_suffix(".safetensors")

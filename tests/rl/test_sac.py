@@ -235,6 +235,8 @@ def test_a_seed_batch_saves_and_loads_one_replay_buffer_file_per_seed(tmp_path):
     assert torch.equal(again.replay_buffer.actions, batched.replay_buffer.actions)
     with pytest.raises(ValueError, match="one replay-buffer file per seed"):
         again.load_replay_buffer(files[0])
+    with pytest.raises(ValueError, match="seed_index must be an integer from 0 to 1"):
+        batched.save_replay_buffer(tmp_path / "third", seed_index=2)
 
 
 def test_replay_buffer_files_are_refused_where_they_do_not_fit(tmp_path):

@@ -123,3 +123,13 @@ def test_the_names_of_the_counts_say_what_they_count():
     assert torch.equal(former.theta, A2C(4, 6, 0.99, **options).theta)
     with pytest.raises(TypeError, match="total_particles"):
         A2C(4, gamma=0.99, **options)
+
+
+@pytest.mark.parametrize("k", [2, -1, True, "0"])
+def test_a_seed_index_out_of_the_batch_is_one_line(k, tmp_path):
+    model = svpg.SVPG("Pendulum-v1", num_seeds=2, verbose=0, samples_per_particle=200, hidden=(8,))
+    for call in (lambda: model.save(tmp_path / "m", seed_index=k), lambda: model.seed_policy(k),
+                 lambda: model.seed_config(k)):
+        with pytest.raises(ValueError, match=r"seed_index must be an integer from 0 to 1 \(the model runs 2 seed\(s\)\)"):
+            call()
+    assert not any(tmp_path.iterdir())
