@@ -144,6 +144,8 @@ def main(argv: list[str] | None = None, prog: str = "evaluate.py") -> int:
     print(f"{args.path}: {policy}\n{args.episodes} {mode} episodes per particle on {env_id}, seed {args.seed}\n")
     print(format_table(returns, particles))
     if args.gif:
+        from gymnasium.error import DependencyNotInstalled
+
         from svpg.rl.video import record_gif
 
         chosen = particles[0] if particles else int(returns.mean(1).argmax())
@@ -161,6 +163,9 @@ def main(argv: list[str] | None = None, prog: str = "evaluate.py") -> int:
             )
         except WriteError as e:
             print(f"{prog}: error: {e}", file=sys.stderr)
+            return 2
+        except DependencyNotInstalled as e:  # the env's renderer (classic control: pygame) is an extra
+            print(f"{prog}: error: --gif renders {env_id}, and its renderer is not installed: {e}", file=sys.stderr)
             return 2
         print(f"\nparticle {chosen}: one episode (return {ep_returns[0]:.1f}) rendered to {path}")
     return 0

@@ -268,8 +268,8 @@ class PolicySpec:
             ):
                 kind = "tanh-squashed" if squashed else "deterministic tanh"
                 raise ValueError(
-                    f"a {kind} policy needs finite action bounds, got {action_space}: "
-                    f"wrap the env in gymnasium.wrappers.ClipAction or rescale its actions"
+                    f"a {kind} policy needs finite action bounds, got {action_space}: give the env's Box the "
+                    f"range its actions take (gymnasium.wrappers.ClipAction makes the bounds infinite: leave it out)"
                 )
             return cls(
                 obs_dim,

@@ -413,3 +413,21 @@ def test_svgd_star_widens_an_image_policy_from_its_features_not_its_pixels():
     # as many coordinates as S²VGD's dense network (K = 4) on the same features, at least
     target = parameter_count((features, 32, 32, 2), householder=4, learn_scales=True, prior="mvg")
     assert parameter_count((features, *hidden, 2), prior="mvg") >= target > parameter_count((features, 32, 32, 2))
+
+
+class UnrenderedReach(PixelReach):
+    def render(self):
+        raise gym.error.DependencyNotInstalled('pygame is not installed, run `pip install "gymnasium[classic_control]"`')
+
+
+def test_evaluate_py_gif_without_the_envs_renderer_is_one_line_naming_the_install(tmp_path, capsys):
+    from svpg.rl.evaluate_cli import main
+
+    env_id = "svpgtest/UnrenderedReach-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=UnrenderedReach, max_episode_steps=8)
+    svpg.SVPG(env_id, seed=0, verbose=0, **FAST).learn(128).save(tmp_path / "m")
+    assert main([str(tmp_path / "m"), "--eval-episodes", "1", "--gif", str(tmp_path / "episode.gif")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and 'pip install "gymnasium[classic_control]"' in err, err
+    assert not (tmp_path / "episode.gif").exists()
