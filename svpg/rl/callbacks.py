@@ -310,7 +310,9 @@ class EvalCallback(EventCallback):
         training environment's id (a new set of environments either way).
     :param best_model_save_path: folder for ``best_model.safetensors`` (a :meth:`SVPG.save` file,
         acting with the best evaluated particle).
-    :param log_path: folder for ``evaluations.npz`` (timesteps, per-particle returns), as SB3's.
+    :param log_path: folder for ``evaluations.npz``: SB3's ``timesteps``, ``results`` and ``ep_lengths``
+        (of the best particle at each evaluation), and ``particle_results`` (every particle's returns,
+        (n_evals, M, n_eval_episodes)) and ``best_particle``.
     """
 
     def __init__(
@@ -339,7 +341,10 @@ class EvalCallback(EventCallback):
         self.best_mean_reward = -np.inf
         self.last_mean_reward = -np.inf
         self.evaluations_timesteps: list[int] = []
-        self.evaluations_results: list[np.ndarray] = []
+        self.evaluations_results: list[np.ndarray] = []  # the best particle's returns, as SB3's (n_eval_episodes,)
+        self.evaluations_length: list[np.ndarray] = []
+        self.evaluations_particle_results: list[np.ndarray] = []  # every particle's: (M, n_eval_episodes)
+        self.evaluations_best_particle: list[int] = []
 
     def _init_callback(self) -> None:
         from svpg.rl.environments import resolve_env
@@ -361,7 +366,7 @@ class EvalCallback(EventCallback):
 
         model = self.model
         policy = model.seed_policy(0)
-        returns = evaluate_particles(
+        evaluated = evaluate_particles(
             policy,
             self.source.target,
             self.n_eval_episodes,
@@ -369,18 +374,27 @@ class EvalCallback(EventCallback):
             deterministic=self.deterministic,
             max_episode_steps=model.horizon,
             env_kwargs=self.source.env_kwargs if self.source.factory is None else None,
+            return_lengths=True,
         )
+        returns, lengths = evaluated
         per_particle = returns.mean(1)
         best = int(per_particle.argmax())
         self.last_mean_reward = float(per_particle[best])
         std = float(returns[best].std(unbiased=False))
         self.evaluations_timesteps.append(model.num_timesteps)
-        self.evaluations_results.append(returns.cpu().numpy())
+        self.evaluations_results.append(returns[best].cpu().numpy())
+        self.evaluations_length.append(lengths[best].cpu().numpy())
+        self.evaluations_particle_results.append(returns.cpu().numpy())
+        self.evaluations_best_particle.append(best)
         if self.log_path is not None:
             self.log_path.mkdir(parents=True, exist_ok=True)
+            # SB3's keys (the evaluated policy: the best particle), then every particle's returns
             data: dict[str, Any] = {
                 "timesteps": np.array(self.evaluations_timesteps),
                 "results": np.stack(self.evaluations_results),
+                "ep_lengths": np.stack(self.evaluations_length),
+                "particle_results": np.stack(self.evaluations_particle_results),
+                "best_particle": np.array(self.evaluations_best_particle),
             }
             atomic_write(self.log_path / "evaluations.npz", lambda tmp: np.savez(open(tmp, "wb"), **data))
         if self.logger is not None:
@@ -390,6 +404,7 @@ class EvalCallback(EventCallback):
                 ("eval/std_reward", std),
                 ("eval/mean_reward_particles", float(per_particle.mean())),
                 ("eval/best_particle", best),
+                ("eval/mean_ep_length", float(lengths[best].float().mean())),
             ):
                 self.logger.add_scalar(key, value, step)
             self.logger.add_histogram("eval/particle_mean_rewards", per_particle.cpu(), step)

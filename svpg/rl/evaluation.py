@@ -21,8 +21,10 @@ def evaluate_particles(
     deterministic: bool = True,
     max_episode_steps: int | None = None,
     env_kwargs: dict | None = None,
-) -> torch.Tensor:
-    """Undiscounted returns of ``episodes`` episodes of each chosen particle: (P, episodes).
+    return_lengths: bool = False,
+):
+    """Undiscounted returns of ``episodes`` episodes of each chosen particle: (P, episodes); with
+    ``return_lengths``, (returns, episode lengths), both (P, episodes).
 
     All particles × episodes run at once, one episode per environment. The start states and the
     action noise (``deterministic=False``) come from separate streams of ``seed``.
@@ -59,6 +61,7 @@ def evaluate_particles(
     gen = torch_generator(seed, "action_noise", device=policy.device)
     obs = env.reset()
     returns = torch.zeros(p * episodes, device=policy.device)
+    lengths = torch.zeros(p * episodes, dtype=torch.long, device=policy.device)
     alive = torch.ones(p * episodes, dtype=torch.bool, device=policy.device)
     # every episode ends by the time limit; an id registered without one gets the trainer's default
     for _ in range(env.max_episode_steps or DEFAULT_HORIZON):
@@ -69,9 +72,12 @@ def evaluate_particles(
             a = policy.sample(weights, o, policy.draw_noise((p, episodes), gen))
         res = env.step(a.reshape(p * episodes, *a.shape[2:]))
         returns += res.reward * alive
+        lengths += alive
         alive &= ~(res.terminated | res.truncated)
         obs = res.obs
     env.close()
+    if return_lengths:
+        return returns.view(p, episodes), lengths.view(p, episodes)
     return returns.view(p, episodes)
 
 

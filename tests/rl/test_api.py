@@ -207,12 +207,18 @@ def test_eval_callback_saves_the_best_and_stops_on_a_threshold(tmp_path):
     returns = svpg.rl.evaluation.evaluate_particles(best.policy, "CartPole-v1", 3, seed=99)
     assert best.policy.particle in range(4) and returns.shape == (4, 3)
     data = np.load(tmp_path / "evaluations.npz")
-    assert data["results"].shape == (1, 4, 3) and list(data["timesteps"]) == [4000]
+    assert list(data["timesteps"]) == [4000] and data["particle_results"].shape == (1, 4, 3)
+    # SB3's layout: the evaluated policy's (the best particle's) returns and episode lengths, (n_evals, episodes)
+    best_particle = int(data["best_particle"][0])
+    assert best_particle == int(data["particle_results"][0].mean(1).argmax())
+    np.testing.assert_array_equal(data["results"], data["particle_results"][:, best_particle])
+    assert data["ep_lengths"].shape == (1, 3) and (data["ep_lengths"] >= 1).all()
+    np.testing.assert_array_equal(data["ep_lengths"], data["results"])  # CartPole-v1: +1 per step
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     events = EventAccumulator(str(tmp_path / "tb" / "SVPG_1")).Reload()
     tags = set(events.Tags()["scalars"])
-    assert {"eval/mean_reward", "eval/mean_reward_particles", "train/policy_loss", "train/learning_rate",
+    assert {"eval/mean_reward", "eval/mean_reward_particles", "eval/mean_ep_length", "train/policy_loss", "train/learning_rate",
             "rollout/ep_rew_mean"} <= tags
     assert "rollout/particle_returns" in events.Tags()["histograms"]
 
