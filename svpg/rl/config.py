@@ -54,6 +54,15 @@ RESUMABLE_OPTIONS = (
 DEFAULT_HORIZON = 1000  # for Gymnasium ids registered without a time limit
 
 
+def _cli_value(value) -> str:
+    """A default as the command line spells it (``256,256``, ``false``)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, tuple):
+        return ",".join(map(str, value))
+    return str(value)
+
+
 def default_horizon(env_id) -> int:
     """The id's registered time limit (``module:Id`` imports ``module``), or :data:`DEFAULT_HORIZON`
     (also for factories and env instances, whose time limit, if any, stays in force)."""
@@ -86,7 +95,13 @@ class SVPGConfig:
     method: str = _f("s2vgd", " | ".join(POLICY_METHODS) + " (see the list below)", choices=tuple(POLICY_METHODS))
     estimator: str = _f(
         "ppo",
-        " | ".join(f"{name} ({cls.help})" for name, cls in ESTIMATOR_CLASSES.items()),
+        " | ".join(f"{name} ({cls.help})" for name, cls in ESTIMATOR_CLASSES.items())
+        + ". Their own defaults, which replace the ones shown here: "
+        + "; ".join(
+            f"{name}: " + ", ".join(f"--{k.replace('_', '-')} {_cli_value(v)}" for k, v in cls.defaults.items())
+            for name, cls in ESTIMATOR_CLASSES.items()
+            if cls.defaults
+        ),
         choices=ESTIMATOR_CLASSES,  # the live registry: an estimator registered later is a choice too
     )
     num_particles: int = _f(4, "M, the number of policy particles")

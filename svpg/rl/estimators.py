@@ -742,8 +742,9 @@ class SAC(OffPolicyEstimator):
     its targets (its own next action and temperature) and its actor step, so an update of all M particles
     costs one SAC update. Either way the critics have Polyak-averaged targets, and every particle has its
     own entropy temperature α_i tuned towards the target entropy as SAC does.
-    Stable-Baselines3's names and defaults for ``buffer_size``, ``learning_starts``, ``batch_size``,
-    ``tau``, ``train_freq``, ``gradient_steps``, ``ent_coef`` and ``target_entropy``.
+    Stable-Baselines3's names and defaults for ``buffer_size``, ``batch_size``, ``tau``, ``train_freq``,
+    ``gradient_steps``, ``ent_coef`` and ``target_entropy``; SB3's name for ``learning_starts``, whose
+    default (1000, all particles' steps: 250 uniform steps per particle with M = 4) is larger than SB3's 100.
 
     An iteration resets the environments (as the on-policy estimators do) and runs
     ``steps_per_env`` steps of all particles, with ``gradient_steps`` updates after every

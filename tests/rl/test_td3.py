@@ -310,3 +310,11 @@ def test_sb3s_normal_action_noise_object_is_its_std_and_other_noise_is_refused()
     ):
         with pytest.raises(ValueError, match="pass that std as a number, e.g. action_noise=0.1"):
             tiny(action_noise=noise)
+
+
+def test_train_py_help_lists_the_off_policy_estimators_own_defaults(capsys):
+    from svpg.rl.train_cli import build_parser
+
+    text = " ".join(build_parser("train.py").format_help().split())
+    assert "td3: --hidden 400,300, --critic-hidden 400,300, --lr 0.001, --critic-lr 0.001" in text
+    assert "sac: --hidden 256,256, --critic-hidden 256,256" in text
