@@ -12,7 +12,8 @@ Every run writes runs/<run-name>/: TensorBoard events, config.json, progress.csv
 checkpoints/. Watch it with `tensorboard --logdir runs`. An existing run folder is never overwritten.
 Ctrl-C (or SIGTERM) finishes the current iteration, saves a checkpoint and exits; --resume continues
 the run exactly as if it had not stopped. With --resume only these options may be given:
---iterations, --total-steps, --eval-episodes, --progress, --threads, --device, --checkpoint-every.
+--iterations, --total-steps, --eval-episodes, --progress, --threads, --device, --checkpoint-every,
+--keep-checkpoints, --vec-env, --n-workers.
 """
 
 # `svpg train` and the repository's `python train.py`: messages name the command the user ran.

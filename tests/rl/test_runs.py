@@ -316,3 +316,13 @@ def test_a_full_disk_is_one_line_and_keeps_the_last_checkpoint(tmp_path, cli, mo
     monkeypatch.setattr(svpg.io, "save_file", real_save)
     assert cli("train.py", "--resume", run).returncode == 0
     assert [it for it, _ in checkpoints.listed(run)] == [4, 2]
+
+
+def test_train_py_help_names_every_option_resume_accepts():
+    import re
+
+    from svpg.rl import train_cli
+    from svpg.rl.config import RESUMABLE_OPTIONS
+
+    listed = re.search(r"With --resume only these options may be given:\s*(.*?)\.\n", train_cli.__doc__, re.S).group(1)
+    assert sorted(o.strip().removeprefix("--").replace("-", "_") for o in listed.split(",")) == sorted(RESUMABLE_OPTIONS)
