@@ -47,6 +47,7 @@ from svpg.rl.config import (
     action_noise_std,
     default_horizon,
     load_preset,
+    refuse_other_estimators_options,
     train_freq_steps,
     with_estimator_defaults,
 )
@@ -145,6 +146,7 @@ class SVPG:
             if isinstance(options.get(name), (int, float)) and not isinstance(options[name], bool):
                 options[name] = repr(float(options[name]))
         fields.update(options)
+        refuse_other_estimators_options(fields.get("estimator", SVPGConfig.estimator), options)
         fields = with_estimator_defaults(fields)
         source = resolve_env(env, env_kwargs)
         fields.update(seed=seed, device=device, env_id=source.env_id, env_kwargs=source.env_kwargs)

@@ -430,6 +430,27 @@ def train_freq_steps(train_freq):
     )
 
 
+def refuse_other_estimators_options(estimator: str, given, cli: bool = False) -> None:
+    """A one-line ValueError for an option in ``given`` (field names the user passed explicitly) that
+    ``estimator`` would ignore: with an off-policy estimator, any option only other estimators read
+    (``--ent-coef`` with td3, ``--ppo-epochs`` with sac); with an on-policy one, an option only off-policy
+    estimators read (``--learning-starts`` with ppo). The on-policy estimators' own options pass between
+    them, as the paper tasks' presets hold one set for REINFORCE, A2C and PPO."""
+    if estimator not in ESTIMATOR_CLASSES:
+        return  # the config names the unknown estimator
+    chosen = ESTIMATOR_CLASSES[estimator]
+    for name in sorted(given):
+        owners = [n for n, cls in ESTIMATOR_CLASSES.items() if name in cls.reads]
+        foreign = not chosen.on_policy or not any(ESTIMATOR_CLASSES[o].on_policy for o in owners)
+        if owners and name not in chosen.reads and foreign:
+            shown = f"--{name.replace('_', '-')}" if cli else name
+            other = f"estimator {owners[0]}" if len(owners) == 1 else "one of them"
+            raise ValueError(
+                f"{shown} is an option of {' or '.join(owners)}, and estimator {estimator} does not read it: leave "
+                f"it out or use {other}"
+            )
+
+
 def parameter_count(sizes: tuple[int, ...], **spec) -> int:
     """D, the number of coordinates of one particle of a network."""
     from svpg.core.networks import NetworkSpec, ParticleMLP

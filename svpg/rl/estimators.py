@@ -90,6 +90,9 @@ class Estimator:
     #: SVPGConfig fields whose default differs for this estimator, filled in by ``svpg.SVPG`` and
     #: ``train.py`` where the user gives no value (as SB3's algorithms each have their own defaults)
     defaults: ClassVar[dict[str, Any]] = {}
+    #: the SVPGConfig fields that only some estimators read, the ones this one reads: one that would be
+    #: ignored, given explicitly, is refused in one line (:func:`svpg.rl.config.refuse_other_estimators_options`)
+    reads: ClassVar[frozenset[str]] = frozenset()
     #: rollouts keep the pre-reset observations (critics bootstrap from them)
     needs_final_obs: ClassVar[bool] = False
     #: the policy's Box head is the tanh-squashed Gaussian (:class:`~svpg.rl.policies.PolicySpec`)
@@ -206,6 +209,7 @@ class Reinforce(OnPolicyEstimator):
     """
 
     name = "reinforce"
+    reads = frozenset({"baseline"})
     help = "standardised reward-to-go"
     BASELINES = BASELINES
 
@@ -264,6 +268,7 @@ class A2C(OnPolicyEstimator):
     """
 
     name = "a2c"
+    reads = frozenset({"gae_lambda", "critic_hidden", "critic_lr", "value_steps", "value_epochs"})
     help = "GAE with a critic per particle"
     needs_final_obs = True
 
@@ -417,6 +422,7 @@ class PPO(A2C):
     minibatch one step of all particles."""
 
     name = "ppo"
+    reads = A2C.reads | {"ppo_epochs", "ppo_minibatches", "clip_range"}
     help = "a2c's advantages, PPO's clipped surrogate over several epochs of minibatches, each minibatch one SVGD step"
 
     def __init__(self, *args, epochs: int, minibatches: int, clip_range: float, **kwargs):
@@ -485,6 +491,10 @@ class OffPolicyEstimator(Estimator):
     gives :meth:`explore` (the actions after the warm-up) and :meth:`gradient_step`."""
 
     on_policy = False
+    reads = frozenset(
+        {"buffer_size", "learning_starts", "batch_size", "tau", "train_freq", "gradient_steps", "critics",
+         "save_replay_buffer", "critic_hidden", "critic_lr"}
+    )  # fmt: skip
     #: the stream of the noise that each gradient step draws
     update_stream: ClassVar[str]
     #: every diagnostic of an iteration: NaN in one that made no gradient step (the warm-up), so every
@@ -754,6 +764,7 @@ class SAC(OffPolicyEstimator):
     """
 
     name = "sac"
+    reads = OffPolicyEstimator.reads | {"ent_coef", "target_entropy"}
     help = (
         "off-policy soft actor-critic: one replay buffer for all particles, twin critics and an entropy "
         "temperature per particle, every actor step one SVGD step"
@@ -881,6 +892,7 @@ class TD3(OffPolicyEstimator):
     """
 
     name = "td3"
+    reads = OffPolicyEstimator.reads | {"action_noise", "policy_delay", "target_policy_noise", "target_noise_clip"}
     help = (
         "off-policy twin delayed DDPG: one replay buffer for all particles, deterministic policies, twin "
         "critics, a delayed actor step that is one SVGD step"

@@ -23,7 +23,14 @@ import sys
 
 from svpg.cli import Parser, add_dataclass_arguments, dataclass_from_args, explicit_options
 from svpg.io import CheckpointError
-from svpg.rl.config import POLICY_METHODS, SVPGConfig, available_presets, load_preset, with_estimator_defaults
+from svpg.rl.config import (
+    POLICY_METHODS,
+    SVPGConfig,
+    available_presets,
+    load_preset,
+    refuse_other_estimators_options,
+    with_estimator_defaults,
+)
 from svpg.seeding import int_seed
 
 # Other front ends, dispatched on the first argument: name -> (module with main(argv) -> int, help).
@@ -90,6 +97,7 @@ def make_trainer(parser: Parser, args, argv: list[str]):
     given = {k: getattr(args, k) for k in typed}
     if args.preset:
         given = {**load_preset(args.preset), **given}
+    refuse_other_estimators_options(given.get("estimator", args.estimator), typed, cli=True)
     for key, value in with_estimator_defaults(given).items():
         if hasattr(args, key):
             setattr(args, key, value)

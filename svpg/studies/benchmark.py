@@ -697,7 +697,7 @@ def check(jobs: list[dict]) -> None:
         else:
             import dataclasses
 
-            from svpg.rl.config import SVPGConfig, with_estimator_defaults
+            from svpg.rl.config import SVPGConfig, refuse_other_estimators_options, with_estimator_defaults
 
             method, estimator = SVPG_AGENT_SETTINGS[agent]
             options = svpg_options(task, job["svpg_options"], agent)
@@ -709,6 +709,12 @@ def check(jobs: list[dict]) -> None:
                     f"--svpg-options: {refused} are not options to set here (the agent is the method and "
                     f"estimator, --seeds the seed, --device the device; see python train.py --help)"
                 )
+            try:  # --svpg-options go to every svpg agent: one its estimator ignores is refused before any run
+                refuse_other_estimators_options(
+                    options.get("estimator", SVPGConfig.estimator), job["svpg_options"] or {}
+                )
+            except ValueError as e:
+                raise ValueError(f"--svpg-options for {agent}: {e}") from None
             SVPGConfig(**with_estimator_defaults(options), method=method, env_id=task).validate()
         if "device" in job:
             from svpg.runtime import resolve_device

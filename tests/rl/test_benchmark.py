@@ -368,6 +368,8 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
                           (["--seeds", "3-110"], "mixes reported seeds"),
                           (["--svpg-options", '{"method": "svgd"}'], "--svpg-options"),
                           (["--svpg-options", '{"alpha": -1}'], "alpha"),
+                          (["--budget", "off-policy", "--svpg-options", '{"ppo_epochs": 3}'],
+                           "--svpg-options for s2vgd-sac: ppo_epochs is an option of ppo, and estimator sac does not"),
                           (["--svpg-options", '{"device": "cpu"}'], "--device the device"),
                           (["--device", "tpu"], "--device 'tpu'"),
                           (["--agents", "a2c", "--sb3-options", '{"n_epoch": 3}'], "--sb3-options: ['n_epoch']")):

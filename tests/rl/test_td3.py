@@ -318,3 +318,28 @@ def test_train_py_help_lists_the_off_policy_estimators_own_defaults(capsys):
     text = " ".join(build_parser("train.py").format_help().split())
     assert "td3: --hidden 400,300, --critic-hidden 400,300, --lr 0.001, --critic-lr 0.001" in text
     assert "sac: --hidden 256,256, --critic-hidden 256,256" in text
+
+
+@pytest.mark.parametrize("estimator, options, message", [
+    ("td3", dict(ent_coef="auto_0.5"), "ent_coef is an option of sac, and estimator td3 does not read it: leave it "
+                                       "out or use estimator sac"),
+    ("sac", dict(policy_delay=3), "policy_delay is an option of td3, and estimator sac does not read it"),
+    ("ppo", dict(learning_starts=5), "learning_starts is an option of sac or td3, and estimator ppo does not read it"),
+    ("sac", dict(ppo_epochs=3), "ppo_epochs is an option of ppo, and estimator sac does not read it"),
+    ("reinforce", dict(tau=0.01), "tau is an option of sac or td3, and estimator reinforce does not read it"),
+])
+def test_another_estimators_option_is_refused_in_one_line_not_ignored(estimator, options, message):
+    with pytest.raises(ValueError, match=f"^{message}"):
+        svpg.SVPG("Pendulum-v1", estimator=estimator, verbose=0, **options)
+    assert svpg.SVPG("Pendulum-v1", estimator="ppo", clip_range=0.1, critic_lr=1e-3, verbose=0)  # its own are taken
+    # the on-policy estimators' options pass between them (one set serves a grid over REINFORCE, A2C and PPO)
+    assert svpg.SVPG("Pendulum-v1", estimator="reinforce", critic_hidden=(8,), ppo_epochs=2, verbose=0)
+
+
+def test_train_py_refuses_another_estimators_option_with_exit_status_2(tmp_path, capsys):
+    from svpg.rl.train_cli import main
+
+    assert main(["--estimator", "td3", "--ent-coef", "0.1", "--env-id", "Pendulum-v1", "--log-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "--ent-coef is an option of sac, and estimator td3 does not read it" in err and len(err.strip().splitlines()) == 1
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
