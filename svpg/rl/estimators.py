@@ -599,7 +599,9 @@ class OffPolicyEstimator(Estimator):
         m = self.particles
         b = self.batch_size // m if self.shared else self.batch_size  # each particle row's share
         a_dim, device = model.spec.action_dim, model.device
-        indices = torch.cat([torch.randint(self.buffer.size, (m, b), generator=g, device=device) for g in minibatches])
+        indices = torch.cat(
+            [torch.randint(self.buffer.filled, (m, b), generator=g, device=device) for g in minibatches]
+        )
         sampled = self.buffer.sample(indices, m)
         noise = torch.cat([torch.randn((m, b, a_dim), generator=g, device=device) for g in update_noise])
         next_noise = torch.cat([torch.randn((m, b, a_dim), generator=g, device=device) for g in update_noise])

@@ -30,8 +30,21 @@ class ReplayBuffer:
         self.rewards = torch.zeros(*shape, device=device)
         self.terminated = torch.zeros(*shape, device=device)
         self.pos = 0  # the next row written
-        self.size = 0  # rows filled
+        self.filled = 0  # rows filled
         self.added = 0  # transitions ever added (per run): the warm-up clock
+
+    # Stable-Baselines3's ReplayBuffer interface: size(), buffer_size, full
+    def size(self) -> int:
+        """Transitions held per run."""
+        return self.filled
+
+    @property
+    def buffer_size(self) -> int:
+        return self.capacity
+
+    @property
+    def full(self) -> bool:
+        return self.filled == self.capacity
 
     def __str__(self) -> str:
         seeds = f" × {self.seeds} seeds" if self.seeds > 1 else ""
@@ -64,7 +77,7 @@ class ReplayBuffer:
         ):
             store.index_copy_(1, rows, x)
         self.pos = (self.pos + k) % self.capacity
-        self.size = min(self.size + k, self.capacity)
+        self.filled = min(self.filled + k, self.capacity)
         self.added += k
 
     def sample(self, indices: torch.Tensor, particles_per_run: int) -> tuple[torch.Tensor, ...]:
@@ -78,10 +91,10 @@ class ReplayBuffer:
     def state_dict(self, with_transitions: bool = True) -> dict:
         """The filled rows and the ring's position, per run (leading axis S); ``with_transitions=False``
         keeps only the counters (Stable-Baselines3's checkpoints without ``save_replay_buffer``)."""
-        counters = torch.tensor([[self.pos, self.size, self.added]] * self.seeds, dtype=torch.int64)
+        counters = torch.tensor([[self.pos, self.filled, self.added]] * self.seeds, dtype=torch.int64)
         if not with_transitions:
             return {"counters": counters}
-        n = self.size
+        n = self.filled
         return {
             "counters": counters,
             "obs": self.obs[:, :n].cpu(),
@@ -96,7 +109,7 @@ class ReplayBuffer:
         clock still counts the transitions added before)."""
         pos, size, added = (int(v) for v in state["counters"][0])
         if "obs" not in state:
-            self.pos, self.size, self.added = 0, 0, added
+            self.pos, self.filled, self.added = 0, 0, added
             return
         if size > self.capacity:
             raise ValueError(f"the saved replay buffer holds {size} transitions, more than buffer_size {self.capacity}")
@@ -108,4 +121,4 @@ class ReplayBuffer:
             (self.terminated, "terminated"),
         ):
             store[:, :size].copy_(state[name])
-        self.pos, self.size, self.added = pos, size, added
+        self.pos, self.filled, self.added = pos, size, added

@@ -10,7 +10,7 @@ def update_capturing_target(model, noise_stream: str):
     update = est.critic_update
     est.critic_update = lambda obs, actions, y: update(obs, actions, captured.setdefault("y", y))
     est.gradient_step(model, model.streams("replay_minibatch"), model.streams(noise_stream))
-    indices = torch.randint(est.buffer.size, (4, est.batch_size), generator=model.streams("replay_minibatch")[0])
+    indices = torch.randint(est.buffer.filled, (4, est.batch_size), generator=model.streams("replay_minibatch")[0])
     return captured["y"], indices, model.streams(noise_stream)[0]
 
 

@@ -73,7 +73,8 @@ def test_replay_buffer_is_a_ring_per_run_and_samples_each_runs_own_store():
     for step in range(4):  # 3 transitions per run per step: 12 added, the ring holds the last 5
         values = torch.tensor([[10.0 * step + k for k in range(3)], [-(10.0 * step + k) for k in range(3)]])
         buffer.add(values[..., None], values[..., None], values, values[..., None] + 1, torch.zeros(2, 3))
-    assert (buffer.size, buffer.added, buffer.pos) == (5, 12, 2)
+    assert (buffer.size(), buffer.added, buffer.pos) == (5, 12, 2)
+    assert buffer.full and buffer.buffer_size == 5  # SB3's names
     assert sorted(buffer.rewards[0].tolist()) == [21.0, 22.0, 30.0, 31.0, 32.0]
     indices = torch.tensor([[0, 1], [0, 1], [0, 1], [0, 1]])  # rows 0-1 read run 0, rows 2-3 run 1
     obs, _, rewards, next_obs, _ = buffer.sample(indices, particles_per_run=2)
@@ -107,7 +108,7 @@ def test_the_actor_step_follows_grad_of_J_over_alpha_plus_weighted_log_prior():
     est.gradient_step(model, model.streams("replay_minibatch"), model.streams("sac_noise"))
     m, b = 4, est.batch_size
     g = model.streams("replay_minibatch")[0]
-    indices = torch.randint(est.buffer.size, (m, b), generator=g)
+    indices = torch.randint(est.buffer.filled, (m, b), generator=g)
     obs = est.buffer.obs[0][indices]
     noise = torch.randn((m, b, 1), generator=model.streams("sac_noise")[0])
     block = theta.clone().requires_grad_()
@@ -153,7 +154,7 @@ def test_the_temperature_step_follows_sb3s_entropy_loss():
     est.ent_optimizer.step = lambda: (seen.setdefault("grad", est.log_ent_coef.grad.clone()), step())
     info = est.gradient_step(model, model.streams("replay_minibatch"), model.streams("sac_noise"))
     m, b = 4, est.batch_size
-    indices = torch.randint(est.buffer.size, (m, b), generator=model.streams("replay_minibatch")[0])
+    indices = torch.randint(est.buffer.filled, (m, b), generator=model.streams("replay_minibatch")[0])
     noise = torch.randn((m, b, 1), generator=model.streams("sac_noise")[0])
     _, logp = squashed(model, theta, est.buffer.obs[0][indices], noise)
     assert est.target_entropy == -1.0
@@ -188,7 +189,7 @@ def test_save_load_continues_bit_for_bit_with_and_without_the_replay_buffer(tmp_
     first.learn(200)
     first.save(tmp_path / "sac")
     resumed = svpg.SVPG.load(tmp_path / "sac", verbose=0)
-    assert resumed.estimator.buffer.size == 200
+    assert resumed.estimator.buffer.filled == 200
     resumed.learn(400, reset_num_timesteps=False)
     assert torch.equal(resumed.policy.theta, straight.policy.theta)
     for name in ("critic", "target", "log_ent_coef"):
@@ -201,7 +202,7 @@ def test_save_load_continues_bit_for_bit_with_and_without_the_replay_buffer(tmp_
     transitions = 200 * (3 + 1 + 1 + 3 + 1) * 4  # s, a, r, s', terminated: float32
     assert (tmp_path / "sac.safetensors").stat().st_size - path.stat().st_size >= transitions
     again = svpg.SVPG.load(path, verbose=0)
-    assert again.estimator.buffer.size == 0 and again.estimator.buffer.added == 200  # no second warm-up
+    assert again.estimator.buffer.filled == 0 and again.estimator.buffer.added == 200  # no second warm-up
     assert torch.equal(again.estimator.critic, light.estimator.critic)
 
 
@@ -215,9 +216,9 @@ def test_sb3s_save_replay_buffer_workflow_continues_bit_for_bit(tmp_path):
     buffer_file = first.save_replay_buffer(tmp_path / "buffer")
     assert buffer_file == tmp_path / "buffer.safetensors"
     resumed = svpg.SVPG.load(tmp_path / "sac", verbose=0)
-    assert resumed.replay_buffer.size == 0
+    assert resumed.replay_buffer.size() == 0
     resumed.load_replay_buffer(buffer_file)
-    assert resumed.replay_buffer.size == 200 and torch.equal(resumed.replay_buffer.obs, first.replay_buffer.obs)
+    assert resumed.replay_buffer.size() == 200 and torch.equal(resumed.replay_buffer.obs, first.replay_buffer.obs)
     resumed.learn(400, reset_num_timesteps=False)
     assert torch.equal(resumed.policy.theta, straight.policy.theta)
     assert torch.equal(resumed.estimator.critic, straight.estimator.critic)

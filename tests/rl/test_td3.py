@@ -91,7 +91,7 @@ def test_the_actor_step_follows_grad_of_Q1_over_alpha_plus_weighted_log_prior():
     est.gradient_step(model, model.streams("replay_minibatch"), model.streams("td3_noise"))
     assert "grad" in seen
     m, b = 4, est.batch_size
-    indices = torch.randint(est.buffer.size, (m, b), generator=model.streams("replay_minibatch")[0])
+    indices = torch.randint(est.buffer.filled, (m, b), generator=model.streams("replay_minibatch")[0])
     obs = est.buffer.obs[0][indices]
     block = theta.clone().requires_grad_()
     out = model.policy.net.forward(model.policy.net.weights(block), obs)
@@ -175,7 +175,7 @@ def test_save_load_continues_bit_for_bit(tmp_path):
     first.learn(200)
     first.save(tmp_path / "td3")
     resumed = svpg.SVPG.load(tmp_path / "td3", verbose=0)
-    assert resumed.estimator.buffer.size == 200 and resumed.estimator.critic_updates == 13
+    assert resumed.estimator.buffer.filled == 200 and resumed.estimator.critic_updates == 13
     resumed.learn(400, reset_num_timesteps=False)
     assert torch.equal(resumed.policy.theta, straight.policy.theta)
     for name in ("critic", "target", "target_theta"):
