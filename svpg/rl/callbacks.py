@@ -366,7 +366,7 @@ class EvalCallback(EventCallback):
 
         model = self.model
         policy = model.seed_policy(0)
-        evaluated = evaluate_particles(
+        returns, lengths = evaluate_particles(
             policy,
             self.source.target,
             self.n_eval_episodes,
@@ -376,7 +376,6 @@ class EvalCallback(EventCallback):
             env_kwargs=self.source.env_kwargs if self.source.factory is None else None,
             return_lengths=True,
         )
-        returns, lengths = evaluated
         per_particle = returns.mean(1)
         best = int(per_particle.argmax())
         self.last_mean_reward = float(per_particle[best])
