@@ -76,6 +76,26 @@ RUN_FIELDS = (
 )
 
 
+#: SB3's policy names, accepted as SVPG's first argument before the env (``SVPG("MlpPolicy", env)``)
+SB3_POLICIES = ("MlpPolicy", "CnnPolicy", "MultiInputPolicy")
+
+
+def env_of_sb3_form(first, rest: tuple):
+    """The env of ``SVPG(env)`` or of SB3's ``SVPG("MlpPolicy", env)``; anything else is one line."""
+    if not rest:
+        if isinstance(first, str) and first in SB3_POLICIES:
+            raise ValueError(
+                f"{first!r} is SB3's policy name, not an environment: pass SVPG({first!r}, env) or SVPG(env)"
+            )
+        return first
+    if len(rest) > 1 or not (isinstance(first, str) and first in SB3_POLICIES):
+        raise ValueError(
+            f"SVPG takes one positional argument, the env, or SB3's two, a policy name out of {list(SB3_POLICIES)} "
+            f"and the env; pass every option by name"
+        )
+    return rest[0]
+
+
 class NonFiniteError(RuntimeError):
     """θ, its gradient or the environment's output became NaN/inf; nothing was saved over the last
     good checkpoint."""
@@ -90,7 +110,9 @@ class SVPG:
     :param env: a registered Gymnasium id (also ``"my_pkg.my_module:MyEnv-v0"``, which imports the
         module first), a ``gym.Env`` instance (copied once per particle environment), a zero-argument
         factory returning a new ``gym.Env`` (e.g. an ``Env`` subclass), or a ``gym.vector.VectorEnv``
-        with same-step autoreset whose ``num_envs`` is a multiple of ``num_particles``.
+        with same-step autoreset whose ``num_envs`` is a multiple of ``num_particles``. SB3's form
+        ``SVPG("MlpPolicy", env)`` works too (also ``"CnnPolicy"``, ``"MultiInputPolicy"``): svpg builds
+        every particle's network from the observation space whichever name is given.
     :param method: ``"s2vgd"`` (default), ``"svgd"``, ``"svgd-star"`` or ``"independent"``.
     :param estimator: ``"ppo"`` (default), ``"a2c"``, ``"reinforce"``, ``"sac"`` or ``"td3"`` (off-policy;
         their own defaults for the options they change: ``svpg.rl.estimators.SAC.defaults``, ``TD3.defaults``).
@@ -110,7 +132,7 @@ class SVPG:
     def __init__(
         self,
         env="CartPole-v1",
-        *,
+        *sb3_env,
         method: str | None = None,
         estimator: str | None = None,
         num_particles: int | None = None,
@@ -122,6 +144,7 @@ class SVPG:
         env_kwargs: dict | None = None,
         **options,
     ):
+        env = env_of_sb3_form(env, sb3_env)
         fields = load_preset(preset) if preset is not None else {}
         given = {"method": method, "estimator": estimator, "num_particles": num_particles}
         fields.update({k: v for k, v in given.items() if v is not None})

@@ -285,6 +285,17 @@ def test_bad_arguments_are_one_line_value_errors(kwargs, fragment):
     assert "\n" not in str(err.value)
 
 
+def test_sb3_s_policy_name_before_the_env_gives_the_same_model():
+    options = dict(seed=2, verbose=0, num_particles=2, samples_per_particle=200, hidden=(8,))
+    ours, sb3_form = svpg.SVPG("Pendulum-v1", **options), svpg.SVPG("MlpPolicy", "Pendulum-v1", **options)
+    assert sb3_form.config == ours.config and torch.equal(sb3_form.policy.theta, ours.policy.theta)
+    with pytest.raises(ValueError, match=r"^'MlpPolicy' is SB3's policy name, not an environment: pass SVPG\('MlpPolicy', env\)"):
+        svpg.SVPG("MlpPolicy")
+    for args in (("Pendulum-v1", "CartPole-v1"), ("MlpPolicy", "Pendulum-v1", 3)):
+        with pytest.raises(ValueError, match=r"^SVPG takes one positional argument, the env, or SB3's two"):
+            svpg.SVPG(*args, **options)
+
+
 def test_log_std_init_starts_every_particle_at_that_log_std_and_changes_nothing_else():
     options = dict(seed=3, verbose=0, num_particles=2, samples_per_particle=200, hidden=(8,))
     default, narrow = svpg.SVPG("Pendulum-v1", **options), svpg.SVPG("Pendulum-v1", log_std_init=-2.0, **options)
