@@ -2193,8 +2193,9 @@ def _overview_budget(budget: str, reference: str):
             text = f"{r['agent']} {r['final return']} ({counted(int(r['seeds']), 'seed')}"
             if r["mean over particles"] != "–":
                 text += f"; mean over particles {r['mean over particles']}"
-            if r[diff_column] != "–":
-                text += f"; − {reference} {r[diff_column]}, {_side(r[diff_column])}"
+            if r[diff_column] != "–":  # one seed has a difference but no interval, so no side
+                side = _side(r[diff_column])
+                text += f"; − {reference} {r[diff_column]}" + (f", {side}" if side else "")
             by_task.setdefault(r["task"], []).append(text + f"; minutes per run {r['wall-clock per run (min)']})")
         runs = sum(int(r["seeds"]) for r in cells)
         planned = _budget_runs(budget)

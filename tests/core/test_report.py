@@ -351,3 +351,17 @@ def test_quote_builders_against_hand_computed_values():
         cell("final mean", "z")([], markdown)
     with pytest.raises(ValueError, match="no rows with final"):
         mean(agent="c")(rows, "")
+
+
+def test_the_overview_gives_a_one_seed_difference_without_a_side(monkeypatch):
+    import svpg.report_tables as tables
+
+    def row(agent, seeds, diff, mean="–"):
+        return {"task": "Hopper-v5", "agent": agent, "seeds": seeds, "final return": "1.0", "mean over particles": mean,
+                "− SAC (95 % CI)": diff, "wall-clock per run (min)": "2.0"}
+
+    cells = [row("s2vgd-sac", "1", "−3.0", mean="0.5"), row("svgd-sac", "2", "+1.0 [−2.0, +4.0]"), row("sac", "2", "–")]
+    monkeypatch.setattr(tables, "quoted_cells", lambda rows, name: cells)
+    text = tables._overview_budget("off-policy", "SAC")([])
+    assert "s2vgd-sac 1.0 (1 seed; mean over particles 0.5; − SAC −3.0; minutes per run 2.0)" in text
+    assert "svgd-sac 1.0 (2 seeds; − SAC +1.0 [−2.0, +4.0], level; minutes per run 2.0)" in text
