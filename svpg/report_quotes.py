@@ -9,6 +9,7 @@ Unicode minus signs.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable
@@ -90,6 +91,44 @@ def lowest(metric: str = "final", digits: int = 0, **match) -> Quote:
 def count(predicate: Callable[[float], bool], metric: str = "final", **match) -> Quote:
     """How many seeds' values satisfy ``predicate`` (a numeral)."""
     return lambda rows, _: str(sum(predicate(v) for v in by_seed(rows, metric, **match).values()))
+
+
+def steps_to(threshold: float, **match) -> Quote:
+    """The environment steps at which each matching run's training curve (its best particle's return; SB3's
+    mean episode return) first reaches ``threshold``, lowest to highest over the seeds: ``52,000`` or
+    ``52,000 to 96,000``, with the seeds that never reach it counted: ``…; never on 1 seed``."""
+
+    def value(rows: list[dict], _: str) -> str:
+        picked = [r for r in rows if _matches(r, match) and r.get("curve")]
+        if not picked:
+            raise ValueError(f"no rows with a curve for {match}: the quote picks runs the result file does not have")
+        firsts, never = [], 0
+        for r in picked:
+            curve = json.loads(r["curve"]) if isinstance(r["curve"], str) else r["curve"]
+            reached = [step for step, ret, *_ in curve if ret >= threshold]
+            if reached:
+                firsts.append(reached[0])
+            else:
+                never += 1
+        text = f"{min(firsts):,}" + (f" to {max(firsts):,}" if max(firsts) > min(firsts) else "") if firsts else ""
+        if never:
+            text += ("; " if text else "") + f"never on {never} seed{'s' if never > 1 else ''}"
+        return text
+
+    return value
+
+
+def behind_count(where: tuple[str, str], agent: str, reference: str, metric: str = "final") -> Quote:
+    """On how many of the seeds both have the agent ends below the reference: ``3 of 5``."""
+
+    def value(rows: list[dict], _: str) -> str:
+        field, equal = where
+        ours = by_seed(rows, metric, **{field: equal, "agent": agent})
+        theirs = by_seed(rows, metric, **{field: equal, "agent": reference})
+        paired = sorted(set(ours) & set(theirs))
+        return f"{sum(ours[k] < theirs[k] for k in paired)} of {len(paired)}"
+
+    return value
 
 
 def _with_interval(diff: float, low: float, high: float, digits: int) -> str:
@@ -878,7 +917,24 @@ register_quotes(
         for column in (OFF_POLICY_COLUMNS[key],)
         if not (agent == "sac" and key == "particles")
     }
-    | {"hopper-svgd-sac-spread": spread(digits=1, task="Hopper-v5", agent="svgd-sac")},
+    | {"hopper-svgd-sac-spread": spread(digits=1, task="Hopper-v5", agent="svgd-sac")}
+    | {
+        f"halfcheetah-{agent}-{key}": cell(OFF_POLICY_COLUMNS[key], "HalfCheetah-v5", agent=agent)
+        for agent in ("s2vgd-sac", "svgd-sac")
+        for key in ("diff", "particles", "auc-diff")
+    }
+    | {
+        f"halfcheetah-{agent}-wall": cell(OFF_POLICY_COLUMNS["wall"], "HalfCheetah-v5", agent=agent)
+        for agent in ("s2vgd-sac", "svgd-sac", "sac")
+    }
+    | {
+        f"halfcheetah-{agent}-behind": behind_count(("task", "HalfCheetah-v5"), agent, "sac")
+        for agent in ("s2vgd-sac", "svgd-sac")
+    }
+    | {
+        f"halfcheetah-{agent}-to-4000": steps_to(4000, task="HalfCheetah-v5", agent=agent)
+        for agent in ("s2vgd-sac", "svgd-sac", "sac")
+    },
 )
 
 register_quotes(

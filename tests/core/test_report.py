@@ -353,6 +353,26 @@ def test_quote_builders_against_hand_computed_values():
         mean(agent="c")(rows, "")
 
 
+def test_steps_to_a_return_and_seeds_behind_a_reference():
+    from svpg.report_quotes import behind_count, steps_to
+
+    def run(agent, seed, final, curve):
+        return {"task": "T", "agent": agent, "seed": str(seed), "final": str(final), "curve": json.dumps(curve)}
+
+    rows = [
+        run("a", 0, 10, [[1000, -5.0, -6.0], [2000, 4.0, 1.0], [3000, 9.0, 2.0]]),  # best-particle column reaches 4 at 2000
+        run("a", 1, 30, [[1000, 4.5, 0.0], [2000, 3.0, 0.0]]),
+        run("a", 2, 5, [[1000, 1.0, 0.0]]),  # never
+        run("b", 0, 20, [[1000, 3.0, 1], [2000, 8.0, 1]]),  # SB3's curve: step, mean return, episodes
+        run("b", 1, 20, [[1000, 2.0, 1]]),
+    ]
+    assert steps_to(4, agent="a")(rows, "") == "1,000 to 2,000; never on 1 seed"
+    assert steps_to(4, agent="b")(rows, "") == "2,000; never on 1 seed"
+    assert steps_to(2, agent="b")(rows, "") == "1,000"
+    assert steps_to(100, agent="a")(rows, "") == "never on 3 seeds"
+    assert behind_count(("task", "T"), "a", "b")(rows, "") == "1 of 2"  # seed 2 has no pair
+
+
 def test_the_overview_gives_a_one_seed_difference_without_a_side(monkeypatch):
     import svpg.report_tables as tables
 
