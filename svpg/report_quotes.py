@@ -102,18 +102,13 @@ def steps_to(threshold: float, **match) -> Quote:
         picked = [r for r in rows if _matches(r, match) and r.get("curve")]
         if not picked:
             raise ValueError(f"no rows with a curve for {match}: the quote picks runs the result file does not have")
-        firsts, never = [], 0
-        for r in picked:
-            curve = json.loads(r["curve"]) if isinstance(r["curve"], str) else r["curve"]
-            reached = [step for step, ret, *_ in curve if ret >= threshold]
-            if reached:
-                firsts.append(reached[0])
-            else:
-                never += 1
-        text = f"{min(firsts):,}" + (f" to {max(firsts):,}" if max(firsts) > min(firsts) else "") if firsts else ""
+        firsts = [next((step for step, ret, *_ in json.loads(r["curve"]) if ret >= threshold), None) for r in picked]
+        reached = sorted(step for step in firsts if step is not None)
+        never = len(firsts) - len(reached)
+        parts = [f"{reached[0]:,}" + (f" to {reached[-1]:,}" if reached[-1] > reached[0] else "")] if reached else []
         if never:
-            text += ("; " if text else "") + f"never on {never} seed{'s' if never > 1 else ''}"
-        return text
+            parts.append(f"never on {never} seed{'s' if never > 1 else ''}")
+        return "; ".join(parts)
 
     return value
 

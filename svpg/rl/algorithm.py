@@ -82,18 +82,17 @@ SB3_POLICIES = ("MlpPolicy", "CnnPolicy", "MultiInputPolicy")
 
 def env_of_sb3_form(first, rest: tuple):
     """The env of ``SVPG(env)`` or of SB3's ``SVPG("MlpPolicy", env)``; anything else is one line."""
-    if not rest:
-        if isinstance(first, str) and first in SB3_POLICIES:
-            raise ValueError(
-                f"{first!r} is SB3's policy name, not an environment: pass SVPG({first!r}, env) or SVPG(env)"
-            )
+    policy_name = isinstance(first, str) and first in SB3_POLICIES
+    if policy_name and len(rest) == 1:
+        return rest[0]
+    if not policy_name and not rest:
         return first
-    if len(rest) > 1 or not (isinstance(first, str) and first in SB3_POLICIES):
-        raise ValueError(
-            f"SVPG takes one positional argument, the env, or SB3's two, a policy name out of {list(SB3_POLICIES)} "
-            f"and the env; pass every option by name"
-        )
-    return rest[0]
+    if not rest:
+        raise ValueError(f"{first!r} is SB3's policy name, not an environment: pass SVPG({first!r}, env) or SVPG(env)")
+    raise ValueError(
+        f"SVPG takes one positional argument, the env, or SB3's two, a policy name out of {list(SB3_POLICIES)} "
+        f"and the env; pass every option by name"
+    )
 
 
 class NonFiniteError(RuntimeError):
