@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from svpg.report import (
     NOT_MEASURED,
@@ -1363,15 +1363,16 @@ MNIST_TABLE2: list[tuple[str, str, dict, str]] = [
 #: the eq. 14 table's methods (run with --weight-prior mvg, keeping the best epoch and, apart, the last)
 MNIST_EQ14 = [("S²VGD (K = 1)", "s2vgd"), ("SVGD", "svgd"), ("MAP", "map")]
 #: the curves table's runs: (label, method, setting), the setting as :func:`_setting` gives it
+#: (a measured run's label ends in the device it ran on, :func:`_device_of`)
 MNIST_CURVES: list[tuple[str, str, dict]] = [
-    ("MAP, eq. 14 (CPU)", "map", {"weight_prior": "mvg"}),
-    ("SVGD, eq. 14 (GPU)", "svgd", {"weight_prior": "mvg"}),
-    ("S²VGD K = 1, eq. 14 (GPU)", "s2vgd", {"weight_prior": "mvg"}),
-    ("S²VGD K = 10, eq. 14 (GPU)", "s2vgd", {"householder": 10, "weight_prior": "mvg"}),
-    ("MAP, fixed N(0, 1) (CPU)", "map", {}),
-    ("S²VGD K = 1, fixed N(0, 1) (CPU)", "s2vgd", {}),
-    ("S²VGD K = 10, fixed N(0, 1) (CPU)", "s2vgd", {"householder": 10}),
-    ("SVGD, fixed N(0, 1) (CPU)", "svgd", {}),
+    ("MAP, eq. 14", "map", {"weight_prior": "mvg"}),
+    ("SVGD, eq. 14", "svgd", {"weight_prior": "mvg"}),
+    ("S²VGD K = 1, eq. 14", "s2vgd", {"weight_prior": "mvg"}),
+    ("S²VGD K = 10, eq. 14", "s2vgd", {"householder": 10, "weight_prior": "mvg"}),
+    ("MAP, fixed N(0, 1)", "map", {}),
+    ("S²VGD K = 1, fixed N(0, 1)", "s2vgd", {}),
+    ("S²VGD K = 10, fixed N(0, 1)", "s2vgd", {"householder": 10}),
+    ("SVGD, fixed N(0, 1)", "svgd", {}),
 ]
 CURVE_EPOCHS = (6, 20, 30, 50, 75, 100)
 #: what each Table 2 row costs to measure (100 epochs on one CPU thread of the 2-core VM), by its label
@@ -1393,6 +1394,12 @@ def _classification_digits(groups: list[dict[int, dict]]) -> dict[str, int]:
     return summarise({str(i): g for i, g in enumerate(groups) if g}, METRICS["classification"])[1]
 
 
+def _device_of(runs: Iterable[dict]) -> str:
+    """``GPU`` when a run's machine names one (a run record lists its machine's GPUs; older rows name the NVIDIA
+    card alone), else ``CPU``."""
+    return "GPU" if any("GPU" in r.get("machine", "") or "NVIDIA" in r.get("machine", "") for r in runs) else "CPU"
+
+
 def _mnist_table(rows: list[dict]) -> str:
     """Table 2's methods after 100 epochs (``--keep-epoch last``): test error, NLL and ECE (mean ± s.e. over runs;
     one run: its figures), the validation log-likelihood at the last epoch (best, epoch), the median seconds per
@@ -1407,12 +1414,17 @@ def _mnist_table(rows: list[dict]) -> str:
         if runs:
             means = _mean_cells({"m": runs}, "m", "classification", digits)
             cells = [_error_cell(runs, digits["error"]), means["nll"], means["ece"], _last_and_best(runs) or "–",
-                     median_seconds(runs, TIME_KEY["classification"])]  # fmt: skip
+                     _seconds_on(runs, median_seconds(runs, TIME_KEY["classification"]))]  # fmt: skip
         row = _measured([label], cells)
         table.append([row[0], row[1], paper, *row[2:]])
     header = ["method", "test error", "paper's Table 2", "test NLL", "ECE", "validation LL at epoch 100 (best, epoch)",
               "s per epoch"]  # fmt: skip
     return render_table(header, table, "lrrrrrr")
+
+
+def _seconds_on(runs: dict[int, dict], seconds: str) -> str:
+    """A timing cell, marked ``(GPU)`` where the runs ran on one (the table's other timings are one CPU thread's)."""
+    return f"{seconds} (GPU)" if _device_of(runs.values()) == "GPU" else seconds
 
 
 def _mnist_used(rows: list[dict]) -> list[dict]:
@@ -1477,6 +1489,7 @@ def _mnist_curves_table(rows: list[dict]) -> str:
         if run is not None:
             values = [_curve_at(run["val_error"], e) * 100 for e in CURVE_EPOCHS]
             cells = [f"{v:.2f} %" if math.isfinite(v) else "–" for v in values]
+            label = f"{label} ({_device_of([run])})"
         table.append(_measured([label], cells))
     return render_table(["run", "epoch 6", "20", "30", "50", "75", "100"], table, "lrrrrrr")
 

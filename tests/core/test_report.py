@@ -89,11 +89,11 @@ def change(path: Path, old: str, new: str) -> None:
         # supervised: a number where the file has no split
         (
             "docs/supervised.md",
-            f"| S²VGD (K = 10) | {NOT_MEASURED} | 1.36 % |",
-            "| S²VGD (K = 10) | 1.41 % | 1.36 % |",
-            "supervised-mnist",
-            "S²VGD (K = 10)",
-            "test error",
+            f"| S²VGD (K = 1) | 10 | {NOT_MEASURED} |",
+            "| S²VGD (K = 1) | 10 | 12 |",
+            "supervised-fashion-mnist",
+            "S²VGD (K = 1)",
+            "best epoch (validation NLL)",
         ),
     ],
 )

@@ -169,10 +169,17 @@ def test_the_mnist_tables_from_a_gathered_classification_run(tmp_path, monkeypat
 
     curves = cells(_tables()["supervised-mnist-curves"].build([last, eq14]))
     assert curves["MAP, eq. 14 (CPU)"] == ["–"] * 6  # a run of 3 epochs reaches none of the table's epochs
-    assert curves["SVGD, eq. 14 (GPU)"] == [NOT_MEASURED, "", "", "", "", ""]
+    assert curves["SVGD, eq. 14"] == [NOT_MEASURED, "", "", "", "", ""]  # an unmeasured run names no device
     longer = as_run({"keep_epoch": "last"}, val_error=json.dumps([[e, 0.01 * e] for e in range(1, 21)]))
     curves = cells(_tables()["supervised-mnist-curves"].build([longer]))
     assert curves["MAP, fixed N(0, 1) (CPU)"] == ["6.00 %", "20.00 %", "–", "–", "–", "–"]
+
+    # a run on a GPU machine (its record names the GPU) says so in the curves' label and beside its seconds
+    gpu = "x86_64, 16 CPUs (Intel(R) Xeon(R) Processor), 1 GPU (NVIDIA H200), Linux"
+    curves = cells(_tables()["supervised-mnist-curves"].build([{**longer, "machine": gpu}]))
+    assert "MAP, fixed N(0, 1) (GPU)" in curves and "MAP, fixed N(0, 1) (CPU)" not in curves
+    table = cells(_tables()["supervised-mnist"].build([{**last, "machine": gpu}]))
+    assert table["MAP"][-1] == f"{own['seconds_per_epoch']:.1f} (GPU)"
 
     fashion_run = as_run({"weight_prior": "mvg"}, dataset="fashion-mnist")
     fashion = cells(_tables()["supervised-fashion-mnist"].build([fashion_run]))
