@@ -80,9 +80,19 @@ RUN_FIELDS = (
 SB3_POLICIES = ("MlpPolicy", "CnnPolicy", "MultiInputPolicy")
 
 
-def env_of_sb3_form(first, rest: tuple):
-    """The env of ``SVPG(env)`` or of SB3's ``SVPG("MlpPolicy", env)``; anything else is one line."""
+def env_of_sb3_form(first, rest: tuple, policy=None):
+    """The env of ``SVPG(env)`` or of SB3's ``SVPG("MlpPolicy", env)`` and ``SVPG(policy="MlpPolicy", env=env)``
+    (rl-zoo3's keywords); anything else is one line."""
     policy_name = isinstance(first, str) and first in SB3_POLICIES
+    if policy is not None:
+        if not (isinstance(policy, str) and policy in SB3_POLICIES):
+            raise ValueError(
+                f"policy={policy!r}: svpg builds every particle's network from the spaces and takes only SB3's names "
+                f"{list(SB3_POLICIES)}; size the network with hidden=(64, 64)"
+            )
+        if policy_name or rest:
+            raise ValueError(f"policy={policy!r} and a positional policy name or a second argument: pass the env alone")
+        return first
     if policy_name and len(rest) == 1:
         return rest[0]
     if not policy_name and not rest:
@@ -112,6 +122,8 @@ class SVPG:
         with same-step autoreset whose ``num_envs`` is a multiple of ``num_particles``. SB3's form
         ``SVPG("MlpPolicy", env)`` works too (also ``"CnnPolicy"``, ``"MultiInputPolicy"``): svpg builds
         every particle's network from the observation space whichever name is given.
+    :param policy: SB3's policy name by keyword (``SVPG(policy="MlpPolicy", env=env)``, as rl-zoo3 passes
+        it); the same as leaving it out.
     :param method: ``"s2vgd"`` (default), ``"svgd"``, ``"svgd-star"`` or ``"independent"``.
     :param estimator: ``"ppo"`` (default), ``"a2c"``, ``"reinforce"``, ``"sac"`` or ``"td3"`` (off-policy;
         their own defaults for the options they change: ``svpg.rl.estimators.SAC.defaults``, ``TD3.defaults``).
@@ -132,6 +144,7 @@ class SVPG:
         self,
         env="CartPole-v1",
         *sb3_env,
+        policy: str | None = None,
         method: str | None = None,
         estimator: str | None = None,
         num_particles: int | None = None,
@@ -143,7 +156,7 @@ class SVPG:
         env_kwargs: dict | None = None,
         **options,
     ):
-        env = env_of_sb3_form(env, sb3_env)
+        env = env_of_sb3_form(env, sb3_env, policy)
         fields = load_preset(preset) if preset is not None else {}
         given = {"method": method, "estimator": estimator, "num_particles": num_particles}
         fields.update({k: v for k, v in given.items() if v is not None})

@@ -383,7 +383,6 @@ SB3_NAMES = {
     "n_steps": "samples_per_particle (each particle's steps per iteration)",
     "n_epochs": "ppo_epochs",
     "policy_kwargs": "hidden, critic_hidden and log_std_init (net_arch's pi and qf sizes)",
-    "policy": "nothing: SVPG('MlpPolicy', env) and SVPG(env) both build the network from the spaces",
     "n_envs": "nothing (each particle runs samples_per_particle // horizon environments)",
 }
 

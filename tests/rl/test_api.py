@@ -294,6 +294,15 @@ def test_sb3_s_policy_name_before_the_env_gives_the_same_model():
     for args in (("Pendulum-v1", "CartPole-v1"), ("MlpPolicy", "Pendulum-v1", 3)):
         with pytest.raises(ValueError, match=r"^SVPG takes one positional argument, the env, or SB3's two"):
             svpg.SVPG(*args, **options)
+    # rl-zoo3's keywords: policy= and env=
+    zoo = svpg.SVPG(policy="MlpPolicy", env="Pendulum-v1", **options)
+    assert zoo.config == ours.config and torch.equal(zoo.policy.theta, ours.policy.theta)
+    from stable_baselines3.sac.policies import SACPolicy
+
+    for policy, args in (("LstmPolicy", ()), (SACPolicy, ()), ("MlpPolicy", ("MlpPolicy",))):
+        with pytest.raises(ValueError, match=r"^policy=") as err:
+            svpg.SVPG(*args, "Pendulum-v1", policy=policy, **options)
+        assert "\n" not in str(err.value)
 
 
 def test_log_std_init_starts_every_particle_at_that_log_std_and_changes_nothing_else():
