@@ -80,29 +80,29 @@ RUN_FIELDS = (
 SB3_POLICIES = ("MlpPolicy", "CnnPolicy", "MultiInputPolicy")
 
 
-def env_of_sb3_form(first, rest: tuple, policy=None):
-    """The env of ``SVPG(env)`` or of SB3's ``SVPG("MlpPolicy", env)`` and ``SVPG(policy="MlpPolicy", env=env)``
-    (rl-zoo3's keywords); anything else is one line."""
-    policy_name = isinstance(first, str) and first in SB3_POLICIES
-    if policy is not None:
-        if not (isinstance(policy, str) and policy in SB3_POLICIES):
-            raise ValueError(
-                f"policy={policy!r}: svpg builds every particle's network from the spaces and takes only SB3's names "
-                f"{list(SB3_POLICIES)}; size the network with hidden=(64, 64)"
-            )
-        if policy_name or rest:
-            raise ValueError(f"policy={policy!r} and a positional policy name or a second argument: pass the env alone")
-        return first
-    if policy_name and len(rest) == 1:
-        return rest[0]
-    if not policy_name and not rest:
-        return first
-    if not rest:
-        raise ValueError(f"{first!r} is SB3's policy name, not an environment: pass SVPG({first!r}, env) or SVPG(env)")
-    raise ValueError(
-        f"SVPG takes one positional argument, the env, or SB3's two, a policy name out of {list(SB3_POLICIES)} "
-        f"and the env; pass every option by name"
-    )
+def env_of_sb3_form(args: tuple, env=None, policy=None):
+    """The env of ``SVPG(env)``, of SB3's ``SVPG("MlpPolicy", env)`` and ``SVPG("MlpPolicy", env=env)``, and of
+    ``SVPG(policy="MlpPolicy", env=env)`` (rl-zoo3's keywords); ``"CartPole-v1"`` when none is given; anything
+    else is one line."""
+    if policy is not None and not (isinstance(policy, str) and policy in SB3_POLICIES):
+        raise ValueError(
+            f"policy={policy!r}: svpg builds every particle's network from the spaces and takes only SB3's names "
+            f"{list(SB3_POLICIES)}; size the network with hidden=(64, 64)"
+        )
+    named = bool(args) and isinstance(args[0], str) and args[0] in SB3_POLICIES
+    if named and policy is not None:
+        raise ValueError(f"policy={policy!r} and the positional policy name {args[0]!r}: pass one of them")
+    envs = [*args[named:], *([] if env is None else [env])]
+    if len(envs) > 1:
+        raise ValueError(
+            f"SVPG takes one env (positional or env=), after SB3's policy name out of {list(SB3_POLICIES)} if you "
+            f"like; pass every option by name"
+        )
+    if not envs and named:
+        raise ValueError(
+            f"{args[0]!r} is SB3's policy name, not an environment: pass SVPG({args[0]!r}, env) or SVPG(env)"
+        )
+    return envs[0] if envs else "CartPole-v1"
 
 
 class NonFiniteError(RuntimeError):
@@ -116,11 +116,12 @@ class SVPG:
 
     Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD), https://arxiv.org/abs/1704.02399 (SVPG)
 
-    :param env: a registered Gymnasium id (also ``"my_pkg.my_module:MyEnv-v0"``, which imports the
+    :param env: by position or keyword (default ``"CartPole-v1"``): a registered Gymnasium id (also ``"my_pkg.my_module:MyEnv-v0"``, which imports the
         module first), a ``gym.Env`` instance (copied once per particle environment), a zero-argument
         factory returning a new ``gym.Env`` (e.g. an ``Env`` subclass), or a ``gym.vector.VectorEnv``
         with same-step autoreset whose ``num_envs`` is a multiple of ``num_particles``. SB3's form
-        ``SVPG("MlpPolicy", env)`` works too (also ``"CnnPolicy"``, ``"MultiInputPolicy"``): svpg builds
+        ``SVPG("MlpPolicy", env)`` or ``SVPG("MlpPolicy", env=env)`` works too (also ``"CnnPolicy"``,
+        ``"MultiInputPolicy"``): svpg builds
         every particle's network from the observation space whichever name is given.
     :param policy: SB3's policy name by keyword (``SVPG(policy="MlpPolicy", env=env)``, as rl-zoo3 passes
         it); the same as leaving it out.
@@ -142,7 +143,8 @@ class SVPG:
 
     def __init__(
         self,
-        env="CartPole-v1",
+        env=None,
+        /,
         *sb3_env,
         policy: str | None = None,
         method: str | None = None,
@@ -156,7 +158,8 @@ class SVPG:
         env_kwargs: dict | None = None,
         **options,
     ):
-        env = env_of_sb3_form(env, sb3_env, policy)
+        # env is positional-only so that SB3's SVPG("MlpPolicy", env=env) binds: a keyword env arrives in options
+        env = env_of_sb3_form((*([] if env is None else [env]), *sb3_env), options.pop("env", None), policy)
         fields = load_preset(preset) if preset is not None else {}
         given = {"method": method, "estimator": estimator, "num_particles": num_particles}
         fields.update({k: v for k, v in given.items() if v is not None})

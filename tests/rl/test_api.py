@@ -292,11 +292,15 @@ def test_sb3_s_policy_name_before_the_env_gives_the_same_model():
     with pytest.raises(ValueError, match=r"^'MlpPolicy' is SB3's policy name, not an environment: pass SVPG\('MlpPolicy', env\)"):
         svpg.SVPG("MlpPolicy")
     for args in (("Pendulum-v1", "CartPole-v1"), ("MlpPolicy", "Pendulum-v1", 3)):
-        with pytest.raises(ValueError, match=r"^SVPG takes one positional argument, the env, or SB3's two"):
+        with pytest.raises(ValueError, match=r"^SVPG takes one env \(positional or env=\), after SB3's policy"):
             svpg.SVPG(*args, **options)
-    # rl-zoo3's keywords: policy= and env=
-    zoo = svpg.SVPG(policy="MlpPolicy", env="Pendulum-v1", **options)
-    assert zoo.config == ours.config and torch.equal(zoo.policy.theta, ours.policy.theta)
+    with pytest.raises(ValueError, match=r"^SVPG takes one env"):
+        svpg.SVPG("Pendulum-v1", env="Pendulum-v1", **options)
+    # the env by keyword, after SB3's policy name, and rl-zoo3's keywords policy= and env=
+    for model in (svpg.SVPG(env="Pendulum-v1", **options), svpg.SVPG("MlpPolicy", env="Pendulum-v1", **options),
+                  svpg.SVPG(policy="MlpPolicy", env="Pendulum-v1", **options)):
+        assert model.config == ours.config and torch.equal(model.policy.theta, ours.policy.theta)
+    assert svpg.SVPG(verbose=0).config.env_id == "CartPole-v1"
     from stable_baselines3.sac.policies import SACPolicy
 
     for policy, args in (("LstmPolicy", ()), (SACPolicy, ()), ("MlpPolicy", ("MlpPolicy",))):
