@@ -232,10 +232,29 @@ class CheckpointCallback(BaseCallback):
     :param save_path: the run folder; with ``num_seeds`` > 1, one folder per seed.
     :param keep_last: keep only the newest this many checkpoints (0: all); ``model.safetensors`` and
         the best model of an :class:`EvalCallback` are separate files and always kept.
+    :param save_replay_buffer: accepted for SB3's code and changes nothing: a checkpoint holds the whole
+        training state, the replay buffer included unless the model was built with ``save_replay_buffer=False``.
+    :param save_vecnormalize: likewise: the normalization statistics are always in the checkpoint.
+    :param name_prefix: SB3's file-name prefix, refused in one line (the files are ``iter_NNNNNN.safetensors``).
     """
 
-    def __init__(self, save_freq: int, save_path, keep_last: int = 0, verbose: int = 0):
+    def __init__(
+        self,
+        save_freq: int,
+        save_path,
+        keep_last: int = 0,
+        verbose: int = 0,
+        *,
+        save_replay_buffer: bool = True,
+        save_vecnormalize: bool = True,
+        name_prefix: str | None = None,
+    ):
         super().__init__(verbose)
+        if name_prefix is not None:
+            raise ValueError(
+                f"name_prefix={name_prefix!r}: svpg names its checkpoints <save_path>/checkpoints/iter_NNNNNN.safetensors "
+                f"(the iteration); drop name_prefix, or give each run its own save_path"
+            )
         if isinstance(save_freq, bool) or not isinstance(save_freq, int) or save_freq < 0:
             raise ValueError(f"save_freq must be an integer ≥ 0 (iterations), got {save_freq!r}")
         if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:

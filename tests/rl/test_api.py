@@ -267,6 +267,19 @@ def test_checkpoint_callback_keeps_the_last_n(tmp_path):
     assert len(list(open(tmp_path / "progress.csv"))) == 7
 
 
+def test_checkpoint_callback_takes_sb3_s_keywords(tmp_path):
+    # save_replay_buffer / save_vecnormalize: the checkpoint holds the whole state either way
+    model = svpg.SVPG("Pendulum-v1", estimator="sac", hidden=(16,), critic_hidden=(16,), batch_size=32,
+                      learning_starts=100, train_freq=2, horizon=50, verbose=0)
+    callback = svpg.CheckpointCallback(save_freq=2, save_path=tmp_path, save_replay_buffer=False, save_vecnormalize=True)
+    model.learn(400, callback=callback)
+    loaded = svpg.SVPG.load(tmp_path / "checkpoints" / "iter_000002.safetensors", verbose=0)
+    assert loaded.replay_buffer.size() == 400 and torch.equal(loaded.replay_buffer.obs, model.replay_buffer.obs)
+    with pytest.raises(ValueError, match=r"^name_prefix='rl_model': svpg names its checkpoints .*iter_NNNNNN") as err:
+        svpg.CheckpointCallback(save_freq=2, save_path="x", name_prefix="rl_model")
+    assert "\n" not in str(err.value)
+
+
 @pytest.mark.parametrize("kwargs, fragment", [
     (dict(num_particles="16"), "num_particles"),
     (dict(alpha=-1.0), "--alpha"),
