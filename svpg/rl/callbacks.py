@@ -332,6 +332,9 @@ class EvalCallback(EventCallback):
     :param log_path: folder for ``evaluations.npz``: SB3's ``timesteps``, ``results`` and ``ep_lengths``
         (of the best particle at each evaluation), and ``particle_results`` (every particle's returns,
         (n_evals, M, n_eval_episodes)) and ``best_particle``.
+    :param render: SB3's keyword; only ``False`` (``True`` is one line naming ``evaluate.py --gif``).
+    :param warn: SB3's keyword for its Monitor-wrapper warning, which svpg does not need (returns are
+        counted by the rollout itself); accepted and ignored.
     """
 
     def __init__(
@@ -344,9 +347,16 @@ class EvalCallback(EventCallback):
         log_path: str | None = None,
         best_model_save_path: str | None = None,
         deterministic: bool = True,
+        render: bool = False,
         verbose: int = 1,
+        warn: bool = True,
     ):
         super().__init__(callback_on_new_best, verbose)
+        if render:
+            raise ValueError(
+                "render=True: the evaluation runs without a window; record a saved model's episodes with "
+                "python evaluate.py <model> --gif out.gif"
+            )
         for name, value, low in (("n_eval_episodes", n_eval_episodes, 1), ("eval_freq", eval_freq, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"{name} must be an integer ≥ {low}, got {value!r}")

@@ -267,6 +267,13 @@ def test_checkpoint_callback_keeps_the_last_n(tmp_path):
     assert len(list(open(tmp_path / "progress.csv"))) == 7
 
 
+def test_eval_callback_takes_sb3_s_keywords_as_its_docs_pass_them():
+    callback = svpg.EvalCallback("CartPole-v1", eval_freq=500, deterministic=True, render=False, warn=True)
+    assert callback.eval_freq == 500 and callback.deterministic
+    with pytest.raises(ValueError, match=r"^render=True: .*evaluate.py <model> --gif out.gif$"):
+        svpg.EvalCallback("CartPole-v1", render=True)
+
+
 def test_checkpoint_callback_takes_sb3_s_keywords(tmp_path):
     # save_replay_buffer / save_vecnormalize: the checkpoint holds the whole state either way
     model = svpg.SVPG("Pendulum-v1", estimator="sac", hidden=(16,), critic_hidden=(16,), batch_size=32,
