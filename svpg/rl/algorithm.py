@@ -584,6 +584,26 @@ class SVPG:
         """The batched training environments (:class:`svpg.envs.BatchedEnv`)."""
         return self.env
 
+    @property
+    def observation_space(self) -> gym.Space:
+        """One environment's observation space, as SB3's ``model.observation_space``."""
+        return self.env.single_observation_space
+
+    @property
+    def action_space(self) -> gym.Space:
+        """One environment's action space, as SB3's ``model.action_space``."""
+        return self.env.single_action_space
+
+    @property
+    def n_envs(self) -> int:
+        """The training environments of all particles (and seeds) together, as SB3's ``model.n_envs``."""
+        return self.env.num_envs
+
+    @property
+    def seed(self) -> int:
+        """The run seed given to the model (SB3's ``model.seed``); every random stream is spawned from it."""
+        return self.config.seed
+
     def close(self) -> None:
         """Close the training environments this model built (from an id, copies of an env instance or a
         factory), and with them the worker processes of ``vec_env="async"``; a ``gym.vector.VectorEnv``

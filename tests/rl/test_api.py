@@ -267,6 +267,15 @@ def test_checkpoint_callback_keeps_the_last_n(tmp_path):
     assert len(list(open(tmp_path / "progress.csv"))) == 7
 
 
+def test_sb3_s_model_attributes_spaces_n_envs_and_seed():
+    from stable_baselines3 import PPO
+
+    model = svpg.SVPG("Pendulum-v1", num_particles=2, samples_per_particle=200, horizon=100, seed=5, verbose=0)
+    sb3 = PPO("MlpPolicy", "Pendulum-v1", n_steps=64, batch_size=64, seed=5, device="cpu")
+    assert model.observation_space == sb3.observation_space and model.action_space == sb3.action_space
+    assert model.n_envs == 4 and model.seed == 5  # 2 particles × 200 samples // horizon 100 environments each
+
+
 def test_eval_callback_takes_sb3_s_keywords_as_its_docs_pass_them():
     callback = svpg.EvalCallback("CartPole-v1", eval_freq=500, deterministic=True, render=False, warn=True)
     assert callback.eval_freq == 500 and callback.deterministic
