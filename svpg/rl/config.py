@@ -384,6 +384,12 @@ SB3_NAMES = {
     "n_epochs": "ppo_epochs",
     "policy_kwargs": "hidden, critic_hidden and log_std_init (net_arch's pi and qf sizes)",
     "n_envs": "nothing (each particle runs samples_per_particle // horizon environments)",
+    "target_update_interval": "nothing (the targets move by tau after every gradient step, SB3's default of 1)",
+    "use_sde": "nothing (no gSDE: SAC explores with its policy's Gaussian noise, TD3 with action_noise)",
+    "sde_sample_freq": "nothing (no gSDE: SAC explores with its policy's Gaussian noise, TD3 with action_noise)",
+    "replay_buffer_class": "nothing (one preallocated buffer holds every particle's transitions; size it with buffer_size)",
+    "replay_buffer_kwargs": "nothing (one preallocated buffer holds every particle's transitions; size it with buffer_size)",
+    "optimize_memory_usage": "nothing (the buffer's memory is printed before training; size it with buffer_size)",
 }
 
 

@@ -303,6 +303,8 @@ def test_checkpoint_callback_takes_sb3_s_keywords(tmp_path):
     (dict(lr="fast"), "'lr' must be a number"),
     (dict(iterations=3), "not SVPG options"),
     (dict(learning_rate=0.1), r"unknown option\(s\) \['learning_rate'\]; for SB3's learning_rate pass lr "),
+    (dict(estimator="sac", use_sde=True), r"for SB3's use_sde pass nothing \(no gSDE: SAC explores with its policy's"),
+    (dict(estimator="sac", target_update_interval=2), r"for SB3's target_update_interval pass nothing \(the targets"),
     (dict(policy_kwargs={}, n_epochs=3), r"for SB3's n_epochs pass ppo_epochs; for SB3's policy_kwargs pass hidden, "),
     (dict(colour=1), r"unknown option\(s\) \['colour'\]: see help"),
     (dict(log_std_init=float("nan")), "--log-std-init must be a finite number"),
