@@ -82,9 +82,13 @@ def _non_negative_float(text: str) -> float:
 
 def gpus_per_job(requested: float | None, device: str) -> float:
     """What a Ray trial declares: ``requested`` (``--gpus-per-job``), else one GPU for a CUDA ``device``
-    and none otherwise."""
+    (``auto`` on a head that sees one too) and none otherwise."""
     if requested is not None:
         return requested
+    if device == "auto":
+        from svpg.runtime import resolve_device
+
+        device = str(resolve_device(device))
     return 1.0 if str(device).startswith("cuda") else 0.0
 
 

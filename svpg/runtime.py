@@ -16,11 +16,14 @@ _DEVICE_TYPES = ("cpu", "cuda", "mps")
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
-    """``device`` as a torch.device, or a one-line ValueError naming what to pass instead."""
+    """``device`` as a torch.device (SB3's ``"auto"``: CUDA where torch sees it, else the CPU), or a one-line
+    ValueError naming what to pass instead."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError):
-        raise ValueError(f"--device {device!r} is not a torch device; use cpu, cuda or cuda:N") from None
+        raise ValueError(f"--device {device!r} is not a torch device; use cpu, cuda, cuda:N or auto") from None
     if dev.type not in _DEVICE_TYPES:
         raise ValueError(f"--device {device!r}: svpg runs on {', '.join(_DEVICE_TYPES)}; use --device cpu")
     if dev.type == "cuda":

@@ -207,7 +207,7 @@ class SVPGConfig:
         "train seeds --seed … --seed + S − 1 as one batched computation (one run folder each, "
         "<run-name>__seed<s>); each seed's run equals its single-seed run up to float summation order",
     )
-    device: str = _f("cpu", "torch device, e.g. cpu or cuda")
+    device: str = _f("cpu", "torch device: cpu, cuda, cuda:N, or auto (CUDA where torch sees it, else the CPU)")
     vec_env: str = _f(
         "sync",
         "how the environments of a Gymnasium id (other than the fast-path tasks) or of your own env are stepped: "

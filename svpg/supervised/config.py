@@ -234,7 +234,7 @@ class SupervisedConfig:
         "root of every random stream: each split's test rows, --max-train subset, initial particles and "
         "minibatch order",
     )
-    device: str = _f("cpu", "torch device, e.g. cpu or cuda")
+    device: str = _f("cpu", "torch device: cpu, cuda, cuda:N, or auto (CUDA where torch sees it, else the CPU)")
     threads: int = _f(
         DEFAULT_THREADS,
         "torch CPU threads (more help large networks on an idle machine; on shared cores 1 is often fastest)",

@@ -18,6 +18,20 @@ def test_a_cuda_device_declares_one_gpu_per_trial_unless_told_otherwise():
     assert grid.gpus_per_job(0.5, "cuda") == 0.5 and grid.gpus_per_job(0.0, "cuda") == 0.0
 
 
+@pytest.mark.parametrize("cuda", [True, False])
+def test_auto_declares_a_gpu_where_the_head_sees_cuda_and_resolves_to_it(monkeypatch, cuda):
+    import torch
+
+    import svpg
+    from svpg.runtime import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    assert grid.gpus_per_job(None, "auto") == (1.0 if cuda else 0.0)
+    assert resolve_device("auto") == torch.device("cuda" if cuda else "cpu")
+    if not cuda:  # SB3's device="auto" on a machine without CUDA trains on the CPU
+        assert svpg.SVPG("CartPole-v1", device="auto", num_particles=2, verbose=0).device == torch.device("cpu")
+
+
 @pytest.fixture
 def recorded(monkeypatch):
     """Replace the grid runner of every front end; it records its keyword arguments and stops the run."""
