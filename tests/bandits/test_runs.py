@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 import svpg.bandits.cli as cli
 import svpg.bandits.runfolder as runfolder
@@ -72,6 +73,12 @@ def reference(tmp_path_factory) -> Path:
     log_dir = tmp_path_factory.mktemp("reference")
     assert new_run(log_dir, "ref") == 0
     return log_dir / "ref"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="auto is the GPU here")
+def test_device_auto_plays_on_the_cpu_without_cuda(reference, tmp_path):
+    assert new_run(tmp_path, "auto", "--device", "auto") == 0
+    assert_same_results(tmp_path / "auto", reference)
 
 
 def test_an_existing_run_folder_is_refused_and_left_untouched(reference, capsys):

@@ -83,6 +83,15 @@ def test_tiny_regression_reaches_low_rmse():
     assert model.score(x[200:], y[200:]) > 0.99
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="auto is the GPU here")
+def test_device_auto_fits_on_the_cpu_without_cuda():
+    x, y = _toy_1d(30)
+    auto = BayesianRegressor(method="s2vgd", num_particles=4, epochs=2, device="auto").fit(x, y)
+    cpu = BayesianRegressor(method="s2vgd", num_particles=4, epochs=2, device="cpu").fit(x, y)
+    assert auto.get_params()["device"] == "auto" and torch.equal(auto.theta_, cpu.theta_)
+    np.testing.assert_array_equal(auto.predict(x), cpu.predict(x))
+
+
 def test_methods_build_the_right_particles():
     x, y = _toy_1d(30)
     s2 = BayesianRegressor(method="s2vgd", num_particles=4, householder=1, epochs=1).fit(x, y)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from svpg.runtime import resolve_device
+
 UNBOUNDED = 1 << 62
 
 
@@ -94,7 +96,7 @@ class RewardModelAgent(Agent):
             raise ValueError(f"agent {self.name!r}: " + "; ".join(problems))
         self.train_every, self.train_steps, self.batch_size = int(train_every), int(train_steps), int(batch_size)
         self.initial_pulls = int(initial_pulls)
-        self.device = torch.device(device)
+        self.device = resolve_device(device)  # also SB3's "auto"
         # growable buffers of everything observed
         self._x = torch.empty(0, context_dim, device=self.device)
         self._a = torch.empty(0, dtype=torch.long, device=self.device)

@@ -16,7 +16,7 @@ from svpg.core.probability import gaussian_log_prob, log_mean_exp
 from svpg.core.svgd import OPTIMIZERS
 from svpg.core.variational import FAMILIES, posterior_options
 from svpg.io import load_tensors, save_tensors
-from svpg.runtime import DEFAULT_THREADS, flush_denormals, torch_threads
+from svpg.runtime import DEFAULT_THREADS, flush_denormals, resolve_device, torch_threads
 from svpg.supervised.data import (
     Standardizer,
     check_features,
@@ -183,6 +183,11 @@ class _BayesianNN:
         self.posterior_options = None if posterior_options is None else dict(posterior_options)
         self.noise_prior = None if noise_prior is None else tuple(noise_prior)
 
+    @property
+    def torch_device(self) -> torch.device:
+        """``device`` as torch's (SB3's ``"auto"``: CUDA where torch sees it, else the CPU)."""
+        return resolve_device(self.device)
+
     # ---------------------------------------------------------------------------- parameters
 
     _PARAMS: tuple[str, ...] = (
@@ -332,7 +337,7 @@ class _BayesianNN:
             posterior_options=self.posterior_options_(),
             noise_prior=self.noise_prior_(),
             seed=self.seed,
-            device=self.device,
+            device=str(self.torch_device),
             compile=self.compile,
             progress=self.progress,
         )
@@ -566,7 +571,7 @@ class BayesianRegressor(_BayesianNN):
         self._build(x.shape[1], 1)
 
         def t(a):
-            return torch.as_tensor(a, dtype=torch.float32, device=self.device)
+            return torch.as_tensor(a, dtype=torch.float32, device=self.torch_device)
 
         xs, ys = t(self.x_scaler_.transform(x_fit)), t(self.y_scaler_.transform(y_fit[:, None])[:, 0])
         if x_val is not None:
@@ -584,7 +589,7 @@ class BayesianRegressor(_BayesianNN):
         particles, or ``predict_samples`` posterior draws (the same draws every call)."""
         self._check_fitted()
         x = check_features(X, self.n_features_in_)
-        xs = torch.as_tensor(self.x_scaler_.transform(x), dtype=torch.float32, device=self.device)
+        xs = torch.as_tensor(self.x_scaler_.transform(x), dtype=torch.float32, device=self.torch_device)
         f = self._outputs(xs)[..., 0].double().cpu().numpy()
         sy, my = float(self.y_scaler_.std[0]), float(self.y_scaler_.mean[0])
         noise = torch.exp(-0.5 * self.posterior_.log_noise_precision()).double().cpu().numpy() * sy
@@ -702,7 +707,7 @@ class BayesianClassifier(_BayesianNN):
         self._build(x.shape[1], self.n_classes_)
 
         def t(a, dt=torch.float32):
-            return torch.as_tensor(a, dtype=dt, device=self.device)
+            return torch.as_tensor(a, dtype=dt, device=self.torch_device)
 
         xv = t(x_val) if x_val is not None else None
         yv = t(y_val_, torch.int64) if x_val is not None else None
@@ -713,7 +718,7 @@ class BayesianClassifier(_BayesianNN):
     def predict_proba(self, X) -> np.ndarray:
         """Mean of the members' softmax: (n, C)."""
         self._check_fitted()
-        x = torch.as_tensor(check_features(X, self.n_features_in_), dtype=torch.float32, device=self.device)
+        x = torch.as_tensor(check_features(X, self.n_features_in_), dtype=torch.float32, device=self.torch_device)
         return torch.exp(self._log_predictive(x)).cpu().numpy()
 
     @_in_threads
