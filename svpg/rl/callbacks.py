@@ -204,6 +204,11 @@ def make_callback(callback, progress_bar: bool = False) -> BaseCallback:
     elif callback is None:
         callback = CallbackList([])
     elif not isinstance(callback, BaseCallback):
+        if any(c.__module__.startswith("stable_baselines3.") for c in type(callback).__mro__):  # or a subclass
+            raise ValueError(
+                f"{type(callback).__name__} is Stable-Baselines3's callback, which drives SB3's algorithms: use "
+                f"svpg's of the same name, or subclass svpg.BaseCallback (the same hooks; one call per iteration)"
+            )
         if not callable(callback):
             raise ValueError(
                 f"callback must be a BaseCallback, a list of them or a callable, got a {type(callback).__name__}"

@@ -276,6 +276,20 @@ def test_sb3_s_model_attributes_spaces_n_envs_and_seed():
     assert model.n_envs == 4 and model.seed == 5  # 2 particles × 200 samples // horizon 100 environments each
 
 
+def test_an_sb3_callback_is_one_line_naming_svpg_s():
+    from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
+
+    class Mine(BaseCallback):
+        def _on_step(self):
+            return True
+
+    model = svpg.SVPG("CartPole-v1", num_particles=2, samples_per_particle=100, verbose=0)
+    for callback, name in ((Mine(), "Mine"), (CheckpointCallback(100, "x"), "CheckpointCallback")):
+        with pytest.raises(ValueError, match=rf"^{name} is Stable-Baselines3's callback, .*subclass svpg.BaseCallback"):
+            model.learn(200, callback=callback)
+    assert model.num_timesteps == 0
+
+
 def test_eval_callback_takes_sb3_s_keywords_as_its_docs_pass_them():
     callback = svpg.EvalCallback("CartPole-v1", eval_freq=500, deterministic=True, render=False, warn=True)
     assert callback.eval_freq == 500 and callback.deterministic
