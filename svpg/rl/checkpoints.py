@@ -144,6 +144,10 @@ def read_model(path) -> tuple[dict[str, torch.Tensor], dict, SVPGConfig]:
     return tensors, meta, config
 
 
+#: SB3's ``load`` keywords that svpg's files have no use for
+SB3_LOAD_OPTIONS = ("custom_objects", "print_system_info", "force_reset")
+
+
 def read_models(
     paths: list, device: str | None = None, options: dict | None = None
 ) -> tuple[list[tuple[dict, dict, SVPGConfig]], SVPGConfig]:
@@ -151,6 +155,12 @@ def read_models(
     :meth:`svpg.SVPG.load_seeds` continues as one model): their (tensors, metadata, config) and the
     config to build the model with (``device`` and ``options``, ``threads`` only, applied)."""
     options = dict(options or {})
+    sb3_only = sorted(set(options) & set(SB3_LOAD_OPTIONS))
+    if sb3_only:
+        raise ValueError(
+            f"{sb3_only} are SB3's options for its zip files; svpg's safetensors files need none of them (no "
+            f"pickled objects; training continues bit for bit without a reset): drop them"
+        )
     refused = sorted(set(options) - {"threads"})
     if refused:
         raise ValueError(

@@ -290,6 +290,15 @@ def test_an_sb3_callback_is_one_line_naming_svpg_s():
     assert model.num_timesteps == 0
 
 
+def test_sb3_s_load_options_are_one_line_saying_none_is_needed(tmp_path):
+    path = svpg.SVPG("CartPole-v1", num_particles=2, samples_per_particle=100, verbose=0).save(tmp_path / "m")
+    for name, value in (("custom_objects", {"learning_rate": 0.0}), ("print_system_info", True), ("force_reset", True)):
+        with pytest.raises(ValueError, match=rf"^\['{name}'\] are SB3's options for its zip files; .*drop them$"):
+            svpg.SVPG.load(path, **{name: value})
+    with pytest.raises(ValueError, match=r"^\['alpha'\] cannot change when loading a model"):
+        svpg.SVPG.load(path, alpha=3.0)
+
+
 def test_eval_callback_takes_sb3_s_keywords_as_its_docs_pass_them():
     callback = svpg.EvalCallback("CartPole-v1", eval_freq=500, deterministic=True, render=False, warn=True)
     assert callback.eval_freq == 500 and callback.deterministic
