@@ -116,13 +116,13 @@ class SVPG:
 
     Paper: https://proceedings.mlr.press/v84/zhang18a.html (S²VGD), https://arxiv.org/abs/1704.02399 (SVPG)
 
-    :param env: by position or keyword (default ``"CartPole-v1"``): a registered Gymnasium id (also ``"my_pkg.my_module:MyEnv-v0"``, which imports the
-        module first), a ``gym.Env`` instance (copied once per particle environment), a zero-argument
-        factory returning a new ``gym.Env`` (e.g. an ``Env`` subclass), or a ``gym.vector.VectorEnv``
-        with same-step autoreset whose ``num_envs`` is a multiple of ``num_particles``. SB3's form
-        ``SVPG("MlpPolicy", env)`` or ``SVPG("MlpPolicy", env=env)`` works too (also ``"CnnPolicy"``,
-        ``"MultiInputPolicy"``): svpg builds
-        every particle's network from the observation space whichever name is given.
+    :param env: by position or keyword (default ``"CartPole-v1"``): a registered Gymnasium id (also
+        ``"my_pkg.my_module:MyEnv-v0"``, which imports the module first), a ``gym.Env`` instance (copied
+        once per particle environment), a zero-argument factory returning a new ``gym.Env`` (e.g. an
+        ``Env`` subclass), or a ``gym.vector.VectorEnv`` with same-step autoreset whose ``num_envs`` is a
+        multiple of ``num_particles``. SB3's forms ``SVPG("MlpPolicy", env)`` and
+        ``SVPG("MlpPolicy", env=env)`` work too (also ``"CnnPolicy"``, ``"MultiInputPolicy"``): svpg
+        builds every particle's network from the observation space whichever name is given.
     :param policy: SB3's policy name by keyword (``SVPG(policy="MlpPolicy", env=env)``, as rl-zoo3 passes
         it); the same as leaving it out.
     :param method: ``"s2vgd"`` (default), ``"svgd"``, ``"svgd-star"`` or ``"independent"``.
