@@ -159,7 +159,7 @@ class SVPG:
         **options,
     ):
         # env is positional-only so that SB3's SVPG("MlpPolicy", env=env) binds: a keyword env arrives in options
-        env = env_of_sb3_form((*([] if env is None else [env]), *sb3_env), options.pop("env", None), policy)
+        env = env_of_sb3_form(() if env is None else (env, *sb3_env), options.pop("env", None), policy)
         fields = load_preset(preset) if preset is not None else {}
         given = {"method": method, "estimator": estimator, "num_particles": num_particles}
         fields.update({k: v for k, v in given.items() if v is not None})

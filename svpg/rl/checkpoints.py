@@ -35,7 +35,7 @@ from typing import Any, TextIO
 import torch
 
 from svpg.io import CheckpointError, WriteError, flatten_state, load_tensors, save_tensors, unflatten_state, write_csv
-from svpg.rl.config import SVPGConfig
+from svpg.rl.config import SB3_LOAD_OPTIONS, SVPGConfig
 from svpg.rl.policies import POLICY_KIND, PolicySpec
 from svpg.runs import remove_stray_temporaries
 
@@ -142,10 +142,6 @@ def read_model(path) -> tuple[dict[str, torch.Tensor], dict, SVPGConfig]:
     except (KeyError, ValueError) as e:
         raise CheckpointError(f"{path}: unreadable config ({e})") from None
     return tensors, meta, config
-
-
-#: SB3's ``load`` keywords that svpg's files have no use for
-SB3_LOAD_OPTIONS = ("custom_objects", "print_system_info", "force_reset")
 
 
 def read_models(

@@ -376,6 +376,9 @@ class SVPGConfig:
         return dataclass_from_dict(cls, d, source)
 
 
+_NO_GSDE = "nothing (no gSDE: SAC explores with its policy's Gaussian noise, TD3 with action_noise)"
+_ONE_BUFFER = "nothing (one preallocated buffer holds every particle's transitions; size it with buffer_size)"
+
 #: Stable-Baselines3 option names that svpg spells differently or has no counterpart for: what to pass
 #: instead, for the one-line refusal of an unknown option
 SB3_NAMES = {
@@ -385,12 +388,15 @@ SB3_NAMES = {
     "policy_kwargs": "hidden, critic_hidden and log_std_init (net_arch's pi and qf sizes)",
     "n_envs": "nothing (each particle runs samples_per_particle // horizon environments)",
     "target_update_interval": "nothing (the targets move by tau after every gradient step, SB3's default of 1)",
-    "use_sde": "nothing (no gSDE: SAC explores with its policy's Gaussian noise, TD3 with action_noise)",
-    "sde_sample_freq": "nothing (no gSDE: SAC explores with its policy's Gaussian noise, TD3 with action_noise)",
-    "replay_buffer_class": "nothing (one preallocated buffer holds every particle's transitions; size it with buffer_size)",
-    "replay_buffer_kwargs": "nothing (one preallocated buffer holds every particle's transitions; size it with buffer_size)",
+    "use_sde": _NO_GSDE,
+    "sde_sample_freq": _NO_GSDE,
+    "replay_buffer_class": _ONE_BUFFER,
+    "replay_buffer_kwargs": _ONE_BUFFER,
     "optimize_memory_usage": "nothing (the buffer's memory is printed before training; size it with buffer_size)",
 }
+
+#: SB3's ``load`` keywords that svpg's files have no use for
+SB3_LOAD_OPTIONS = ("custom_objects", "print_system_info", "force_reset")
 
 
 def with_estimator_defaults(fields: dict) -> dict:
