@@ -459,10 +459,12 @@ class SVPG:
                 scalars = self.train_iteration()
                 self.num_timesteps += self.steps_per_update
                 self._record(scalars, fps=self.steps_per_update * len(self.seeds) / (time.perf_counter() - t0))
-                self.logger.dump(self.iteration, self.num_timesteps, self.scalars[0], log_interval)
+                self.logger.print_iteration(self.iteration, self.num_timesteps, self.scalars[0], log_interval)
                 callback.update_locals(locals())
                 callback.on_rollout_end()
-                if not callback.on_step():
+                go_on = callback.on_step()
+                self.logger.dump()  # what the callbacks recorded, at this iteration's step
+                if not go_on:
                     break
             self.set_best_particles()
             callback.on_training_end()
@@ -474,7 +476,7 @@ class SVPG:
         """The iteration's one host sync: every scalar of every seed; then the logger's output."""
         table = torch.stack([v.to(torch.float64) for v in scalars.values()], 1).tolist()
         self.scalars = [{**dict(zip(scalars, row)), "time/fps": fps} for row in table]
-        self.logger.record(
+        self.logger.record_iteration(
             self.scalars,
             self._per_seed(self.last_returns),
             step=self.num_timesteps,

@@ -32,8 +32,8 @@ class BaseCallback:
     """SB3's ``BaseCallback``: subclass it and override the ``_on_*`` hooks.
 
     Attributes while training: ``model`` (the :class:`~svpg.SVPG`), ``n_calls`` (iterations seen),
-    ``num_timesteps``, ``locals`` / ``globals`` of ``learn``, ``logger`` (a TensorBoard
-    ``SummaryWriter`` when the model logs, else ``None``), ``parent`` (for callbacks run by another).
+    ``num_timesteps``, ``locals`` / ``globals`` of ``learn``, ``logger`` (the model's logger: SB3's
+    ``self.logger.record(key, value)``), ``parent`` (for callbacks run by another).
     """
 
     def __init__(self, verbose: int = 0):
@@ -47,9 +47,10 @@ class BaseCallback:
 
     @property
     def logger(self):
-        """The first seed's TensorBoard ``SummaryWriter`` while the model writes events, else ``None``
-        (the model's :class:`~svpg.rl.logger.Logger` is ``self.model.logger``)."""
-        return self.model.logger.writer if self.model is not None else None
+        """The model's :class:`~svpg.rl.logger.Logger`, as SB3's ``self.logger``: ``self.logger.record(key,
+        value)`` writes to TensorBoard at the iteration's steps (``self.logger.writer`` is the first seed's
+        ``SummaryWriter`` while the model writes events, else ``None``)."""
+        return self.model.logger if self.model is not None else None
 
     @property
     def scalars(self) -> dict[str, float]:
@@ -430,17 +431,16 @@ class EvalCallback(EventCallback):
                 "best_particle": np.array(self.evaluations_best_particle),
             }
             atomic_write(self.log_path / "evaluations.npz", lambda tmp: np.savez(open(tmp, "wb"), **data))
-        if self.logger is not None:
-            step = model.num_timesteps
-            for key, value in (
-                ("eval/mean_reward", self.last_mean_reward),
-                ("eval/std_reward", std),
-                ("eval/mean_reward_particles", float(per_particle.mean())),
-                ("eval/best_particle", best),
-                ("eval/mean_ep_length", float(lengths[best].float().mean())),
-            ):
-                self.logger.add_scalar(key, value, step)
-            self.logger.add_histogram("eval/particle_mean_rewards", per_particle.cpu(), step)
+        for key, value in (
+            ("eval/mean_reward", self.last_mean_reward),
+            ("eval/std_reward", std),
+            ("eval/mean_reward_particles", float(per_particle.mean())),
+            ("eval/best_particle", best),
+            ("eval/mean_ep_length", float(lengths[best].float().mean())),
+            ("eval/particle_mean_rewards", per_particle.cpu()),
+        ):
+            self.logger.record(key, value)
+        self.logger.dump(model.num_timesteps)
         if self.verbose >= 1:
             print(
                 f"eval at {model.num_timesteps:,} steps: best particle {best} {self.last_mean_reward:.1f} ± {std:.1f}, "

@@ -1,6 +1,7 @@
 """What :meth:`svpg.SVPG.learn` reports, behind one object (``model.logger``), as SB3's ``Logger``:
 lines printed with ``verbose`` ≥ 1, TensorBoard events (one writer per seed) and each iteration's row
-of the progress files a :class:`~svpg.rl.callbacks.CheckpointCallback` keeps.
+of the progress files a :class:`~svpg.rl.callbacks.CheckpointCallback` keeps. Callbacks add values of
+their own with SB3's ``self.logger.record(key, value)``.
 
 TensorBoard events go to ``<tensorboard_log>/<tb_log_name>_<n>/`` (``seed<s>/`` below it per seed of a
 seed-batched model; ``n`` counts on, or continues the newest folder with ``reset_num_timesteps=False``),
@@ -9,9 +10,12 @@ or to the folders the run-folder layer names with :meth:`Logger.log_to`.
 
 from __future__ import annotations
 
+import warnings
+from collections import defaultdict
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+import numpy as np
 import torch
 
 # TensorBoard custom-scalars layout: mean ± std over particles (Figure 4 of S²VGD).
@@ -51,6 +55,11 @@ class Logger:
         self.purge_step: int | None = None
         self.writers: list = []  # svpg.runs.TensorBoardLogger, one per seed, while learn runs
         self.row_files: list[list[RowFile]] = []  # per write_rows_to call, one file per seed
+        self.step = 0  # the environment steps of the latest iteration: where dump() writes by default
+        # SB3's pending values of record / record_mean until the next dump
+        self.name_to_value: defaultdict[str, Any] = defaultdict(float)
+        self.name_to_count: defaultdict[str, int] = defaultdict(int)
+        self.name_to_excluded: dict[str, tuple[str, ...]] = {}
 
     # -- where to log ------------------------------------------------------------------------
     def log_to(self, folders: list[Path], purge_step: int | None = None) -> None:
@@ -90,7 +99,9 @@ class Logger:
         self.purge_step = None
 
     def close(self) -> None:
-        """End a ``learn`` call's output: flush and close the writers; rows go nowhere until told again."""
+        """End a ``learn`` call's output: write what callbacks recorded, flush and close the writers; rows
+        go nowhere until told again."""
+        self.dump()
         for writer in self.writers:
             writer.close()
         self.writers = []
@@ -102,7 +113,7 @@ class Logger:
         if self.verbose >= 1:
             print(text)
 
-    def record(
+    def record_iteration(
         self,
         scalars: list[dict[str, float]],
         particle_returns: torch.Tensor,
@@ -112,6 +123,7 @@ class Logger:
     ) -> None:
         """One iteration's output: every seed's scalars and per-particle returns (S, M) to TensorBoard at
         ``step``, and its row to the progress files."""
+        self.step = step
         if self.writers:
             returns = particle_returns.cpu()
             for k, writer in enumerate(self.writers):
@@ -121,7 +133,7 @@ class Logger:
             for rows, values in zip(files, scalars):
                 rows.append({"iteration": iteration, "total_steps": total_steps, **values})
 
-    def dump(self, iteration: int, num_timesteps: int, scalars: dict[str, float], log_interval: int) -> None:
+    def print_iteration(self, iteration: int, num_timesteps: int, scalars: dict[str, float], log_interval: int) -> None:
         """The iteration's line (of the first seed) every ``log_interval`` iterations, with ``verbose`` ≥ 1."""
         if self.verbose >= 1 and log_interval and iteration % log_interval == 0:
             print(
@@ -132,5 +144,108 @@ class Logger:
     @property
     def writer(self):
         """The TensorBoard writer of the first seed (``torch.utils.tensorboard.SummaryWriter``) while
-        ``learn`` writes events; ``None`` otherwise. Callbacks log through it."""
+        ``learn`` writes events; ``None`` otherwise."""
         return self.writers[0].writer if self.writers else None
+
+    # -- SB3's Logger, for callbacks -------------------------------------------------------------
+    def record(self, key: str, value: Any, exclude: str | tuple[str, ...] | None = None) -> None:
+        """Log ``value`` under ``key`` at the next :meth:`dump` (SB3's ``Logger.record``; the last value
+        recorded wins). A number goes to TensorBoard as a scalar, a string as text, a tensor or array as a
+        histogram, SB3's ``Video``, ``Figure``, ``Image`` and ``HParam`` as SB3 writes them. ``learn``
+        dumps after every iteration's callbacks, at the iteration's environment steps; recorded values go
+        to TensorBoard (the first seed's writer), not to ``progress.csv``.
+
+        :param exclude: SB3's output formats to leave out; ``"tensorboard"`` keeps the value in
+            :attr:`name_to_value` only.
+        """
+        _check_value(key, value)
+        self.name_to_value[key] = value
+        self.name_to_excluded[key] = _formats(exclude)
+
+    def record_mean(self, key: str, value: float | None, exclude: str | tuple[str, ...] | None = None) -> None:
+        """As :meth:`record`, averaging the values recorded under ``key`` until the next :meth:`dump`
+        (SB3's); ``None`` is skipped."""
+        if value is None:
+            return
+        mean, count = self.name_to_value[key], self.name_to_count[key]
+        self.name_to_value[key] = mean * count / (count + 1) + value / (count + 1)
+        self.name_to_count[key] = count + 1
+        self.name_to_excluded[key] = _formats(exclude)
+
+    def dump(self, step: int | None = None) -> None:
+        """Write the recorded values to TensorBoard at ``step`` (default: the latest iteration's
+        environment steps) and forget them (SB3's ``Logger.dump``); without TensorBoard they are dropped."""
+        writer = self.writer
+        if writer is not None:
+            step = self.step if step is None else int(step)
+            for key, value in self.name_to_value.items():
+                if "tensorboard" not in self.name_to_excluded.get(key, ()):
+                    _write_value(writer, key, value, step)
+            writer.flush()
+        self.name_to_value.clear()
+        self.name_to_count.clear()
+        self.name_to_excluded.clear()
+
+    def get_dir(self) -> str | None:
+        """The first seed's TensorBoard folder while ``learn`` writes events, else ``None`` (SB3's)."""
+        return self.writer.log_dir if self.writer is not None else None
+
+    def __getattr__(self, name: str):
+        # a callback written for svpg's former ``self.logger`` (the SummaryWriter) keeps working
+        if name.startswith("add_") and hasattr(_summary_writer(), name):
+            warnings.warn(
+                f"self.logger.{name} is deprecated: self.logger is the model's Logger, as in SB3; use "
+                f"self.logger.record(key, value), or self.logger.writer.{name} while TensorBoard is written",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            writer = self.writer
+            return getattr(writer, name) if writer is not None else lambda *args, **kwargs: None
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+def _summary_writer():
+    from torch.utils.tensorboard import SummaryWriter
+
+    return SummaryWriter
+
+
+def _formats(exclude: str | tuple[str, ...] | None) -> tuple[str, ...]:
+    if exclude is None:
+        return ()
+    return (exclude,) if isinstance(exclude, str) else tuple(exclude)
+
+
+def _write_value(writer, key: str, value: Any, step: int) -> None:
+    """One recorded value, as SB3's ``TensorBoardOutputFormat`` writes it."""
+    from stable_baselines3.common.logger import Figure, HParam, Image, Video
+
+    if isinstance(value, str):
+        writer.add_text(key, value, step)
+    elif isinstance(value, (torch.Tensor, np.ndarray)) and np.asarray(value).size > 1:
+        writer.add_histogram(key, torch.as_tensor(value), step)
+    elif isinstance(value, (bool, int, float, np.number, np.bool_, torch.Tensor, np.ndarray)):
+        writer.add_scalar(key, float(value), step)
+    elif isinstance(value, Video):
+        writer.add_video(key, value.frames, step, value.fps)
+    elif isinstance(value, Figure):
+        writer.add_figure(key, value.figure, step, close=value.close)
+    elif isinstance(value, Image):
+        writer.add_image(key, value.image, step, dataformats=value.dataformats)
+    elif isinstance(value, HParam):
+        from torch.utils.tensorboard.summary import hparams
+
+        for summary in hparams(value.hparam_dict, metric_dict=value.metric_dict):
+            writer.file_writer.add_summary(summary)
+
+
+def _check_value(key: str, value: Any) -> None:
+    from stable_baselines3.common.logger import Figure, HParam, Image, Video
+
+    if not isinstance(
+        value, (str, bool, int, float, np.number, np.bool_, torch.Tensor, np.ndarray, Video, Figure, Image, HParam)
+    ):
+        raise TypeError(
+            f"logger.record({key!r}, <{type(value).__name__}>): record a number, a string, a tensor or array, or "
+            f"SB3's Video, Figure, Image or HParam"
+        )
