@@ -241,15 +241,7 @@ class SVPG:
                 )
             self.envs_per_particle = source.num_envs // self.total_particles
         self.steps_per_env = math.ceil(samples / self.envs_per_particle)  # T: each environment's steps per iteration
-        self.env = make_batched(
-            source.target,
-            self.total_particles * self.envs_per_particle,
-            device=self.device,
-            max_episode_steps=None if source.num_envs else self.horizon,
-            env_kwargs=source.env_kwargs if source.factory is None else None,
-            vec_env=cfg.vec_env,
-            n_workers=cfg.n_workers or None,
-        )
+        self.env = self._make_env(source)
         self.spec = PolicySpec.for_spaces(
             self.env.single_observation_space,
             self.env.single_action_space,
@@ -297,6 +289,18 @@ class SVPG:
         self.last_returns = torch.zeros(self.total_particles, device=self.device)
         self.scalars: list[dict[str, float]] = []  # the latest iteration's logged scalars, one dict per seed
         self.closed = False  # close() ran: the environments it owns are closed
+
+    def _make_env(self, source: EnvSource):
+        """Every particle's environments of ``source`` as one batch, ``envs_per_particle`` each."""
+        return make_batched(
+            source.target,
+            self.total_particles * self.envs_per_particle,
+            device=self.device,
+            max_episode_steps=None if source.num_envs else self.horizon,
+            env_kwargs=source.env_kwargs if source.factory is None else None,
+            vec_env=self.config.vec_env,
+            n_workers=self.config.n_workers or None,
+        )
 
     # -- one iteration -----------------------------------------------------------------------
     def reset_environments(self) -> torch.Tensor:
@@ -585,6 +589,38 @@ class SVPG:
     def get_env(self):
         """The batched training environments (:class:`svpg.envs.BatchedEnv`)."""
         return self.env
+
+    def set_env(self, env, force_reset: bool = True) -> None:
+        """Train on ``env`` from now on (SB3's ``set_env``): any form ``SVPG`` takes (an id, an env
+        instance, a factory, a ``gym.vector.VectorEnv`` of :attr:`n_envs` environments) with the model's
+        observation and action spaces. The model builds as many environments as before, with the same
+        horizon, and closes those it built; the observation normalization statistics stay the model's.
+        :meth:`save` records the new env (a model saved after ``set_env(<object>)`` is loaded with
+        ``SVPG.load(path, env=...)``). A closed model trains again after it.
+
+        :param force_reset: SB3's; every iteration starts from fresh resets anyway, so it changes nothing.
+        """
+        source = resolve_env(env)
+        if source.num_envs is not None and source.num_envs != self.n_envs:
+            raise ValueError(
+                f"the vector env has {source.num_envs} environments and the model trains {self.n_envs}: give one "
+                f"of {self.n_envs} (SVPG.load(path, env=...) builds a model on another number)"
+            )
+        new = self._make_env(source)
+        for name, space, ours in (
+            ("observation", new.single_observation_space, self.observation_space),
+            ("action", new.single_action_space, self.action_space),
+        ):
+            if space != ours:
+                if not isinstance(source.factory, gym.vector.VectorEnv):  # a user's vector env stays theirs
+                    new.close()
+                raise ValueError(
+                    f"the new env's {name} space {space} differs from the model's {ours}: set an env of the same spaces"
+                )
+        if not self.closed:
+            self.close()
+        self.env, self.env_source, self.closed = new, source, False
+        self.config = dataclasses.replace(self.config, env_id=source.env_id, env_kwargs=source.env_kwargs)
 
     @property
     def observation_space(self) -> gym.Space:

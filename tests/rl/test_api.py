@@ -276,6 +276,36 @@ def test_sb3_s_model_attributes_spaces_n_envs_and_seed():
     assert model.n_envs == 4 and model.seed == 5  # 2 particles × 200 samples // horizon 100 environments each
 
 
+def test_set_env_to_the_same_task_continues_exactly():
+    options = dict(estimator="a2c", num_particles=2, samples_per_particle=250, verbose=0)
+    straight = svpg.SVPG("CartPole-v1", **options).learn(1_000)
+    model = svpg.SVPG("CartPole-v1", **options).learn(500)
+    model.close()  # set_env gives a closed model environments again
+    model.set_env(gym.make("CartPole-v1"))  # an instance: copied into as many environments as before
+    assert model.n_envs == 2 and not model.closed and model.config.env_id == "CartPole-v1"
+    model.learn(500, reset_num_timesteps=False)
+    assert torch.equal(model.policy.theta, straight.policy.theta)  # each iteration starts from seeded resets
+
+
+def test_set_env_takes_an_env_of_the_model_s_spaces_refuses_others_and_save_records_it(tmp_path):
+    from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+
+    model = svpg.SVPG(CartPoleEnv, estimator="a2c", num_particles=2, samples_per_particle=250, horizon=250, verbose=0)
+    with pytest.raises(ValueError, match=r"^the new env's observation space Box\(-1.0, 1.0, \(1,\), float32\) differs"):
+        model.set_env(Chase())
+    vec = gym.make_vec("CartPole-v1", num_envs=3, vectorization_mode="sync",
+                       vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP})
+    with pytest.raises(ValueError, match=r"^the vector env has 3 environments and the model trains 2: give one of 2"):
+        model.set_env(vec)
+    assert not vec.closed and model.config.env_id.startswith("custom:")  # refused: nothing changed
+    vec.close()
+    model.learn(500)
+    model.set_env("CartPole-v1")
+    model.learn(500, reset_num_timesteps=False)
+    loaded = svpg.SVPG.load(model.save(tmp_path / "m"), verbose=0)  # an id now: no env needed to load
+    assert loaded.config.env_id == "CartPole-v1" and loaded.horizon == 250 and loaded.num_timesteps == 1_000
+
+
 def test_an_sb3_callback_is_one_line_naming_svpg_s():
     from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
 
