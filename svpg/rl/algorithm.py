@@ -105,6 +105,17 @@ def env_of_sb3_form(args: tuple, env=None, policy=None):
     return envs[0] if envs else "CartPole-v1"
 
 
+def _copies(state):
+    """A nested state with every tensor cloned (state dicts alias the live tensors)."""
+    if isinstance(state, torch.Tensor):
+        return state.clone()
+    if isinstance(state, dict):
+        return {key: _copies(value) for key, value in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(_copies(value) for value in state)
+    return state
+
+
 class NonFiniteError(RuntimeError):
     """θ, its gradient or the environment's output became NaN/inf; nothing was saved over the last
     good checkpoint."""
@@ -679,6 +690,68 @@ class SVPG:
         :param seed_index: with ``num_seeds`` > 1, which seed's run to save.
         """
         return checkpoints.save_model(self, path, seed_index)
+
+    def get_parameters(self) -> dict[str, dict]:
+        """SB3's ``get_parameters``: ``{"policy": model.policy.state_dict(), "policy.optimizer": the SVGD
+        optimizer's state, "estimator": the estimator's learned state}`` (its critics, targets, temperatures
+        and their optimizers; never the replay buffer), copies on the model's device."""
+        estimator = self.estimator.state_dict()
+        return {
+            "policy": self.policy.state_dict(),
+            "policy.optimizer": _copies(self.svgd.optimizer.state_dict()),
+            "estimator": {
+                key: _copies(value) for key, value in estimator.items() if key not in checkpoints.NOT_PARAMETERS
+            },
+        }
+
+    def set_parameters(self, load_path_or_dict, exact_match: bool = True, device: str = "auto") -> None:
+        """SB3's ``set_parameters``: load :meth:`get_parameters`' dict, or the parameters in a file of
+        :meth:`save`, into this model of the same network, estimator and number of particles. Only the
+        parameters change: the replay buffer, the iteration (every random stream's position), the step
+        count and the normalization statistics stay this model's. Nothing changes if any part is refused.
+
+        :param exact_match: every part (``policy``, ``policy.optimizer``, ``estimator``) and every policy
+            block must be given; ``False`` loads the parts and policy blocks given.
+        :param device: SB3's; the parameters are copied onto the model's device whatever it says.
+        """
+        if isinstance(load_path_or_dict, dict):
+            params = load_path_or_dict
+        elif len(self.seeds) > 1:
+            raise ValueError(
+                f"this model trains {len(self.seeds)} seeds and a saved file holds one: pass a dict of get_parameters()"
+            )
+        else:
+            params = checkpoints.read_parameters(load_path_or_dict)
+        parts = ("policy", "policy.optimizer", "estimator")
+        missing, unexpected = [p for p in parts if p not in params], [p for p in params if p not in parts]
+        if unexpected or (exact_match and missing):
+            raise ValueError(
+                f"set_parameters takes the parts {list(parts)} of get_parameters() (missing {missing}, unexpected "
+                f"{unexpected}); exact_match=False loads the parts given"
+            )
+        before = self.get_parameters()
+        if "estimator" in params:
+            ours, given = set(before["estimator"]), set(params["estimator"])
+            if given - ours or (exact_match and ours - given):
+                raise ValueError(
+                    f"set_parameters: estimator '{self.config.estimator}' keeps {sorted(ours)}, the parameters give "
+                    f"{sorted(given)}: load the parameters of a model of the same estimator"
+                )
+        try:
+            if "policy" in params:
+                self.policy.load_state_dict(params["policy"], strict=exact_match)
+            if "policy.optimizer" in params:
+                self.svgd.optimizer.load_state_dict(params["policy.optimizer"])
+            if "estimator" in params:
+                self.estimator.load_state_dict({**self.estimator.state_dict(), **params["estimator"]})
+        except (KeyError, RuntimeError, ValueError) as e:
+            self.policy.load_state_dict(before["policy"])
+            self.svgd.optimizer.load_state_dict(before["policy.optimizer"])
+            self.estimator.load_state_dict({**self.estimator.state_dict(), **before["estimator"]})
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise ValueError(
+                f"set_parameters: these parameters do not fit this model ({first}); nothing was changed"
+            ) from None
 
     @property
     def replay_buffer(self):

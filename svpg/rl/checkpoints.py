@@ -36,7 +36,7 @@ import torch
 
 from svpg.io import CheckpointError, WriteError, flatten_state, load_tensors, save_tensors, unflatten_state, write_csv
 from svpg.rl.config import SB3_LOAD_OPTIONS, SVPGConfig
-from svpg.rl.policies import POLICY_KIND, PolicySpec
+from svpg.rl.policies import POLICY_KIND, ParticlePolicy, PolicySpec
 from svpg.runs import remove_stray_temporaries
 
 #: the format tag of a saved model's metadata
@@ -210,6 +210,27 @@ def restore(model, states: list[tuple[dict, dict]], paths: list) -> None:
     model.iteration, model.num_timesteps = int(meta["iteration"]), int(meta["num_timesteps"])
     model.schedule = tuple(meta["schedule"])
     model.policy.set_particle(int(meta.get("particle", 0)))
+
+
+def read_parameters(path) -> dict[str, dict]:
+    """:meth:`svpg.SVPG.get_parameters` of the model a file of :meth:`svpg.SVPG.save` holds (SB3's
+    ``set_parameters`` from a path): its particles by block, the SVGD optimizer's and the estimator's state
+    without the replay buffer."""
+    tensors, meta, _ = read_model(path)
+    try:
+        policy = ParticlePolicy(PolicySpec.from_dict(meta["spec"]), tensors["theta"])
+        estimator = unflatten_state(meta["estimator"], tensors)
+        return {
+            "policy": policy.state_dict(),
+            "policy.optimizer": unflatten_state(meta["optimizer"], tensors),
+            "estimator": {key: value for key, value in estimator.items() if key not in NOT_PARAMETERS},
+        }
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(f"{path} does not hold a whole training state ({e})") from None
+
+
+#: the estimators' state that is data, not parameters: left out of get_parameters, kept by set_parameters
+NOT_PARAMETERS = ("buffer",)
 
 
 # -- a replay buffer on its own (SB3's save_replay_buffer / load_replay_buffer) -----------------

@@ -509,6 +509,37 @@ class ParticlePolicy:
         """log p(θ) of every particle (eq. 14; the log-std has a flat prior): (M,)."""
         return self.net.log_prior(self.theta if theta is None else theta)
 
+    # -- parameters by name, as an nn.Module's ---------------------------------------------------
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """Every parameter block of every particle by name (``pi.0.C``, ``pi.0.bias``, …, ``pi.log_std``), each
+        (M, *shape): copies of θ's blocks, as ``torch.nn.Module.state_dict`` gives (S²VGD's layers store C,
+        the Householder vectors ``v_in``/``v_out`` and the scales ``lam_in``/``lam_out`` of W = P Λ1 C Λ2 Qᵀ)."""
+        return {name: self.layout.get(self.theta, name).detach().clone() for name in self.layout}
+
+    def load_state_dict(self, state_dict: dict[str, torch.Tensor], strict: bool = True) -> tuple[list, list]:
+        """Copy named blocks (:meth:`state_dict`'s names and shapes) into θ; returns ``(missing_keys,
+        unexpected_keys)`` as torch's does. ``strict``: every block must be given and no other one."""
+        missing = [name for name in self.layout if name not in state_dict]
+        unexpected = [name for name in state_dict if name not in self.layout]
+        if strict and (missing or unexpected):
+            raise ValueError(
+                f"the policy's blocks and the state dict's differ (missing {missing}, unexpected {unexpected}): give a "
+                f"state_dict() of a policy of the same network, or strict=False to load the blocks both have"
+            )
+        for name in state_dict:
+            if name in self.layout:
+                ours = self.layout.get(self.theta, name)
+                if tuple(state_dict[name].shape) != tuple(ours.shape):
+                    raise ValueError(
+                        f"block {name!r} has shape {tuple(state_dict[name].shape)}, the policy's {tuple(ours.shape)}: "
+                        f"give a state_dict() of a policy of the same network and number of particles"
+                    )
+        with torch.no_grad():
+            for name in state_dict:
+                if name in self.layout:
+                    self.layout.get(self.theta, name).copy_(state_dict[name])
+        return missing, unexpected
+
     # -- one particle, Stable-Baselines3 style ----------------------------------------------
     def set_particle(self, index: int) -> ParticlePolicy:
         if not 0 <= index < self.num_particles:
