@@ -478,7 +478,7 @@ class SVPG:
                 callback.update_locals(locals())
                 callback.on_rollout_end()
                 go_on = callback.on_step()
-                self.logger.dump()  # what the callbacks recorded, at this iteration's step
+                self.logger.end_iteration(self.iteration, log_interval)
                 if not go_on:
                     break
             self.set_best_particles()
@@ -498,6 +498,20 @@ class SVPG:
             iteration=self.iteration,
             total_steps=self.iteration * self.steps_per_update,
         )
+
+    def set_logger(self, logger) -> None:
+        """Log through SB3's ``Logger`` (``stable_baselines3.common.logger.configure(folder, formats)``), as
+        SB3's ``set_logger``: every ``log_interval`` iterations the first seed's scalars, the iteration and the
+        steps, and what callbacks record, go to its formats (stdout, csv, json, tensorboard, log), which
+        replace ``tensorboard_log`` and the printed line; callbacks' ``self.logger.record`` reaches it."""
+        from stable_baselines3.common.logger import Logger as SB3Logger
+
+        if not isinstance(logger, SB3Logger):
+            raise ValueError(
+                f"set_logger takes Stable-Baselines3's Logger (stable_baselines3.common.logger.configure(folder, "
+                f"formats)), got {type(logger).__name__}"
+            )
+        self.logger.use(logger)
 
     @property
     def verbose(self) -> int:

@@ -11,7 +11,6 @@ or to the folders the run-folder layer names with :meth:`Logger.log_to`.
 from __future__ import annotations
 
 import warnings
-from collections import defaultdict
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -56,10 +55,27 @@ class Logger:
         self.writers: list = []  # svpg.runs.TensorBoardLogger, one per seed, while learn runs
         self.row_files: list[list[RowFile]] = []  # per write_rows_to call, one file per seed
         self.step = 0  # the environment steps of the latest iteration: where dump() writes by default
-        # SB3's pending values of record / record_mean until the next dump
-        self.name_to_value: defaultdict[str, Any] = defaultdict(float)
-        self.name_to_count: defaultdict[str, int] = defaultdict(int)
-        self.name_to_excluded: dict[str, tuple[str, ...]] = {}
+        # record / record_mean / dump go through an SB3 Logger: by default one that writes to this logger's
+        # TensorBoard writer (made when first needed: SB3 is imported then), after use() the user's
+        self._values = None
+        self.custom = False
+
+    @property
+    def values(self):
+        """The SB3 ``Logger`` that :meth:`record` and :meth:`dump` go through."""
+        if self._values is None:
+            from stable_baselines3.common.logger import Logger as SB3Logger
+
+            self._values = SB3Logger(folder=None, output_formats=[_current_writer(self)])
+        return self._values
+
+    def use(self, logger) -> None:
+        """Send every iteration's scalars, and what callbacks record, to SB3's ``logger`` (SB3's
+        ``set_logger``): its formats (stdout, csv, json, tensorboard, log) replace svpg's TensorBoard events
+        and printed line; progress rows still go where :meth:`write_rows_to` says."""
+        if self._values is not None and self._values.name_to_value:
+            self.dump()
+        self._values, self.custom = logger, True
 
     # -- where to log ------------------------------------------------------------------------
     def log_to(self, folders: list[Path], purge_step: int | None = None) -> None:
@@ -93,7 +109,7 @@ class Logger:
             n = max(taken, default=0) + (1 if reset_num_timesteps or not taken else 0)
             base = root / f"{tb_log_name}_{n}"
             dirs = [base] if len(seeds) == 1 else [base / f"seed{s}" for s in seeds]
-        if dirs is None:
+        if dirs is None or self.custom:
             return
         self.writers = [TensorBoardLogger(d, CHART_LAYOUT, purge_step=self.purge_step) for d in dirs]
         self.purge_step = None
@@ -101,7 +117,8 @@ class Logger:
     def close(self) -> None:
         """End a ``learn`` call's output: write what callbacks recorded, flush and close the writers; rows
         go nowhere until told again."""
-        self.dump()
+        if self._values is not None and self._values.name_to_value:
+            self.dump()
         for writer in self.writers:
             writer.close()
         self.writers = []
@@ -122,8 +139,15 @@ class Logger:
         total_steps: int,
     ) -> None:
         """One iteration's output: every seed's scalars and per-particle returns (S, M) to TensorBoard at
-        ``step``, and its row to the progress files."""
+        ``step``, and its row to the progress files; with :meth:`use`, the first seed's scalars to that
+        logger, dumped with what the callbacks record."""
         self.step = step
+        if self.custom:
+            for key, value in scalars[0].items():
+                self.values.record(key, value)
+            self.values.record("time/iterations", iteration)
+            self.values.record("time/total_timesteps", total_steps)
+            self.values.record("rollout/particle_returns", particle_returns[0].cpu(), exclude=NOT_TENSORBOARD)
         if self.writers:
             returns = particle_returns.cpu()
             for k, writer in enumerate(self.writers):
@@ -134,8 +158,9 @@ class Logger:
                 rows.append({"iteration": iteration, "total_steps": total_steps, **values})
 
     def print_iteration(self, iteration: int, num_timesteps: int, scalars: dict[str, float], log_interval: int) -> None:
-        """The iteration's line (of the first seed) every ``log_interval`` iterations, with ``verbose`` ≥ 1."""
-        if self.verbose >= 1 and log_interval and iteration % log_interval == 0:
+        """The iteration's line (of the first seed) every ``log_interval`` iterations, with ``verbose`` ≥ 1
+        (not with :meth:`use`, whose formats print)."""
+        if not self.custom and self.verbose >= 1 and log_interval and iteration % log_interval == 0:
             print(
                 f"iteration {iteration}: {num_timesteps:,} steps, return mean {scalars['rollout/ep_rew_mean']:.1f} "
                 f"max {scalars['rollout/ep_rew_max']:.1f}, {scalars['time/fps']:,.0f} steps/s"
@@ -159,35 +184,34 @@ class Logger:
             :attr:`name_to_value` only.
         """
         _check_value(key, value)
-        self.name_to_value[key] = value
-        self.name_to_excluded[key] = _formats(exclude)
+        self.values.record(key, value, exclude)
 
     def record_mean(self, key: str, value: float | None, exclude: str | tuple[str, ...] | None = None) -> None:
         """As :meth:`record`, averaging the values recorded under ``key`` until the next :meth:`dump`
         (SB3's); ``None`` is skipped."""
-        if value is None:
-            return
-        mean, count = self.name_to_value[key], self.name_to_count[key]
-        self.name_to_value[key] = mean * count / (count + 1) + value / (count + 1)
-        self.name_to_count[key] = count + 1
-        self.name_to_excluded[key] = _formats(exclude)
+        self.values.record_mean(key, value, exclude)
 
     def dump(self, step: int | None = None) -> None:
-        """Write the recorded values to TensorBoard at ``step`` (default: the latest iteration's
-        environment steps) and forget them (SB3's ``Logger.dump``); without TensorBoard they are dropped."""
-        writer = self.writer
-        if writer is not None:
-            step = self.step if step is None else int(step)
-            for key, value in self.name_to_value.items():
-                if "tensorboard" not in self.name_to_excluded.get(key, ()):
-                    _write_value(writer, key, value, step)
-            writer.flush()
-        self.name_to_value.clear()
-        self.name_to_count.clear()
-        self.name_to_excluded.clear()
+        """Write the recorded values at ``step`` (default: the latest iteration's environment steps) and
+        forget them (SB3's ``Logger.dump``); without TensorBoard (or :meth:`use`'s logger) they are dropped."""
+        self.values.dump(self.step if step is None else int(step))
+
+    def end_iteration(self, iteration: int, log_interval: int) -> None:
+        """After an iteration's callbacks: dump what was recorded, every iteration to svpg's TensorBoard
+        events, every ``log_interval`` iterations to :meth:`use`'s logger (as SB3's ``learn`` dumps)."""
+        if not self.custom or (log_interval and iteration % log_interval == 0):
+            self.dump()
+
+    @property
+    def name_to_value(self) -> dict[str, Any]:
+        """The values recorded since the last :meth:`dump` (SB3's)."""
+        return self.values.name_to_value
 
     def get_dir(self) -> str | None:
-        """The first seed's TensorBoard folder while ``learn`` writes events, else ``None`` (SB3's)."""
+        """The first seed's TensorBoard folder while ``learn`` writes events, else ``None``; with :meth:`use`,
+        that logger's folder (SB3's)."""
+        if self.custom:
+            return self.values.get_dir()
         return self.writer.log_dir if self.writer is not None else None
 
     def __getattr__(self, name: str):
@@ -204,16 +228,34 @@ class Logger:
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
+#: SB3's output formats other than TensorBoard: where a histogram of values has no place
+NOT_TENSORBOARD = ("stdout", "log", "json", "csv")
+
+
+def _current_writer(logger: Logger):
+    """SB3's ``KVWriter`` onto the first seed's TensorBoard writer of ``logger``, while it has one."""
+    from stable_baselines3.common.logger import KVWriter
+
+    class CurrentWriter(KVWriter):
+        def write(self, key_values: dict[str, Any], key_excluded: dict[str, tuple[str, ...]], step: int = 0) -> None:
+            writer = logger.writer
+            if writer is None:
+                return
+            for key, value in key_values.items():
+                if "tensorboard" not in (key_excluded.get(key) or ()):
+                    _write_value(writer, key, value, step)
+            writer.flush()
+
+        def close(self) -> None:
+            pass
+
+    return CurrentWriter()
+
+
 def _summary_writer():
     from torch.utils.tensorboard import SummaryWriter
 
     return SummaryWriter
-
-
-def _formats(exclude: str | tuple[str, ...] | None) -> tuple[str, ...]:
-    if exclude is None:
-        return ()
-    return (exclude,) if isinstance(exclude, str) else tuple(exclude)
 
 
 def _write_value(writer, key: str, value: Any, step: int) -> None:

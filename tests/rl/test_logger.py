@@ -98,3 +98,30 @@ def test_a_callback_written_for_the_former_summary_writer_still_logs_with_a_warn
     assert scalars(EventAccumulator(str(tmp_path / "SVPG_1")).Reload(), "custom/former") == [(1000, 3.0)]
     with pytest.raises(AttributeError, match="no attribute 'add_nothing'"):
         svpg.SVPG("CartPole-v1", **CHEAP).logger.add_nothing  # noqa: B018
+
+
+def test_set_logger_sends_every_log_interval_s_scalars_and_the_callbacks_records_to_sb3_s_formats(tmp_path, capsys):
+    import csv
+
+    from stable_baselines3.common.logger import configure
+
+    class Calls(BaseCallback):
+        def _on_step(self):
+            self.logger.record("custom/calls", self.n_calls)
+            return True
+
+    model = svpg.SVPG("CartPole-v1", tensorboard_log=tmp_path / "tb", **(CHEAP | {"verbose": 1}))
+    model.set_logger(configure(str(tmp_path / "sb3"), ["stdout", "csv"]))
+    model.learn(4_000, callback=Calls(), log_interval=2)  # 4 iterations: dumps after the 2nd and the 4th
+    with open(tmp_path / "sb3" / "progress.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["time/iterations"], r["time/total_timesteps"], r["custom/calls"]) for r in rows] == [
+        ("2", "2000", "2"), ("4", "4000", "4")
+    ]
+    assert float(rows[-1]["rollout/ep_rew_mean"]) == pytest.approx(model.scalars[0]["rollout/ep_rew_mean"], rel=1e-6)
+    assert "rollout/particle_returns" not in rows[0]  # a histogram: TensorBoard's only
+    out = capsys.readouterr().out
+    assert "| custom/" in out and "iteration 2: 2,000 steps" not in out  # SB3's table replaces svpg's line
+    assert not (tmp_path / "tb").exists()  # its formats replace tensorboard_log, as in SB3
+    with pytest.raises(ValueError, match="^set_logger takes Stable-Baselines3's Logger"):
+        model.set_logger(model.logger)
