@@ -57,25 +57,25 @@ class Logger:
         self.step = 0  # the environment steps of the latest iteration: where dump() writes by default
         # record / record_mean / dump go through an SB3 Logger: by default one that writes to this logger's
         # TensorBoard writer (made when first needed: SB3 is imported then), after use() the user's
-        self._values = None
+        self._sb3_logger = None
         self.custom = False
 
     @property
-    def values(self):
+    def sb3_logger(self):
         """The SB3 ``Logger`` that :meth:`record` and :meth:`dump` go through."""
-        if self._values is None:
+        if self._sb3_logger is None:
             from stable_baselines3.common.logger import Logger as SB3Logger
 
-            self._values = SB3Logger(folder=None, output_formats=[_current_writer(self)])
-        return self._values
+            self._sb3_logger = SB3Logger(folder=None, output_formats=[_current_writer(self)])
+        return self._sb3_logger
 
     def use(self, logger) -> None:
         """Send every iteration's scalars, and what callbacks record, to SB3's ``logger`` (SB3's
         ``set_logger``): its formats (stdout, csv, json, tensorboard, log) replace svpg's TensorBoard events
         and printed line; progress rows still go where :meth:`write_rows_to` says."""
-        if self._values is not None and self._values.name_to_value:
+        if self._sb3_logger is not None and self._sb3_logger.name_to_value:
             self.dump()
-        self._values, self.custom = logger, True
+        self._sb3_logger, self.custom = logger, True
 
     # -- where to log ------------------------------------------------------------------------
     def log_to(self, folders: list[Path], purge_step: int | None = None) -> None:
@@ -117,7 +117,7 @@ class Logger:
     def close(self) -> None:
         """End a ``learn`` call's output: write what callbacks recorded, flush and close the writers; rows
         go nowhere until told again."""
-        if self._values is not None and self._values.name_to_value:
+        if self._sb3_logger is not None and self._sb3_logger.name_to_value:
             self.dump()
         for writer in self.writers:
             writer.close()
@@ -144,10 +144,10 @@ class Logger:
         self.step = step
         if self.custom:
             for key, value in scalars[0].items():
-                self.values.record(key, value)
-            self.values.record("time/iterations", iteration)
-            self.values.record("time/total_timesteps", total_steps)
-            self.values.record("rollout/particle_returns", particle_returns[0].cpu(), exclude=NOT_TENSORBOARD)
+                self.sb3_logger.record(key, value)
+            self.sb3_logger.record("time/iterations", iteration)
+            self.sb3_logger.record("time/total_timesteps", total_steps)
+            self.sb3_logger.record("rollout/particle_returns", particle_returns[0].cpu(), exclude=NOT_TENSORBOARD)
         if self.writers:
             returns = particle_returns.cpu()
             for k, writer in enumerate(self.writers):
@@ -178,23 +178,24 @@ class Logger:
         recorded wins). A number goes to TensorBoard as a scalar, a string as text, a tensor or array as a
         histogram, SB3's ``Video``, ``Figure``, ``Image`` and ``HParam`` as SB3 writes them. ``learn``
         dumps after every iteration's callbacks, at the iteration's environment steps; recorded values go
-        to TensorBoard (the first seed's writer), not to ``progress.csv``.
+        to TensorBoard (the first seed's writer), not to ``progress.csv`` (after :meth:`use`, to that
+        logger's formats).
 
         :param exclude: SB3's output formats to leave out; ``"tensorboard"`` keeps the value in
             :attr:`name_to_value` only.
         """
         _check_value(key, value)
-        self.values.record(key, value, exclude)
+        self.sb3_logger.record(key, value, exclude)
 
     def record_mean(self, key: str, value: float | None, exclude: str | tuple[str, ...] | None = None) -> None:
         """As :meth:`record`, averaging the values recorded under ``key`` until the next :meth:`dump`
         (SB3's); ``None`` is skipped."""
-        self.values.record_mean(key, value, exclude)
+        self.sb3_logger.record_mean(key, value, exclude)
 
     def dump(self, step: int | None = None) -> None:
         """Write the recorded values at ``step`` (default: the latest iteration's environment steps) and
         forget them (SB3's ``Logger.dump``); without TensorBoard (or :meth:`use`'s logger) they are dropped."""
-        self.values.dump(self.step if step is None else int(step))
+        self.sb3_logger.dump(self.step if step is None else int(step))
 
     def end_iteration(self, iteration: int, log_interval: int) -> None:
         """After an iteration's callbacks: dump what was recorded, every iteration to svpg's TensorBoard
@@ -205,13 +206,13 @@ class Logger:
     @property
     def name_to_value(self) -> dict[str, Any]:
         """The values recorded since the last :meth:`dump` (SB3's)."""
-        return self.values.name_to_value
+        return self.sb3_logger.name_to_value
 
     def get_dir(self) -> str | None:
         """The first seed's TensorBoard folder while ``learn`` writes events, else ``None``; with :meth:`use`,
         that logger's folder (SB3's)."""
         if self.custom:
-            return self.values.get_dir()
+            return self.sb3_logger.get_dir()
         return self.writer.log_dir if self.writer is not None else None
 
     def __getattr__(self, name: str):
@@ -264,7 +265,10 @@ def _write_value(writer, key: str, value: Any, step: int) -> None:
 
     if isinstance(value, str):
         writer.add_text(key, value, step)
-    elif isinstance(value, (torch.Tensor, np.ndarray)) and np.asarray(value).size > 1:
+    elif (
+        isinstance(value, (torch.Tensor, np.ndarray))
+        and (value.numel() if isinstance(value, torch.Tensor) else value.size) > 1
+    ):
         writer.add_histogram(key, torch.as_tensor(value), step)
     elif isinstance(value, (bool, int, float, np.number, np.bool_, torch.Tensor, np.ndarray)):
         writer.add_scalar(key, float(value), step)
