@@ -667,6 +667,16 @@ class SVPG:
         """The run seed given to the model (SB3's ``model.seed``); every random stream is spawned from it."""
         return self.config.seed
 
+    def set_random_seed(self, seed: int | None = None) -> None:
+        """SB3's ``set_random_seed``: from the next iteration on, every random stream (resets, action noise,
+        minibatches) is spawned from ``seed`` (``seed, …, seed + S − 1`` with ``num_seeds`` S) instead of the
+        model's seed; the particles and critics already drawn stay. :meth:`save` records it, so a saved model
+        still continues bit for bit. ``None`` changes nothing, as in SB3."""
+        if seed is None:
+            return
+        self.config = dataclasses.replace(self.config, seed=seed).validate()
+        self.seeds = [self.config.seed + k for k in range(len(self.seeds))]
+
     def close(self) -> None:
         """Close the training environments this model built (from an id, copies of an env instance or a
         factory), and with them the worker processes of ``vec_env="async"``; a ``gym.vector.VectorEnv``

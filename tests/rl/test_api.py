@@ -306,6 +306,23 @@ def test_set_env_takes_an_env_of_the_model_s_spaces_refuses_others_and_save_reco
     assert loaded.config.env_id == "CartPole-v1" and loaded.horizon == 250 and loaded.num_timesteps == 1_000
 
 
+def test_set_random_seed_respawns_the_streams_and_a_saved_model_continues_with_them(tmp_path):
+    options = dict(estimator="a2c", num_particles=2, samples_per_particle=250, verbose=0)
+    straight = svpg.SVPG("CartPole-v1", **options).learn(1_000)
+    model = svpg.SVPG("CartPole-v1", **options).learn(500)
+    model.set_random_seed(None)  # SB3's: nothing
+    assert model.seed == 0
+    model.set_random_seed(7)
+    assert model.seed == 7 and model.seeds == [7]
+    resumed = svpg.SVPG.load(model.save(tmp_path / "m"), verbose=0)
+    for m in (model, resumed):
+        m.learn(500, reset_num_timesteps=False)
+    assert torch.equal(model.policy.theta, resumed.policy.theta)  # bit for bit with the new seed
+    assert not torch.equal(model.policy.theta, straight.policy.theta)  # the second iteration drew other episodes
+    with pytest.raises(ValueError, match="seed"):
+        model.set_random_seed(-1)
+
+
 def test_an_sb3_callback_is_one_line_naming_svpg_s():
     from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
 
