@@ -90,6 +90,26 @@ def _json_kwargs(kwargs: dict) -> dict | None:
     return kwargs
 
 
+def _sb3_vec_env_message(env) -> str:
+    """What to pass instead of Stable-Baselines3's VecEnv (``make_vec_env``, ``VecNormalize``, …)."""
+    try:
+        env_id = env.get_attr("spec", [0])[0].id
+    except Exception:  # a VecEnv of unregistered envs, or one whose workers are gone
+        env_id = None
+    wrappers, inner = [], env
+    while hasattr(inner, "venv"):
+        wrappers.append(type(inner).__name__)
+        inner = inner.venv
+    normalize = (
+        ", and normalize_obs=True / normalize_reward=True instead of VecNormalize" if "VecNormalize" in wrappers else ""
+    )
+    what = f"svpg.SVPG({env_id!r}, ...)" if env_id else "the env's id, one instance or a zero-argument factory"
+    return (
+        f"env is Stable-Baselines3's {type(env).__name__}: svpg builds every particle's environments itself; pass "
+        f"{what} (vec_env='async' steps them in worker processes, as SubprocVecEnv){normalize}"
+    )
+
+
 def resolve_env(env, env_kwargs: dict | None = None) -> EnvSource:
     """An :class:`EnvSource` for anything ``svpg.SVPG`` accepts as ``env``; a one-line ValueError for
     anything else."""
@@ -112,6 +132,8 @@ def resolve_env(env, env_kwargs: dict | None = None) -> EnvSource:
             if kwargs is not None and not spec.additional_wrappers:
                 return EnvSource(spec.id, kwargs)  # rebuilt from its id: recorded, reloadable
         return EnvSource(_label(env), factory=CopiesOf(env), time_limit=_time_limit(env))
+    if type(env).__module__.startswith("stable_baselines3") and hasattr(env, "num_envs"):
+        raise ValueError(_sb3_vec_env_message(env))
     if callable(env):
         return EnvSource(_label(env), factory=env)
     raise ValueError(

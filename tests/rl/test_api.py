@@ -323,6 +323,18 @@ def test_set_random_seed_respawns_the_streams_and_a_saved_model_continues_with_t
         model.set_random_seed(-1)
 
 
+def test_an_sb3_vec_env_is_one_line_naming_its_id_and_what_replaces_vec_normalize():
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    env = make_vec_env("Pendulum-v1", n_envs=2)
+    with pytest.raises(ValueError, match=r"^env is Stable-Baselines3's DummyVecEnv: .*pass svpg.SVPG\('Pendulum-v1', ...\) \(vec_env='async'.*\)$"):
+        svpg.SVPG("MlpPolicy", env)
+    with pytest.raises(ValueError, match=r"^env is Stable-Baselines3's VecNormalize: .*'Pendulum-v1'.*normalize_obs=True / normalize_reward=True instead of VecNormalize$"):
+        svpg.SVPG(VecNormalize(env))
+    env.close()
+
+
 def test_an_sb3_callback_is_one_line_naming_svpg_s():
     from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
 
