@@ -103,7 +103,7 @@ def _sb3_vec_env_message(env) -> str:
     normalize = (
         ", and normalize_obs=True / normalize_reward=True instead of VecNormalize" if "VecNormalize" in wrappers else ""
     )
-    what = f"svpg.SVPG({env_id!r}, ...)" if env_id else "the env's id, one instance or a zero-argument factory"
+    what = f"its id {env_id!r}" if env_id else "the env's id, one instance or a zero-argument factory"
     return (
         f"env is Stable-Baselines3's {type(env).__name__}: svpg builds every particle's environments itself; pass "
         f"{what} (vec_env='async' steps them in worker processes, as SubprocVecEnv){normalize}"

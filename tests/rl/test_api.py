@@ -328,7 +328,7 @@ def test_an_sb3_vec_env_is_one_line_naming_its_id_and_what_replaces_vec_normaliz
     from stable_baselines3.common.vec_env import VecNormalize
 
     env = make_vec_env("Pendulum-v1", n_envs=2)
-    with pytest.raises(ValueError, match=r"^env is Stable-Baselines3's DummyVecEnv: .*pass svpg.SVPG\('Pendulum-v1', ...\) \(vec_env='async'.*\)$"):
+    with pytest.raises(ValueError, match=r"^env is Stable-Baselines3's DummyVecEnv: .*pass its id 'Pendulum-v1' \(vec_env='async'.*\)$"):
         svpg.SVPG("MlpPolicy", env)
     with pytest.raises(ValueError, match=r"^env is Stable-Baselines3's VecNormalize: .*'Pendulum-v1'.*normalize_obs=True / normalize_reward=True instead of VecNormalize$"):
         svpg.SVPG(VecNormalize(env))
