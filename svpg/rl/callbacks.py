@@ -26,6 +26,7 @@ import numpy as np
 from svpg.io import atomic_write
 from svpg.rl import checkpoints
 from svpg.rl.checkpoints import PROGRESS_FILE, ProgressCSV
+from svpg.rl.logger import NOT_TENSORBOARD
 
 
 class BaseCallback:
@@ -437,9 +438,10 @@ class EvalCallback(EventCallback):
             ("eval/mean_reward_particles", float(per_particle.mean())),
             ("eval/best_particle", best),
             ("eval/mean_ep_length", float(lengths[best].float().mean())),
-            ("eval/particle_mean_rewards", per_particle.cpu()),
         ):
             self.logger.record(key, value)
+        # a histogram: TensorBoard's alone (a set_logger's csv or stdout has no cell for it)
+        self.logger.record("eval/particle_mean_rewards", per_particle.cpu(), exclude=NOT_TENSORBOARD)
         self.logger.dump(model.num_timesteps)
         if self.verbose >= 1:
             print(

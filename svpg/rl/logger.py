@@ -73,7 +73,7 @@ class Logger:
         """Send every iteration's scalars, and what callbacks record, to SB3's ``logger`` (SB3's
         ``set_logger``): its formats (stdout, csv, json, tensorboard, log) replace svpg's TensorBoard events
         and printed line; progress rows still go where :meth:`write_rows_to` says."""
-        if self._sb3_logger is not None and self._sb3_logger.name_to_value:
+        if self._sb3_logger is not None:
             self.dump()
         self._sb3_logger, self.custom = logger, True
 
@@ -117,7 +117,7 @@ class Logger:
     def close(self) -> None:
         """End a ``learn`` call's output: write what callbacks recorded, flush and close the writers; rows
         go nowhere until told again."""
-        if self._sb3_logger is not None and self._sb3_logger.name_to_value:
+        if self._sb3_logger is not None:
             self.dump()
         for writer in self.writers:
             writer.close()
@@ -195,7 +195,8 @@ class Logger:
     def dump(self, step: int | None = None) -> None:
         """Write the recorded values at ``step`` (default: the latest iteration's environment steps) and
         forget them (SB3's ``Logger.dump``); without TensorBoard (or :meth:`use`'s logger) they are dropped."""
-        self.sb3_logger.dump(self.step if step is None else int(step))
+        if self.sb3_logger.name_to_value:  # nothing recorded: no empty row in a csv format
+            self.sb3_logger.dump(self.step if step is None else int(step))
 
     def end_iteration(self, iteration: int, log_interval: int) -> None:
         """After an iteration's callbacks: dump what was recorded, every iteration to svpg's TensorBoard

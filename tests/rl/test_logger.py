@@ -112,12 +112,15 @@ def test_set_logger_sends_every_log_interval_s_scalars_and_the_callbacks_records
 
     model = svpg.SVPG("CartPole-v1", tensorboard_log=tmp_path / "tb", **(CHEAP | {"verbose": 1}))
     model.set_logger(configure(str(tmp_path / "sb3"), ["stdout", "csv"]))
-    model.learn(4_000, callback=Calls(), log_interval=2)  # 4 iterations: dumps after the 2nd and the 4th
+    evaluation = svpg.EvalCallback("CartPole-v1", eval_freq=4, n_eval_episodes=1, verbose=0)  # dumps when it evaluates
+    model.learn(4_000, callback=[Calls(), evaluation], log_interval=2)  # 4 iterations: dumps after the 2nd and the 4th
     with open(tmp_path / "sb3" / "progress.csv") as f:
         rows = list(csv.DictReader(f))
     assert [(r["time/iterations"], r["time/total_timesteps"], r["custom/calls"]) for r in rows] == [
-        ("2", "2000", "2"), ("4", "4000", "4")
+        ("2", "2000", "2"), ("4", "4000", "4")  # the evaluation's dump writes the 4th: no row of its own
     ]
+    assert float(rows[1]["eval/mean_reward"]) == evaluation.last_mean_reward and rows[0]["eval/mean_reward"] == ""
+    assert "eval/particle_mean_rewards" not in rows[0]
     assert float(rows[-1]["rollout/ep_rew_mean"]) == pytest.approx(model.scalars[0]["rollout/ep_rew_mean"], rel=1e-6)
     assert "rollout/particle_returns" not in rows[0]  # a histogram: TensorBoard's only
     out = capsys.readouterr().out
