@@ -55,8 +55,80 @@ SMALL_CONVS = ((16, 3, 1, 1),)
 NATURE_FEATURES, NATURE_DICT_FEATURES, SMALL_FEATURES = 512, 256, 128
 #: what observation spaces svpg's policies read, as errors name them
 SUPPORTED_OBSERVATIONS = (
-    "flat or n-D Box, image Box (3-D: uint8 0–255, or bool 0–1), Discrete, or a Dict of those (not nested)"
+    "flat or n-D Box, image Box (3-D: uint8 0–255, or bool 0–1), Discrete, flat MultiDiscrete, MultiBinary, or a "
+    "Dict of Box and Discrete (not nested)"
 )
+
+
+@dataclass(frozen=True)
+class ObsEncoding:
+    """A ``Discrete``, ``MultiDiscrete`` or ``MultiBinary`` observation read as floats, as SB3's
+    ``preprocess_obs`` reads it: the one-hot of a Discrete, the components' one-hots one after another for
+    a MultiDiscrete, 0/1 for a MultiBinary (flattened). The environments hand the policies the encoded
+    vector; ``predict`` encodes the raw observations the environment gives (stored in checkpoints).
+
+    :param kind: ``"discrete"``, ``"multi_discrete"`` or ``"multi_binary"``.
+    :param sizes: each component's categories (a Discrete's ``(n,)``, a MultiDiscrete's ``nvec``) or a
+        MultiBinary's shape.
+    :param starts: each component's ``start`` (Discrete and MultiDiscrete).
+    """
+
+    kind: str
+    sizes: tuple[int, ...]
+    starts: tuple[int, ...] = ()
+
+    @classmethod
+    def from_space(cls, space: gym.Space, name: str = "the env") -> ObsEncoding | None:
+        """The encoding of ``space``; None for other spaces; a one-line ValueError for a MultiDiscrete of
+        several dimensions."""
+        if isinstance(space, gym.spaces.Discrete):
+            return cls("discrete", (int(space.n),), (int(space.start),))
+        if isinstance(space, gym.spaces.MultiDiscrete):
+            if space.nvec.ndim != 1:
+                raise ValueError(
+                    f"{name}: observation_space {space} has a {space.nvec.ndim}-D nvec; svpg reads a flat "
+                    f"MultiDiscrete (as SB3): flatten it in a wrapper"
+                )
+            return cls("multi_discrete", tuple(int(n) for n in space.nvec), tuple(int(s) for s in space.start))
+        if isinstance(space, gym.spaces.MultiBinary):
+            return cls("multi_binary", tuple(int(n) for n in np.atleast_1d(space.n)))
+        return None
+
+    @property
+    def size(self) -> int:
+        """The encoded vector's length."""
+        return int(np.prod(self.sizes)) if self.kind == "multi_binary" else sum(self.sizes)
+
+    @property
+    def raw_shape(self) -> tuple[int, ...]:
+        """One raw observation's shape: () for a Discrete, (components,) or the MultiBinary's shape."""
+        if self.kind == "discrete":
+            return ()
+        return (len(self.sizes),) if self.kind == "multi_discrete" else self.sizes
+
+    def space(self) -> gym.Space:
+        """The environment's own observation space."""
+        if self.kind == "discrete":
+            return gym.spaces.Discrete(self.sizes[0], start=self.starts[0])
+        if self.kind == "multi_discrete":
+            return gym.spaces.MultiDiscrete(list(self.sizes), start=list(self.starts))
+        return gym.spaces.MultiBinary(list(self.sizes) if len(self.sizes) > 1 else self.sizes[0])
+
+    def encode(self, obs) -> np.ndarray:
+        """Raw observations (…, *raw_shape) → float32 (…, size)."""
+        obs = np.asarray(obs)
+        lead = obs.shape[: obs.ndim - len(self.raw_shape)]
+        if self.kind == "multi_binary":
+            return obs.reshape(*lead, -1).astype(np.float32)
+        codes = obs.astype(np.int64).reshape(*lead, len(self.sizes)) - np.asarray(self.starts)
+        return np.concatenate([np.eye(n, dtype=np.float32)[codes[..., i]] for i, n in enumerate(self.sizes)], axis=-1)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ObsEncoding:
+        return cls(d["kind"], tuple(d["sizes"]), tuple(d.get("starts", ())))
 
 
 def is_image_space(space: gym.Space) -> bool:

@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import gymnasium as gym
 import torch
 
 from .xp import NumpyOps, TorchOps
+
+if TYPE_CHECKING:
+    from svpg.core.extractors import ObsEncoding
 
 
 class StepResult(NamedTuple):
@@ -66,6 +69,9 @@ class BatchedEnv:
 
     single_observation_space: gym.spaces.Box
     single_action_space: gym.spaces.Space
+    #: a Discrete, MultiDiscrete or MultiBinary observation space's encoding into the float vectors this
+    #: batch returns (:class:`svpg.core.extractors.ObsEncoding`); None: observations as the space has them
+    obs_encoding: ObsEncoding | None = None
     num_envs: int
     max_episode_steps: int
     device: torch.device
@@ -107,6 +113,12 @@ class BatchedEnv:
         """Release resources (nothing to release for the torch tasks)."""
 
     # -- conveniences -------------------------------------------------------------------------------
+    @property
+    def original_observation_space(self) -> gym.Space:
+        """One environment's own observation space (a Discrete, MultiDiscrete or MultiBinary one before its
+        encoding into :attr:`single_observation_space`'s float vectors)."""
+        return self.obs_encoding.space() if self.obs_encoding is not None else self.single_observation_space
+
     @property
     def obs_dim(self) -> int:
         """Length of one (flat) observation."""

@@ -5,7 +5,7 @@ factory's environments, or a user's vector env) with same-step autoreset and con
 at every step (a host round trip, so this path is for coverage, not speed). With ``vec_env="async"``
 the same environments run in parallel groups, one in this process and one per worker process
 (:mod:`svpg.envs.parallel`).
-Observations are flattened (``Discrete`` observations are one-hot encoded; image ``Box`` and ``Dict``
+Observations are flattened (``Discrete``, ``MultiDiscrete`` and ``MultiBinary`` ones encoded as SB3 does; image ``Box`` and ``Dict``
 observations keep their space as ``single_observation_space`` and reach the policies as one flat float
 vector laid out by :class:`svpg.core.extractors.ObsLayout`, pixels 0–255); ``Box`` actions are clipped
 to the action space before they are applied, as Stable-Baselines3 does; ``Discrete``, ``MultiDiscrete``
@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from svpg.core.extractors import SUPPORTED_OBSERVATIONS, ObsLayout
+from svpg.core.extractors import SUPPORTED_OBSERVATIONS, ObsEncoding, ObsLayout
 
 from .base import BatchedEnv, StepResult
 from .envpool_env import EnvPoolVectorEnv
@@ -58,8 +58,9 @@ def factory_name(factory) -> str:
 
 class CheckObservations(gym.Wrapper):
     """A one-line ``ValueError`` naming the environment when ``reset`` or ``step`` returns an
-    observation that does not fit its ``Box``, ``Discrete`` or ``Dict`` observation space: another shape,
-    a non-numeric dtype (a ``Discrete`` space needs an integer in its range), a ``Dict`` with other keys.
+    observation that does not fit its ``Box``, ``Discrete``, ``MultiDiscrete``, ``MultiBinary`` or ``Dict``
+    observation space: another shape, a non-numeric dtype (the discrete spaces need integers in their
+    range), a ``Dict`` with other keys.
     Numeric dtypes that differ from the space's are converted, as ``SyncVectorEnv`` converts them."""
 
     def __init__(self, env: gym.Env, name: str):
@@ -72,8 +73,8 @@ class CheckObservations(gym.Wrapper):
             if isinstance(space, gym.spaces.Dict)
             else {}
         )
-        self._discrete = isinstance(space, gym.spaces.Discrete)
-        self._shape = () if self._discrete else space.shape
+        self._discrete = isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary))
+        self._shape = () if isinstance(space, gym.spaces.Discrete) else space.shape
         self._kinds = "biu" if self._discrete else "biuf"
 
     class _Part:
@@ -112,7 +113,7 @@ class CheckObservations(gym.Wrapper):
         arr = np.asarray(obs) if not isinstance(obs, (dict, tuple)) else np.empty((), object)
         if arr.dtype.kind not in self._kinds:
             what = f"dtype {arr.dtype}" if arr.dtype != object else f"a {type(obs).__name__}"
-            need = "an integer" if self._discrete else "numbers"
+            need = "integers" if self._discrete else "numbers"
             raise ValueError(
                 f"{self.name}: {call} returned an observation of {what}, its observation_space "
                 f"{self.observation_space} needs {need}"
@@ -268,15 +269,12 @@ class GymVectorEnv(BatchedEnv):
                 f"{self.env_id}: vec_env={self._vec_env_kind!r} steps array observations; Dict observations run "
                 f"with vec_env='sync'"
             )
-        self._obs_n: int | None = None
+        self.obs_encoding = ObsEncoding.from_space(obs_space, self.env_id) if self._layout is None else None
         if self._layout is not None:  # image or Dict: the policies read the space's own layout
             self.single_observation_space = obs_space  # type: ignore[assignment]
-        elif isinstance(obs_space, gym.spaces.Discrete):
-            n = self._obs_n = int(obs_space.n)
-            self._obs_start = int(obs_space.start)  # Discrete(n, start=s) holds s … s + n − 1
-            self.single_observation_space = gym.spaces.Box(0.0, 1.0, (n,), np.float32)
+        elif self.obs_encoding is not None:  # Discrete, MultiDiscrete, MultiBinary: one-hots and 0/1 floats
+            self.single_observation_space = gym.spaces.Box(0.0, 1.0, (self.obs_encoding.size,), np.float32)
         elif isinstance(obs_space, gym.spaces.Box):
-            self._obs_n = None
             self.single_observation_space = gym.spaces.Box(
                 obs_space.low.reshape(-1).astype(np.float32),
                 obs_space.high.reshape(-1).astype(np.float32),
@@ -297,8 +295,8 @@ class GymVectorEnv(BatchedEnv):
         if self._layout is not None:
             flat, _ = self._layout.flatten(obs, batched=True)
             return torch.as_tensor(flat, device=self.device).to(self.dtype)
-        if self._obs_n is not None:
-            obs = np.eye(self._obs_n, dtype=np.float32)[np.asarray(obs, dtype=np.int64) - self._obs_start]
+        if self.obs_encoding is not None:
+            obs = self.obs_encoding.encode(obs)
         obs = np.asarray(obs).reshape(self.num_envs, -1)
         return torch.as_tensor(obs, device=self.device).to(self.dtype)
 

@@ -254,7 +254,7 @@ class SVPG:
         self.steps_per_env = math.ceil(samples / self.envs_per_particle)  # T: each environment's steps per iteration
         self.env = self._make_env(source)
         self.spec = PolicySpec.for_spaces(
-            self.env.single_observation_space,
+            self.env.original_observation_space,  # a discrete one: its encoding goes into the spec, for predict
             self.env.single_action_space,
             # svgd-star widens from the dense network's input: an image's features, not its pixel count
             cfg.network_kwargs(
@@ -649,8 +649,9 @@ class SVPG:
 
     @property
     def observation_space(self) -> gym.Space:
-        """One environment's observation space, as SB3's ``model.observation_space``."""
-        return self.env.single_observation_space
+        """One environment's observation space, as SB3's ``model.observation_space`` (the env's own: a
+        Discrete one, not its one-hot encoding)."""
+        return self.env.original_observation_space
 
     @property
     def action_space(self) -> gym.Space:

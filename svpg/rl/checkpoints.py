@@ -183,7 +183,8 @@ def restore(model, states: list[tuple[dict, dict]], paths: list) -> None:
             spec = PolicySpec.from_dict(meta["spec"])
         except (KeyError, TypeError, ValueError) as e:
             raise CheckpointError(f"{path}: its metadata does not describe a policy ({e})") from None
-        if spec != model.spec:
+        # files written before the spec recorded a discrete observation's encoding hold none: the same network
+        if dataclasses.replace(spec, obs_encoding=model.spec.obs_encoding) != model.spec:
             raise CheckpointError(
                 f"{path} holds a different network ({spec}) than its config builds ({model.spec}) "
                 f"on this environment: pass the environment it was trained on"

@@ -227,7 +227,9 @@ def to_module(
     """One particle as an ``nn.Sequential`` mapping observations (B, obs_dim) float32 to actions; an
     image observation as the env gives it, (B, *shape) of any numeric dtype (pixels 0–255); a ``Dict``
     observation as one flat (B, obs_dim) float32 vector, its keys flattened one after the other in the
-    order of ``svpg.json``'s ``obs_layout`` (``ObsLayout.flatten`` builds it, Discrete keys one-hot).
+    order of ``svpg.json``'s ``obs_layout`` (``ObsLayout.flatten`` builds it, Discrete keys one-hot); a
+    ``Discrete``, ``MultiDiscrete`` or ``MultiBinary`` observation encoded as ``svpg.json``'s ``obs_encoding``
+    says (``ObsEncoding.encode``: one-hots, 0/1 floats).
 
     The layers hold the particle's effective weights (``policy.weights``: for structural layers
     W = P Λ1 C Λ2 Qᵀ, eqs. 10-13 of the S²VGD paper, with the observation scale folded into the first),
@@ -391,6 +393,7 @@ def _describe(policy: ParticlePolicy, particle: int, deterministic: bool, raw: b
         "particle": particle,
         "obs_dim": spec.obs_dim,
         **({"obs_layout": spec.obs_layout.to_dict()} if spec.obs_layout is not None else {}),
+        **({"obs_encoding": spec.obs_encoding.to_dict()} if spec.obs_encoding is not None else {}),
         "action_space": action,
         "output": output,
         "env_id": getattr(policy, "metadata", {}).get("env_id"),

@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from svpg.core.extractors import ObsLayout, ParticleNetwork, feature_size
+from svpg.core.extractors import ObsEncoding, ObsLayout, ParticleNetwork, feature_size
 from svpg.core.networks import LayerWeights, NetworkSpec, ParticleMLP
 from svpg.core.particles import ParticleLayout
 from svpg.core.probability import LOG_2PI, gaussian_log_prob
@@ -76,6 +76,7 @@ class PolicySpec:
     binary: bool = False
     obs_layout: ObsLayout | None = None
     deterministic: bool = False
+    obs_encoding: ObsEncoding | None = None
 
     def __post_init__(self):
         if self.deterministic and (self.discrete or self.squashed):
@@ -111,11 +112,13 @@ class PolicySpec:
         d = asdict(self)
         d["network"] = self.network.to_dict()
         # a field at its default is not stored
-        for name in ("squashed", "nvec", "binary", "obs_layout", "deterministic"):
+        for name in ("squashed", "nvec", "binary", "obs_layout", "deterministic", "obs_encoding"):
             if not d[name]:
                 del d[name]
         if self.obs_layout is not None:
             d["obs_layout"] = self.obs_layout.to_dict()
+        if self.obs_encoding is not None:
+            d["obs_encoding"] = self.obs_encoding.to_dict()
         return d
 
     @classmethod
@@ -127,6 +130,8 @@ class PolicySpec:
         d["nvec"] = tuple(d.get("nvec", ()))
         if d.get("obs_layout") is not None:
             d["obs_layout"] = ObsLayout.from_dict(d["obs_layout"])
+        if d.get("obs_encoding") is not None:
+            d["obs_encoding"] = ObsEncoding.from_dict(d["obs_encoding"])
         return cls(**d)
 
     def normalized_index(self) -> list[int] | None:
@@ -203,6 +208,19 @@ class PolicySpec:
         Box or a Dict observation space gets an :class:`~svpg.core.extractors.ObsLayout`: the MLP reads
         the extractors' features. ``init_log_std``: the initial log σ of a Gaussian Box head (SB3's
         ``log_std_init``)."""
+        encoding = ObsEncoding.from_space(obs_space, "the observation space")
+        if encoding is not None:  # the policies read the encoded vector; predict encodes raw observations
+            spec = cls.for_spaces(
+                gym.spaces.Box(0.0, 1.0, (encoding.size,)),
+                action_space,
+                network,
+                num_particles,
+                obs_scale,
+                squashed,
+                deterministic,
+                init_log_std,
+            )
+            return dataclasses.replace(spec, obs_encoding=encoding)
         layout = ObsLayout.from_space(obs_space, "the observation space")
         if layout is not None:
             spec = cls.for_spaces(
@@ -552,15 +570,30 @@ class ParticlePolicy:
         """Actions of particle ``self.particle`` for a batch of observations: ``(actions, None)``.
 
         :param observation: array (obs_dim,) or (n_envs, obs_dim); an image (its space's shape) or a
-            batch of them (n_envs, *shape); a dict of such arrays for a ``Dict`` space, single or batched.
+            batch of them (n_envs, *shape); a dict of such arrays for a ``Dict`` space, single or batched;
+            for a ``Discrete``, ``MultiDiscrete`` or ``MultiBinary`` space, the environment's integer
+            observations (a float array is read as already encoded, one-hot or 0/1).
         :param deterministic: argmax / mean action instead of a sample (a deterministic head ignores it:
             its sample is its mode, as Stable-Baselines3's TD3 predicts).
         :returns: actions (n_envs, *action_shape), or one action for one observation: int64 for discrete
             heads (() for Discrete, (components,) for MultiDiscrete, (n,) for MultiBinary), float32 in
             the box for Box ones.
         """
+        encoding = self.spec.obs_encoding
         if self.spec.obs_layout is not None:
             obs, single = self.spec.obs_layout.flatten(observation)
+        elif encoding is not None and np.asarray(observation).dtype.kind in "biu":  # the env's own observations
+            raw = np.asarray(observation)
+            if (
+                raw.shape[raw.ndim - len(encoding.raw_shape) :] != encoding.raw_shape
+                or raw.ndim > len(encoding.raw_shape) + 1
+            ):
+                raise ValueError(
+                    f"observation has shape {raw.shape}, but this policy reads {encoding.space()}: one observation "
+                    f"{encoding.raw_shape} or a batch (n_envs, {', '.join(map(str, encoding.raw_shape))})"
+                )
+            single = raw.ndim == len(encoding.raw_shape)
+            obs = encoding.encode(raw.reshape(-1, *encoding.raw_shape))
         else:
             obs = np.asarray(observation, dtype=np.float32)
             single = obs.ndim == 1

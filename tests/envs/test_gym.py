@@ -219,3 +219,44 @@ def test_discrete_observations_with_a_start_are_one_hot_from_the_start():
     first = env.reset()
     second = env.step(torch.zeros(2, dtype=torch.long)).obs
     assert first.tolist() == [[1.0, 0.0, 0.0]] * 2 and second.tolist() == [[0.0, 1.0, 0.0]] * 2
+
+
+class _Digits(gym.Env):
+    """MultiDiscrete([3, 2], start=[1, 0]) or MultiBinary([2, 2]) observations: a fixed sequence."""
+
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, binary=False):
+        self.binary = binary
+        self.observation_space = gym.spaces.MultiBinary([2, 2]) if binary else gym.spaces.MultiDiscrete([3, 2], start=[1, 0])
+        self.seq = [np.array([[1, 0], [0, 1]], np.int8), np.array([[0, 0], [1, 1]], np.int8)] if binary else [
+            np.array([1, 1]), np.array([3, 0])]
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self.seq[0], {}
+
+    def step(self, action):
+        self.t += 1
+        return self.seq[self.t % 2], 0.0, False, self.t == 2, {}
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_multi_discrete_and_multi_binary_observations_are_encoded_as_sb3_preprocesses_them(binary):
+    from stable_baselines3.common.preprocessing import preprocess_obs
+
+    from svpg import envs
+
+    env = envs.make_batched(lambda: _Digits(binary), 2, seed=0)
+    space = _Digits(binary).observation_space
+    assert env.original_observation_space == space and env.single_observation_space.shape == (4 if binary else 5,)
+    first, second = env.reset(), env.step(torch.zeros(2, dtype=torch.long)).obs
+    # by hand: components 1 of 1..3 and 1 of 0..1 → [1, 0, 0 | 0, 1]; 3 and 0 → [0, 0, 1 | 1, 0]
+    expected = [[1, 0, 0, 1], [0, 0, 1, 1]] if binary else [[1, 0, 0, 0, 1], [0, 0, 1, 1, 0]]
+    assert first.tolist() == [expected[0]] * 2 and second.tolist() == [expected[1]] * 2
+    if not binary:  # SB3 one-hots MultiDiscrete components counted from 0: the same vector once start is taken off
+        raw = torch.as_tensor(np.stack(_Digits().seq) - np.array([1, 0]))
+        assert preprocess_obs(raw, gym.spaces.MultiDiscrete([3, 2])).tolist() == expected
+    else:
+        assert preprocess_obs(torch.as_tensor(np.stack(_Digits(True).seq)), space).flatten(1).tolist() == expected
