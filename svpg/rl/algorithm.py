@@ -633,7 +633,7 @@ class SVPG:
             )
         new = self._make_env(source)
         for name, space, ours in (
-            ("observation", new.single_observation_space, self.observation_space),
+            ("observation", new.original_observation_space, self.observation_space),
             ("action", new.single_action_space, self.action_space),
         ):
             if space != ours:

@@ -474,3 +474,4 @@ def test_multi_discrete_and_multi_binary_observations_learn_and_predict_from_the
     assert loaded.predict(raw, deterministic=True)[0].tolist() == actions.tolist()
     with pytest.raises(ValueError, match=r"^observation has shape \(2, \d, \d\), but this policy reads Multi"):
         model.predict(np.stack([raw, raw]))
+    model.set_env(EchoDigit(binary))  # the same spaces: the env's own, not their encodings, are compared
