@@ -62,14 +62,14 @@ SUPPORTED_OBSERVATIONS = (
 
 @dataclass(frozen=True)
 class ObsEncoding:
-    """A ``Discrete``, ``MultiDiscrete`` or ``MultiBinary`` observation read as floats, as SB3's
-    ``preprocess_obs`` reads it: the one-hot of a Discrete, the components' one-hots one after another for
-    a MultiDiscrete, 0/1 for a MultiBinary (flattened). The environments hand the policies the encoded
-    vector; ``predict`` encodes the raw observations the environment gives (stored in checkpoints).
+    """An observation that is not a flat vector read as one, as SB3's ``preprocess_obs`` reads it: the
+    one-hot of a Discrete, the components' one-hots one after another for a MultiDiscrete, 0/1 for a
+    MultiBinary, a non-flat (non-image) Box flattened (row-major). The environments hand the policies the
+    encoded vector; ``predict`` encodes the raw observations the environment gives (stored in checkpoints).
 
-    :param kind: ``"discrete"``, ``"multi_discrete"`` or ``"multi_binary"``.
-    :param sizes: each component's categories (a Discrete's ``(n,)``, a MultiDiscrete's ``nvec``) or a
-        MultiBinary's shape.
+    :param kind: ``"discrete"``, ``"multi_discrete"``, ``"multi_binary"`` or ``"box"``.
+    :param sizes: each component's categories (a Discrete's ``(n,)``, a MultiDiscrete's ``nvec``), or a
+        MultiBinary's or Box's shape.
     :param starts: each component's ``start`` (Discrete and MultiDiscrete).
     """
 
@@ -92,33 +92,44 @@ class ObsEncoding:
             return cls("multi_discrete", tuple(int(n) for n in space.nvec), tuple(int(s) for s in space.start))
         if isinstance(space, gym.spaces.MultiBinary):
             return cls("multi_binary", tuple(int(n) for n in np.atleast_1d(space.n)))
+        if isinstance(space, gym.spaces.Box) and len(space.shape) > 1 and not (len(space.shape) == 3):
+            return cls("box", tuple(int(n) for n in space.shape))  # (3-D Boxes are images: ObsLayout)
         return None
 
     @property
     def size(self) -> int:
         """The encoded vector's length."""
-        return int(np.prod(self.sizes)) if self.kind == "multi_binary" else sum(self.sizes)
+        return int(np.prod(self.sizes)) if self.kind in ("multi_binary", "box") else sum(self.sizes)
 
     @property
     def raw_shape(self) -> tuple[int, ...]:
-        """One raw observation's shape: () for a Discrete, (components,) or the MultiBinary's shape."""
+        """One raw observation's shape: () for a Discrete, (components,), or the MultiBinary's or Box's shape."""
         if self.kind == "discrete":
             return ()
         return (len(self.sizes),) if self.kind == "multi_discrete" else self.sizes
 
-    def space(self) -> gym.Space:
-        """The environment's own observation space."""
+    def describe(self) -> str:
+        """The environment's observation space, in Gymnasium's words (a Box without its bounds)."""
         if self.kind == "discrete":
-            return gym.spaces.Discrete(self.sizes[0], start=self.starts[0])
+            return str(gym.spaces.Discrete(self.sizes[0], start=self.starts[0]))
         if self.kind == "multi_discrete":
-            return gym.spaces.MultiDiscrete(list(self.sizes), start=list(self.starts))
-        return gym.spaces.MultiBinary(list(self.sizes) if len(self.sizes) > 1 else self.sizes[0])
+            return str(gym.spaces.MultiDiscrete(list(self.sizes), start=list(self.starts)))
+        if self.kind == "multi_binary":
+            return str(gym.spaces.MultiBinary(list(self.sizes) if len(self.sizes) > 1 else self.sizes[0]))
+        return f"Box of shape {self.sizes}"
+
+    def reads(self, obs: np.ndarray) -> bool:
+        """Whether ``obs`` is in the environment's own form (one observation or a batch), not yet encoded:
+        integers for the discrete kinds, the Box's shape for a Box."""
+        if self.kind != "box":
+            return obs.dtype.kind in "biu"
+        return obs.shape[obs.ndim - len(self.raw_shape) :] == self.raw_shape and obs.ndim >= len(self.raw_shape)
 
     def encode(self, obs) -> np.ndarray:
         """Raw observations (…, *raw_shape) → float32 (…, size)."""
         obs = np.asarray(obs)
         lead = obs.shape[: obs.ndim - len(self.raw_shape)]
-        if self.kind == "multi_binary":
+        if self.kind in ("multi_binary", "box"):
             return obs.reshape(*lead, -1).astype(np.float32)
         codes = obs.astype(np.int64).reshape(*lead, len(self.sizes)) - np.asarray(self.starts)
         return np.concatenate([np.eye(n, dtype=np.float32)[codes[..., i]] for i, n in enumerate(self.sizes)], axis=-1)

@@ -17,6 +17,7 @@ blocks of fresh draws (one generator call per block of steps, see
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
@@ -69,8 +70,8 @@ class BatchedEnv:
 
     single_observation_space: gym.spaces.Box
     single_action_space: gym.spaces.Space
-    #: a Discrete, MultiDiscrete or MultiBinary observation space's encoding into the float vectors this
-    #: batch returns (:class:`svpg.core.extractors.ObsEncoding`); None: observations as the space has them
+    #: a Discrete, MultiDiscrete, MultiBinary or non-flat Box observation space's encoding into the flat
+    #: float vectors this batch returns (:class:`svpg.core.extractors.ObsEncoding`); None: as the space has them
     obs_encoding: ObsEncoding | None = None
     num_envs: int
     max_episode_steps: int
@@ -115,9 +116,10 @@ class BatchedEnv:
     # -- conveniences -------------------------------------------------------------------------------
     @property
     def original_observation_space(self) -> gym.Space:
-        """One environment's own observation space (a Discrete, MultiDiscrete or MultiBinary one before its
-        encoding into :attr:`single_observation_space`'s float vectors)."""
-        return self.obs_encoding.space() if self.obs_encoding is not None else self.single_observation_space
+        """One environment's own observation space (a Discrete, MultiDiscrete, MultiBinary or non-flat Box
+        one before its encoding into :attr:`single_observation_space`'s flat float vectors)."""
+        original = getattr(self, "_original_observation_space", None)
+        return original if original is not None else self.single_observation_space
 
     @property
     def obs_dim(self) -> int:
@@ -132,14 +134,15 @@ class BatchedEnv:
     @property
     def action_dim(self) -> int:
         """The policy's outputs per action: number of actions for ``Discrete`` (logits), ``sum(nvec)`` for
-        ``MultiDiscrete`` (every component's logits), ``n`` for ``MultiBinary``, action vector length for ``Box``."""
+        ``MultiDiscrete`` (every component's logits), ``n`` for ``MultiBinary``, the flattened action's length
+        for ``Box``."""
         space = self.single_action_space
         if isinstance(space, gym.spaces.Discrete):
             return int(space.n)
         if isinstance(space, gym.spaces.MultiDiscrete):
             return int(space.nvec.sum())
         assert space.shape is not None  # a Box
-        return int(space.shape[0])
+        return math.prod(space.shape)
 
     def __repr__(self) -> str:
         return (

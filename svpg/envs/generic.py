@@ -30,16 +30,19 @@ from .parallel import GroupedAsyncVectorEnv, VectorFactory
 
 VEC_ENVS = ("sync", "async", "envpool")
 #: the action spaces svpg's policies act in, as errors name them (svpg.rl.policies refuses the others with it)
-SUPPORTED_ACTIONS = "Discrete, MultiDiscrete, MultiBinary or flat Box"
+SUPPORTED_ACTIONS = "Discrete, flat MultiDiscrete, flat MultiBinary or Box"
 
 
 def supports_actions(space: gym.Space) -> bool:
-    """True for the action spaces svpg's policies act in: Discrete, flat MultiDiscrete, MultiBinary and Box."""
+    """True for the action spaces svpg's policies act in: Discrete, flat MultiDiscrete and MultiBinary, and
+    Box of any shape (flattened, as SB3 acts in it)."""
     if isinstance(space, gym.spaces.Discrete):
         return True
     if isinstance(space, gym.spaces.MultiDiscrete):
         return space.nvec.ndim == 1
-    return isinstance(space, (gym.spaces.MultiBinary, gym.spaces.Box)) and len(space.shape) == 1
+    if isinstance(space, gym.spaces.Box):
+        return len(space.shape) >= 1
+    return isinstance(space, gym.spaces.MultiBinary) and len(space.shape) == 1
 
 
 def env_name(env: gym.Env) -> str:
@@ -270,11 +273,12 @@ class GymVectorEnv(BatchedEnv):
                 f"with vec_env='sync'"
             )
         self.obs_encoding = ObsEncoding.from_space(obs_space, self.env_id) if self._layout is None else None
+        self._original_observation_space = obs_space if self.obs_encoding is not None else None
         if self._layout is not None:  # image or Dict: the policies read the space's own layout
             self.single_observation_space = obs_space  # type: ignore[assignment]
-        elif self.obs_encoding is not None:  # Discrete, MultiDiscrete, MultiBinary: one-hots and 0/1 floats
+        elif self.obs_encoding is not None and self.obs_encoding.kind != "box":  # one-hots and 0/1 floats
             self.single_observation_space = gym.spaces.Box(0.0, 1.0, (self.obs_encoding.size,), np.float32)
-        elif isinstance(obs_space, gym.spaces.Box):
+        elif isinstance(obs_space, gym.spaces.Box):  # flat, or flattened with its bounds
             self.single_observation_space = gym.spaces.Box(
                 obs_space.low.reshape(-1).astype(np.float32),
                 obs_space.high.reshape(-1).astype(np.float32),

@@ -377,6 +377,8 @@ def _describe(policy: ParticlePolicy, particle: int, deterministic: bool, raw: b
         action = {"discrete": spec.action_dim, **({"start": start[0]} if any(start) else {})}
     else:
         action = {"low": list(spec.action_low), "high": list(spec.action_high)}
+        if spec.box_shape:  # the module's actions are flat: reshape them to the env's Box
+            action["shape"] = list(spec.box_shape)
     if raw:
         output = (
             "logits"

@@ -77,6 +77,7 @@ class PolicySpec:
     obs_layout: ObsLayout | None = None
     deterministic: bool = False
     obs_encoding: ObsEncoding | None = None
+    box_shape: tuple[int, ...] = field(default=())
 
     def __post_init__(self):
         if self.deterministic and (self.discrete or self.squashed):
@@ -112,7 +113,7 @@ class PolicySpec:
         d = asdict(self)
         d["network"] = self.network.to_dict()
         # a field at its default is not stored
-        for name in ("squashed", "nvec", "binary", "obs_layout", "deterministic", "obs_encoding"):
+        for name in ("squashed", "nvec", "binary", "obs_layout", "deterministic", "obs_encoding", "box_shape"):
             if not d[name]:
                 del d[name]
         if self.obs_layout is not None:
@@ -128,6 +129,7 @@ class PolicySpec:
         d["action_low"] = tuple(d.get("action_low", ()))
         d["action_high"] = tuple(d.get("action_high", ()))
         d["nvec"] = tuple(d.get("nvec", ()))
+        d["box_shape"] = tuple(d.get("box_shape", ()))
         if d.get("obs_layout") is not None:
             d["obs_layout"] = ObsLayout.from_dict(d["obs_layout"])
         if d.get("obs_encoding") is not None:
@@ -162,7 +164,7 @@ class PolicySpec:
         """The shape of one action: () for Discrete, (components,) for MultiDiscrete, (n,) otherwise."""
         if self.head == "categorical":
             return ()
-        return (len(self.nvec),) if self.nvec else (self.action_dim,)
+        return (len(self.nvec),) if self.nvec else self.box_shape or (self.action_dim,)
 
     def action_start(self) -> tuple[int, ...]:
         """What a discrete head's actions are counted from (a Gymnasium space's ``start``; empty: 0)."""
@@ -178,6 +180,8 @@ class PolicySpec:
             return f"MultiDiscrete({list(self.nvec)}{at})"
         if self.head == "bernoulli":
             return f"MultiBinary({self.action_dim})"
+        if self.box_shape:
+            return f"Box actions of shape {self.box_shape}"
         return f"Box actions of {self.action_dim} dimensions"
 
     def acts_in(self, action_space: gym.Space) -> bool:
@@ -186,7 +190,7 @@ class PolicySpec:
             other = PolicySpec.for_spaces(gym.spaces.Box(-1.0, 1.0, (self.obs_dim,)), action_space, {"hidden": ()}, 1)
         except ValueError:
             return False
-        fields = ("discrete", "binary", "nvec", "action_dim")
+        fields = ("discrete", "binary", "nvec", "action_dim", "box_shape")
         same = all(getattr(other, f) == getattr(self, f) for f in fields)
         return same and (not self.discrete or other.action_start() == self.action_start())
 
@@ -279,8 +283,8 @@ class PolicySpec:
                 obs_scale=obs_scale,
                 binary=True,
             )
-        if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
-            a = action_space.shape[0]
+        if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) >= 1:
+            a = math.prod(action_space.shape)  # a non-flat Box: the policy acts in its flattened vector, as SB3
             if (squashed or deterministic) and not (
                 np.isfinite(action_space.low).all() and np.isfinite(action_space.high).all()
             ):
@@ -295,12 +299,13 @@ class PolicySpec:
                 a,
                 NetworkSpec((obs_dim, *hidden, 2 * a if squashed else a), **network),
                 num_particles,
-                tuple(float(x) for x in action_space.low),
-                tuple(float(x) for x in action_space.high),
+                tuple(float(x) for x in action_space.low.reshape(-1)),
+                tuple(float(x) for x in action_space.high.reshape(-1)),
                 obs_scale=obs_scale,
                 squashed=squashed,
                 deterministic=deterministic,
                 init_log_std=init_log_std,
+                box_shape=tuple(int(n) for n in action_space.shape) if len(action_space.shape) > 1 else (),
             )
         raise ValueError(f"svpg policies support {SUPPORTED_ACTIONS} action spaces, got {action_space}")
 
@@ -571,8 +576,9 @@ class ParticlePolicy:
 
         :param observation: array (obs_dim,) or (n_envs, obs_dim); an image (its space's shape) or a
             batch of them (n_envs, *shape); a dict of such arrays for a ``Dict`` space, single or batched;
-            for a ``Discrete``, ``MultiDiscrete`` or ``MultiBinary`` space, the environment's integer
-            observations (a float array is read as already encoded, one-hot or 0/1).
+            for a ``Discrete``, ``MultiDiscrete``, ``MultiBinary`` or non-flat ``Box`` space, the environment's
+            own observations (integers; the Box's shape), or already encoded ones (one-hot or 0/1 floats;
+            flattened).
         :param deterministic: argmax / mean action instead of a sample (a deterministic head ignores it:
             its sample is its mode, as Stable-Baselines3's TD3 predicts).
         :returns: actions (n_envs, *action_shape), or one action for one observation: int64 for discrete
@@ -582,14 +588,14 @@ class ParticlePolicy:
         encoding = self.spec.obs_encoding
         if self.spec.obs_layout is not None:
             obs, single = self.spec.obs_layout.flatten(observation)
-        elif encoding is not None and np.asarray(observation).dtype.kind in "biu":  # the env's own observations
+        elif encoding is not None and encoding.reads(np.asarray(observation)):  # the env's own observations
             raw = np.asarray(observation)
             if (
                 raw.shape[raw.ndim - len(encoding.raw_shape) :] != encoding.raw_shape
                 or raw.ndim > len(encoding.raw_shape) + 1
             ):
                 raise ValueError(
-                    f"observation has shape {raw.shape}, but this policy reads {encoding.space()}: one observation "
+                    f"observation has shape {raw.shape}, but this policy reads {encoding.describe()}: one observation "
                     f"{encoding.raw_shape} or a batch (n_envs, {', '.join(map(str, encoding.raw_shape))})"
                 )
             single = raw.ndim == len(encoding.raw_shape)
@@ -614,6 +620,8 @@ class ParticlePolicy:
         actions = act[0].cpu().numpy()
         if not self.spec.discrete:
             actions = np.clip(actions, self.spec.action_low, self.spec.action_high).astype(np.float32)
+            if self.spec.box_shape:
+                actions = actions.reshape(-1, *self.spec.box_shape)
         return (actions[0] if single else actions), None
 
     def __repr__(self) -> str:

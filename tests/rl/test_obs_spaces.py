@@ -475,3 +475,36 @@ def test_multi_discrete_and_multi_binary_observations_learn_and_predict_from_the
     with pytest.raises(ValueError, match=r"^observation has shape \(2, \d, \d\), but this policy reads Multi"):
         model.predict(np.stack([raw, raw]))
     model.set_env(EchoDigit(binary))  # the same spaces: the env's own, not their encodings, are compared
+
+
+class CornerSign(gym.Env):
+    """Say on which side of 0 the last entry of a (2, 3) Box observation is (reward 1 when right, 20 steps)."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2, 3), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t, self.x = 0, self.np_random.uniform(-1, 1, (2, 3)).astype(np.float32)
+        return self.x, {}
+
+    def step(self, action):
+        reward = float(int(action) == int(self.x[1, 2] > 0))
+        self.t, self.x = self.t + 1, self.np_random.uniform(-1, 1, (2, 3)).astype(np.float32)
+        return self.x, reward, False, self.t >= 20, {}
+
+
+def test_a_non_flat_box_observation_is_read_flattened_and_predicted_in_the_env_s_shape(tmp_path):
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    model = svpg.SVPG(CornerSign, estimator="reinforce", samples_per_particle=400, lr=0.02, verbose=0)
+    assert model.observation_space == CornerSign.observation_space and model.env.obs_dim == 6
+    model.learn(8 * 1_600)
+    mean, _ = evaluate_policy(model, CornerSign(), n_eval_episodes=10, deterministic=True, warn=False)
+    assert mean >= 18  # of 20
+    raw = np.random.default_rng(0).uniform(-1, 1, (50, 2, 3)).astype(np.float32)
+    actions, _ = model.predict(raw, deterministic=True)
+    assert actions.shape == (50,) and (actions == (raw[:, 1, 2] > 0)).mean() > 0.9
+    assert model.predict(raw[0], deterministic=True)[0] == actions[0]  # one observation in the env's shape
+    assert np.array_equal(model.predict(raw.reshape(50, 6), deterministic=True)[0], actions)  # flattened: the same
+    assert np.array_equal(svpg.load(model.save(tmp_path / "corner")).predict(raw, deterministic=True)[0], actions)
