@@ -56,7 +56,7 @@ NATURE_FEATURES, NATURE_DICT_FEATURES, SMALL_FEATURES = 512, 256, 128
 #: what observation spaces svpg's policies read, as errors name them
 SUPPORTED_OBSERVATIONS = (
     "flat or n-D Box, image Box (3-D: uint8 0–255, or bool 0–1), Discrete, flat MultiDiscrete, MultiBinary, or a "
-    "Dict of Box and Discrete (not nested)"
+    "Dict of those (not nested)"
 )
 
 
@@ -164,13 +164,16 @@ class ObsPart:
     """One slice of the flat observation.
 
     :param key: the ``Dict`` key (``None``: the whole observation).
-    :param kind: ``"vector"`` (a Box, flattened), ``"image"`` (see the module docstring) or ``"discrete"``
-        (one-hot of a ``Discrete``).
-    :param shape: the environment's shape of this part (``(n,)`` for a Discrete).
+    :param kind: ``"vector"`` (a Box, flattened), ``"image"`` (see the module docstring), ``"discrete"``
+        (one-hot of a ``Discrete``), ``"multi_discrete"`` (one-hot per component) or ``"multi_binary"``
+        (0/1 floats): the last three as :class:`ObsEncoding` encodes them.
+    :param shape: the environment's shape of this part (``(n,)`` for a Discrete, ``(sum(nvec),)`` for a
+        MultiDiscrete: the encoded width).
     :param channels_first: an image's layout (C, H, W) rather than (H, W, C).
     :param start: a Discrete's ``start``.
     :param features: an image torso's output features.
     :param scale: an image's pixel multiplier: 1/255 for uint8 images, 1 for binary (bool) ones.
+    :param nvec: / :param starts: a MultiDiscrete's components and their starts.
     """
 
     key: str | None
@@ -180,10 +183,29 @@ class ObsPart:
     start: int = 0
     features: int = 0
     scale: float = 1.0 / 255.0
+    nvec: tuple[int, ...] = ()
+    starts: tuple[int, ...] = ()
 
     @property
     def size(self) -> int:
         return int(np.prod(self.shape))
+
+    @property
+    def encoding(self) -> ObsEncoding | None:
+        """How a discrete part's raw values become its slice; None for vectors and images."""
+        if self.kind == "discrete":
+            return ObsEncoding("discrete", self.shape, (self.start,))
+        if self.kind == "multi_discrete":
+            return ObsEncoding("multi_discrete", self.nvec, self.starts)
+        if self.kind == "multi_binary":
+            return ObsEncoding("multi_binary", self.shape)
+        return None
+
+    @property
+    def raw_shape(self) -> tuple[int, ...]:
+        """One raw value's shape in the environment's observation."""
+        encoding = self.encoding
+        return encoding.raw_shape if encoding is not None else self.shape
 
     @property
     def chw(self) -> tuple[int, int, int]:
@@ -246,11 +268,14 @@ class ObsLayout:
         return ", ".join(p.describe() for p in self.parts)
 
     def to_dict(self) -> dict:
-        return {"parts": [asdict(p) for p in self.parts], "is_dict": self.is_dict}
+        parts = [{k: v for k, v in asdict(p).items() if k not in ("nvec", "starts") or v} for p in self.parts]
+        return {"parts": parts, "is_dict": self.is_dict}
 
     @classmethod
     def from_dict(cls, d: dict) -> ObsLayout:
-        parts = tuple(ObsPart(**{**p, "shape": tuple(p["shape"])}) for p in d["parts"])
+        parts = tuple(
+            ObsPart(**{**p, **{k: tuple(p[k]) for k in ("shape", "nvec", "starts") if k in p}}) for p in d["parts"]
+        )
         return cls(parts, bool(d.get("is_dict", False)))
 
     # -- the spaces ---------------------------------------------------------------------------------
@@ -264,7 +289,8 @@ class ObsLayout:
                 if isinstance(sub, (gym.spaces.Dict, gym.spaces.Tuple)):
                     raise ValueError(
                         f"{name}: the Dict observation key {key!r} is a {type(sub).__name__}: svpg reads a Dict of "
-                        f"Box and Discrete spaces (not nested); flatten it with gymnasium.wrappers.FlattenObservation"
+                        f"Box, Discrete, MultiDiscrete and MultiBinary spaces (not nested); flatten it with "
+                        f"gymnasium.wrappers.FlattenObservation"
                     )
                 parts.append(_part(sub, str(key), name, NATURE_DICT_FEATURES))
             if not parts:
@@ -291,22 +317,22 @@ class ObsLayout:
             values = [obs]
         arrays = [np.asarray(v) for v in values]
         if batched is None:
-            first, part = arrays[0], self.parts[0]
-            single_ndim = len(part.shape) if part.kind != "discrete" else 0
-            batched = first.ndim > single_ndim
+            batched = arrays[0].ndim > len(self.parts[0].raw_shape)
         out = []
         n = None
         for a, p in zip(arrays, self.parts, strict=True):
-            one = () if p.kind == "discrete" else p.shape
+            one = p.raw_shape
             if (a.shape[1:] if batched else a.shape) != one or (batched and a.ndim != len(one) + 1):
                 where = f" key {p.key!r}" if p.key is not None else ""
                 raise ValueError(
                     f"observation{where} has shape {a.shape}, but this policy expects {one} or "
                     f"(n_envs{''.join(f', {d}' for d in one)})"
                 )
-            a = a.reshape(-1) if p.kind == "discrete" else a.reshape(-1 if batched else 1, p.size)
-            if p.kind == "discrete":
-                a = np.eye(p.size, dtype=np.float32)[a.astype(np.int64) - p.start]
+            encoding = p.encoding
+            if encoding is not None:  # one-hots, 0/1 floats
+                a = encoding.encode(a.reshape(-1, *one))
+            else:
+                a = a.reshape(-1 if batched else 1, p.size)
             if n is not None and a.shape[0] != n:
                 raise ValueError(f"the observation's keys hold batches of different sizes ({n} and {a.shape[0]})")
             n = a.shape[0]
@@ -321,6 +347,12 @@ def _part(space: gym.Space, key: str | None, name: str, image_features: int) -> 
     where = f"the Dict observation key {key!r}" if key is not None else "observation_space"
     if isinstance(space, gym.spaces.Discrete):
         return ObsPart(key, "discrete", (int(space.n),), start=int(space.start))
+    if isinstance(space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
+        encoding = ObsEncoding.from_space(space, f"{name}: {where}")
+        assert encoding is not None
+        if encoding.kind == "multi_binary":
+            return ObsPart(key, "multi_binary", encoding.sizes)
+        return ObsPart(key, "multi_discrete", (encoding.size,), nvec=encoding.sizes, starts=encoding.starts)
     if not isinstance(space, gym.spaces.Box):
         raise ValueError(f"{name}: {where} is {space}; svpg reads {SUPPORTED_OBSERVATIONS}")
     shape = tuple(int(s) for s in space.shape)

@@ -85,8 +85,8 @@ class CheckObservations(gym.Wrapper):
 
         def __init__(self, space: gym.Space):
             self.space = space
-            self.discrete = isinstance(space, gym.spaces.Discrete)
-            self.shape = () if self.discrete else space.shape
+            self.discrete = isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary))
+            self.shape = () if isinstance(space, gym.spaces.Discrete) else space.shape
             self.kinds = "biu" if self.discrete else "biuf"
 
     def _check_dict(self, obs, call: str):

@@ -508,3 +508,46 @@ def test_a_non_flat_box_observation_is_read_flattened_and_predicted_in_the_env_s
     assert model.predict(raw[0], deterministic=True)[0] == actions[0]  # one observation in the env's shape
     assert np.array_equal(model.predict(raw.reshape(50, 6), deterministic=True)[0], actions)  # flattened: the same
     assert np.array_equal(svpg.load(model.save(tmp_path / "corner")).predict(raw, deterministic=True)[0], actions)
+
+
+class EchoDigitDict(EchoDigit):
+    """EchoDigit's MultiDiscrete digits beside MultiBinary bits and a Box of noise, as one Dict observation."""
+
+    def __init__(self):
+        super().__init__(binary=False)
+        self.observation_space = gym.spaces.Dict(
+            {
+                "digits": gym.spaces.MultiDiscrete([3, 3], start=[1, 1]),
+                "bits": gym.spaces.MultiBinary(3),
+                "noise": gym.spaces.Box(-1.0, 1.0, (1,), np.float32),
+            }
+        )
+
+    def _draw(self):
+        super()._draw()
+        bits = self.np_random.integers(0, 2, 3).astype(np.int8)
+        return {"digits": self.x, "bits": bits, "noise": self.np_random.uniform(-1, 1, 1).astype(np.float32)}
+
+
+def test_a_dict_of_multi_discrete_and_multi_binary_keys_learns_and_is_flattened_as_sb3_preprocesses_it(tmp_path):
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.preprocessing import preprocess_obs
+
+    env = EchoDigitDict()
+    layout = ObsLayout.from_space(env.observation_space)
+    obs = {"bits": np.array([1, 0, 1], np.int8), "digits": np.array([3, 1]), "noise": np.array([0.5], np.float32)}
+    flat, single = layout.flatten(obs)
+    sb3 = preprocess_obs(
+        {k: torch.as_tensor(v - (1 if k == "digits" else 0))[None] for k, v in obs.items()},
+        gym.spaces.Dict({**env.observation_space.spaces, "digits": gym.spaces.MultiDiscrete([3, 3])}),
+    )
+    assert single and flat.tolist() == [torch.cat([sb3[k] for k in ("bits", "digits", "noise")], 1)[0].tolist()]
+    assert layout.normalized_index() == [9]  # only the Box key is normalised: 3 bits and 6 one-hots come first
+
+    model = svpg.SVPG(EchoDigitDict, estimator="reinforce", samples_per_particle=400, lr=0.02, verbose=0)
+    model.learn(8 * 1_600)
+    mean, _ = evaluate_policy(model, EchoDigitDict(), n_eval_episodes=10, deterministic=True, warn=False)
+    assert mean >= 18  # of 20
+    batch = {k: np.stack([v, v]) for k, v in obs.items()}
+    assert model.predict(batch, deterministic=True)[0].tolist() == [2, 2]  # digits[0] = 3: action 2
+    assert svpg.load(model.save(tmp_path / "dict")).predict(obs, deterministic=True)[0] == 2
