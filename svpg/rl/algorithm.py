@@ -47,6 +47,7 @@ from svpg.rl.config import (
     action_noise_std,
     default_horizon,
     load_preset,
+    policy_kwargs_options,
     refuse_other_estimators_options,
     train_freq_steps,
     with_estimator_defaults,
@@ -174,6 +175,14 @@ class SVPG:
         fields = load_preset(preset) if preset is not None else {}
         given = {"method": method, "estimator": estimator, "num_particles": num_particles}
         fields.update({k: v for k, v in given.items() if v is not None})
+        if "policy_kwargs" in options:  # SB3's network options, as svpg's
+            mapped = policy_kwargs_options(options.pop("policy_kwargs"), fields.get("estimator", SVPGConfig.estimator))
+            both = sorted(set(mapped) & set(options))
+            if both:
+                raise ValueError(
+                    f"policy_kwargs and {both} set the same option{'s' * (len(both) > 1)}: pass one of them"
+                )
+            options.update(mapped)
         known = {f.name for f in dataclasses.fields(SVPGConfig)}
         unknown = sorted(set(options) - known)
         if unknown:

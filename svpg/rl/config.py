@@ -385,7 +385,6 @@ SB3_NAMES = {
     "learning_rate": "lr (critic_lr for the critics)",
     "n_steps": "samples_per_particle (each particle's steps per iteration)",
     "n_epochs": "ppo_epochs",
-    "policy_kwargs": "hidden, critic_hidden and log_std_init (net_arch's pi and qf sizes)",
     "n_envs": "nothing (each particle runs samples_per_particle // horizon environments)",
     "target_update_interval": "nothing (the targets move by tau after every gradient step, SB3's default of 1)",
     "use_sde": _NO_GSDE,
@@ -425,6 +424,49 @@ def action_noise_std(noise) -> float:
         f"action_noise is zero-mean Gaussian noise of one std on every action dimension (SB3's "
         f"NormalActionNoise(0, σ)), got {noise!r}: pass that std as a number, e.g. action_noise=0.1"
     )
+
+
+def policy_kwargs_options(policy_kwargs, estimator: str) -> dict:
+    """SB3's ``policy_kwargs`` as svpg's options: ``net_arch`` a list (SB3's sizes for the policy and the
+    critic alike) → ``hidden`` and, where ``estimator`` has critics, ``critic_hidden``; a dict → ``hidden``
+    from ``pi``, ``critic_hidden`` from ``vf`` or ``qf``; ``log_std_init`` as is; ``activation_fn=nn.Tanh``
+    (svpg's policies are tanh networks) and ``n_critics=2`` (the twin critics) change nothing; anything
+    else is refused in one line."""
+    if not isinstance(policy_kwargs, dict):
+        raise ValueError(f"policy_kwargs is a dict of SB3's policy options, got {type(policy_kwargs).__name__}")
+    import torch
+
+    options: dict = {}
+    for key, value in policy_kwargs.items():
+        if key == "net_arch":
+            if isinstance(value, dict):
+                unknown = sorted(set(value) - {"pi", "vf", "qf"})
+                if unknown:
+                    raise ValueError(f"policy_kwargs net_arch takes the keys pi, vf and qf, got {unknown}")
+                if "pi" in value:
+                    options["hidden"] = tuple(value["pi"])
+                for critic in ("vf", "qf"):
+                    if critic in value:
+                        options["critic_hidden"] = tuple(value[critic])
+            else:
+                options["hidden"] = tuple(value)
+                if estimator in ESTIMATOR_CLASSES and "critic_hidden" in ESTIMATOR_CLASSES[estimator].reads:
+                    options["critic_hidden"] = tuple(value)
+        elif key == "log_std_init":
+            options["log_std_init"] = value
+        elif key == "activation_fn" and value is torch.nn.Tanh:
+            pass
+        elif key == "n_critics" and value == 2:
+            pass
+        else:
+            what = {
+                "activation_fn": "svpg's policies are tanh networks (activation_fn=nn.Tanh or none)",
+                "n_critics": "svpg's off-policy estimators keep twin critics (n_critics=2 or none)",
+            }.get(key, "svpg has no counterpart for it")
+            raise ValueError(
+                f"policy_kwargs {key}={value!r}: {what}; svpg reads net_arch, log_std_init, activation_fn and n_critics"
+            )
+    return options
 
 
 def train_freq_steps(train_freq):

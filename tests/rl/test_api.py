@@ -335,6 +335,20 @@ def test_an_sb3_vec_env_is_one_line_naming_its_id_and_what_replaces_vec_normaliz
     env.close()
 
 
+def test_sb3_s_policy_kwargs_size_the_networks_as_sb3_s_net_arch_does():
+    def config(**kwargs):
+        return svpg.SVPG("Pendulum-v1", verbose=0, **kwargs).config
+
+    ppo = dict(policy_kwargs=dict(net_arch=[32, 32], log_std_init=-0.5, activation_fn=torch.nn.Tanh))
+    assert config(**ppo) == config(hidden=(32, 32), critic_hidden=(32, 32), log_std_init=-0.5)  # a list: both, as SB3
+    split = dict(policy_kwargs=dict(net_arch=dict(pi=[16], vf=[48, 48])))
+    assert config(**split) == config(hidden=(16,), critic_hidden=(48, 48))
+    sac = dict(estimator="sac", policy_kwargs=dict(net_arch=dict(pi=[64], qf=[128, 128]), n_critics=2))
+    assert config(**sac) == config(estimator="sac", hidden=(64,), critic_hidden=(128, 128))
+    # REINFORCE has no critic: a list sizes the policy alone (critic_hidden would be refused as an option it ignores)
+    assert config(estimator="reinforce", policy_kwargs=dict(net_arch=[8])).hidden == (8,)
+
+
 def test_an_sb3_callback_is_one_line_naming_svpg_s():
     from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
 
@@ -387,7 +401,10 @@ def test_checkpoint_callback_takes_sb3_s_keywords(tmp_path):
     (dict(learning_rate=0.1), r"unknown option\(s\) \['learning_rate'\]; for SB3's learning_rate pass lr "),
     (dict(estimator="sac", use_sde=True), r"for SB3's use_sde pass nothing \(no gSDE: SAC explores with its policy's"),
     (dict(estimator="sac", target_update_interval=2), r"for SB3's target_update_interval pass nothing \(the targets"),
-    (dict(policy_kwargs={}, n_epochs=3), r"for SB3's n_epochs pass ppo_epochs; for SB3's policy_kwargs pass hidden, "),
+    (dict(n_epochs=3, n_steps=64), r"for SB3's n_epochs pass ppo_epochs; for SB3's n_steps pass samples_per_particle "),
+    (dict(policy_kwargs=dict(activation_fn=torch.nn.ReLU)), r"^policy_kwargs activation_fn=.*ReLU'>: svpg's policies are tanh"),
+    (dict(policy_kwargs=dict(ortho_init=False)), r"^policy_kwargs ortho_init=False: svpg has no counterpart for it; svpg reads"),
+    (dict(policy_kwargs=dict(net_arch=[8]), hidden=(4,)), r"^policy_kwargs and \['hidden'\] set the same option: pass one"),
     (dict(colour=1), r"unknown option\(s\) \['colour'\]: see help"),
     (dict(log_std_init=float("nan")), "--log-std-init must be a finite number"),
     (dict(log_std_init=-2.0), r"--log-std-init sets the log-std of a Gaussian Box head, which ppo on Discrete\(2\)"),
