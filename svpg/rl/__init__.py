@@ -19,6 +19,7 @@ from svpg.rl.callbacks import (
     CallbackList,
     CheckpointCallback,
     EvalCallback,
+    EveryNTimesteps,
     StopTrainingOnNoModelImprovement,
     StopTrainingOnRewardThreshold,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "CallbackList",
     "CheckpointCallback",
     "EvalCallback",
+    "EveryNTimesteps",
     "StopTrainingOnRewardThreshold",
     "StopTrainingOnNoModelImprovement",
     "ParticlePolicy",

@@ -176,6 +176,24 @@ class EventCallback(BaseCallback):
             self.callback.update_locals(locals_)
 
 
+class EveryNTimesteps(EventCallback):
+    """Runs ``callback`` at the end of the first iteration after every ``n_steps`` environment steps (SB3's
+    ``EveryNTimesteps``; an iteration is svpg's callback step, so it fires at most once per iteration)."""
+
+    def __init__(self, n_steps: int, callback: BaseCallback):
+        super().__init__(callback)
+        if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
+            raise ValueError(f"EveryNTimesteps n_steps must be a positive integer, got {n_steps!r}")
+        self.n_steps = int(n_steps)
+        self.last_time_trigger = 0
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps - self.last_time_trigger >= self.n_steps:
+            self.last_time_trigger = self.num_timesteps
+            return self._on_event()
+        return True
+
+
 class ProgressBarCallback(BaseCallback):
     """A tqdm bar over the iterations of a ``learn`` call, with the latest mean and best returns."""
 
@@ -521,6 +539,7 @@ __all__ = [
     "CallbackList",
     "ConvertCallback",
     "EventCallback",
+    "EveryNTimesteps",
     "ProgressBarCallback",
     "CheckpointCallback",
     "EvalCallback",

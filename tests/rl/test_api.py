@@ -349,6 +349,21 @@ def test_sb3_s_policy_kwargs_size_the_networks_as_sb3_s_net_arch_does():
     assert config(estimator="reinforce", policy_kwargs=dict(net_arch=[8])).hidden == (8,)
 
 
+def test_every_n_timesteps_fires_after_each_n_steps_at_an_iteration_s_end():
+    seen = []
+
+    class Seen(BaseCallback):
+        def _on_step(self):
+            seen.append(self.num_timesteps)
+            return self.num_timesteps < 4000  # a child's False stops training, as in SB3
+
+    model = svpg.SVPG("CartPole-v1", estimator="a2c", samples_per_particle=250, verbose=0)  # 1,000 steps an iteration
+    model.learn(10_000, callback=svpg.EveryNTimesteps(n_steps=1500, callback=Seen()))
+    assert seen == [2000, 4000] and model.num_timesteps == 4000
+    with pytest.raises(ValueError, match="n_steps must be a positive integer, got 0"):
+        svpg.EveryNTimesteps(0, Seen())
+
+
 def test_an_sb3_callback_is_one_line_naming_svpg_s():
     from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
 
