@@ -113,6 +113,12 @@ class BatchedEnv:
     def close(self) -> None:
         """Release resources (nothing to release for the torch tasks)."""
 
+    #: the latest reset's or step's observations and true last observations as the environments gave them
+    #: (arrays, or dicts of arrays, for one environment each row), before any encoding; None: the returned
+    #: tensors are those observations (the torch tasks' flat Box)
+    raw_obs: Any = None
+    raw_final_obs: Any = None
+
     # -- conveniences -------------------------------------------------------------------------------
     @property
     def original_observation_space(self) -> gym.Space:

@@ -314,6 +314,7 @@ class GymVectorEnv(BatchedEnv):
             seed = [int(s) + i for s in seed for i in range(per_group)]
         self._started = True
         obs, _ = self.vec_env.reset(seed=seed)  # type: ignore[arg-type]  # a list: one seed per env
+        self.raw_obs = self.raw_final_obs = obs
         return self._to_torch(obs)
 
     def step(self, actions: torch.Tensor) -> StepResult:
@@ -340,6 +341,7 @@ class GymVectorEnv(BatchedEnv):
                 final_obs = np.array(obs, copy=True)
                 for i in np.flatnonzero(infos["_final_obs"]):
                     final_obs[i] = infos["final_obs"][i]
+        self.raw_obs, self.raw_final_obs = obs, final_obs
         terminated = torch.as_tensor(np.asarray(terminated, dtype=bool), device=self.device)
         truncated = torch.as_tensor(np.asarray(truncated, dtype=bool), device=self.device)
         return StepResult(

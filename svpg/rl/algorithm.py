@@ -52,7 +52,7 @@ from svpg.rl.config import (
     train_freq_steps,
     with_estimator_defaults,
 )
-from svpg.rl.environments import EnvSource, is_custom, resolve_env
+from svpg.rl.environments import EnvSource, is_custom, resolve_env, sb3_vec_env
 from svpg.rl.estimators import ESTIMATORS, Estimator, policy_gradient_surrogate
 from svpg.rl.logger import Logger
 from svpg.rl.normalize import Normalizer
@@ -621,8 +621,12 @@ class SVPG:
         return policy.set_particle(int(self._per_seed(self.last_returns)[k].argmax().item()))
 
     def get_env(self):
-        """The batched training environments (:class:`svpg.envs.BatchedEnv`)."""
-        return self.env
+        """The training environments as Stable-Baselines3's ``VecEnv`` (SB3's ``get_env``): numpy actions in,
+        ``(obs, rewards, dones, infos)`` out, the environments' own observations, which :meth:`predict`
+        reads. ``model.env`` is the same environments as svpg's :class:`svpg.envs.BatchedEnv` (torch tensors)."""
+        if getattr(self, "_sb3_env", None) is None or self._sb3_env.batched is not self.env:
+            self._sb3_env = sb3_vec_env(self.env)
+        return self._sb3_env
 
     def set_env(self, env, force_reset: bool = True) -> None:
         """Train on ``env`` from now on (SB3's ``set_env``): any form ``SVPG`` takes (an id, an env

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import gymnasium as gym
+import numpy as np
+import torch
 
 #: the prefix of the label recorded for an environment that cannot be rebuilt from its id
 CUSTOM_PREFIX = "custom:"
@@ -140,3 +142,73 @@ def resolve_env(env, env_kwargs: dict | None = None) -> EnvSource:
         f"env must be an environment id, a gymnasium.Env, a zero-argument factory or a gymnasium.vector.VectorEnv, "
         f"got a {type(env).__name__}"
     )
+
+
+def sb3_vec_env(batched):
+    """``SVPG.get_env()``: svpg's batched training environments as Stable-Baselines3's ``VecEnv``, so SB3's
+    loops run on them: ``reset()`` and ``step(actions)`` take and give numpy arrays, SB3's ``(obs, rewards,
+    dones, infos)`` with an ended episode's true last observation in its info's ``terminal_observation``
+    (and ``TimeLimit.truncated``), as ``DummyVecEnv``. Observations are the environments' own (a Discrete's
+    integers, images, dicts), which ``predict`` reads."""
+    from stable_baselines3.common.vec_env import VecEnv
+
+    def numpy(tensor, raw):
+        return raw if raw is not None else tensor.detach().cpu().numpy()
+
+    def row(obs, i: int):
+        return {key: value[i] for key, value in obs.items()} if isinstance(obs, dict) else obs[i]
+
+    class BatchedVecEnv(VecEnv):
+        def __init__(self) -> None:
+            self.batched = batched
+            super().__init__(batched.num_envs, batched.original_observation_space, batched.single_action_space)
+
+        def reset(self):
+            seeds = [int(s) for s in self._seeds] if all(s is not None for s in self._seeds) else None
+            obs = batched.reset(seed=seeds)  # a list of num_envs seeds: one per environment
+            self._reset_seeds()
+            return numpy(obs, batched.raw_obs)
+
+        def step_async(self, actions) -> None:
+            self.actions = torch.as_tensor(np.asarray(actions), device=batched.device)
+
+        def step_wait(self):
+            result = batched.step(self.actions)
+            final = numpy(result.final_obs, batched.raw_final_obs)
+            terminated, truncated = result.terminated.cpu().numpy(), result.truncated.cpu().numpy()
+            dones = terminated | truncated
+            infos: list[dict] = [{} for _ in range(self.num_envs)]
+            for i in np.flatnonzero(dones):
+                infos[i] = {"terminal_observation": row(final, i), "TimeLimit.truncated": bool(truncated[i])}
+            rewards = result.reward.detach().cpu().numpy().astype(np.float32)
+            return numpy(result.obs, batched.raw_obs), rewards, dones, infos
+
+        def close(self) -> None:
+            batched.close()
+
+        def _vector(self):
+            vector = getattr(batched, "vec_env", None)
+            if not isinstance(vector, gym.vector.VectorEnv):
+                raise AttributeError(f"{batched!r} steps its environments as one tensor program: no per-env attributes")
+            return vector
+
+        def get_attr(self, attr_name: str, indices=None) -> list:
+            if attr_name == "render_mode" and not isinstance(getattr(batched, "vec_env", None), gym.vector.VectorEnv):
+                return [None] * len(list(self._get_indices(indices)))
+            values = list(self._vector().get_attr(attr_name))
+            return [values[i] for i in self._get_indices(indices)]
+
+        def set_attr(self, attr_name: str, value, indices=None) -> None:
+            values = list(self._vector().get_attr(attr_name))
+            for i in self._get_indices(indices):
+                values[i] = value
+            self._vector().set_attr(attr_name, values)
+
+        def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> list:
+            values = list(self._vector().call(method_name, *method_args, **method_kwargs))
+            return [values[i] for i in self._get_indices(indices)]
+
+        def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
+            return [False] * len(list(self._get_indices(indices)))
+
+    return BatchedVecEnv()

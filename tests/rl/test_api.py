@@ -364,6 +364,43 @@ def test_every_n_timesteps_fires_after_each_n_steps_at_an_iteration_s_end():
         svpg.EveryNTimesteps(0, Seen())
 
 
+def test_get_env_is_an_sb3_vec_env_that_sb3_s_readme_loop_and_evaluate_policy_run_on():
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.vec_env import VecEnv
+
+    model = svpg.SVPG("MlpPolicy", gym.make("CartPole-v1"), estimator="a2c", samples_per_particle=500, verbose=0)
+    model.learn(2_000)
+    vec_env = model.get_env()
+    assert isinstance(vec_env, VecEnv) and vec_env is model.get_env() and vec_env.num_envs == model.n_envs
+    vec_env.seed(3)
+    first = vec_env.reset()
+    vec_env.seed(3)
+    assert isinstance(first, np.ndarray) and first.shape == (model.n_envs, 4) and np.array_equal(vec_env.reset(), first)
+    ended = []
+    obs = first
+    for _ in range(60):  # SB3's README loop
+        action, _states = model.predict(obs, deterministic=True)
+        obs, rewards, dones, infos = vec_env.step(action)
+        assert rewards.shape == dones.shape == (model.n_envs,) and len(infos) == model.n_envs
+        ended += [(obs[i], infos[i]["terminal_observation"]) for i in np.flatnonzero(dones)]
+    assert ended and all(next_start.shape == last.shape == (4,) and not np.array_equal(next_start, last)
+                         for next_start, last in ended)  # the next episode's start, the ended one's last state
+    assert evaluate_policy(model, vec_env, n_eval_episodes=4, warn=False)[0] > 9  # SB3's loop over SB3's VecEnv
+    model.set_env("CartPole-v1")
+    assert model.get_env() is not vec_env  # a view of the new environments
+
+
+def test_get_env_gives_the_environments_own_observations():
+    model = svpg.SVPG(Chase, num_particles=2, samples_per_particle=20, verbose=0)  # a factory: the generic path
+    obs = model.get_env().reset()
+    assert obs.shape == (2, 1) and obs.dtype == np.float32
+    discrete = svpg.SVPG("FrozenLake-v1", estimator="a2c", num_particles=2, samples_per_particle=100, verbose=0)
+    obs = discrete.get_env().reset()
+    assert obs.dtype.kind == "i" and obs.shape == (2,) and (obs == 0).all()  # the start square, not a one-hot
+    actions, _ = discrete.predict(obs)
+    assert discrete.get_env().step(actions)[0].shape == (2,)
+
+
 def test_an_sb3_callback_is_one_line_naming_svpg_s():
     from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
 
