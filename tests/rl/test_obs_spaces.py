@@ -529,8 +529,7 @@ class EchoDigitDict(EchoDigit):
         return {"digits": self.x, "bits": bits, "noise": self.np_random.uniform(-1, 1, 1).astype(np.float32)}
 
 
-def test_a_dict_of_multi_discrete_and_multi_binary_keys_learns_and_is_flattened_as_sb3_preprocesses_it(tmp_path):
-    from stable_baselines3.common.evaluation import evaluate_policy
+def test_a_dict_of_multi_discrete_and_multi_binary_keys_is_flattened_as_sb3_preprocesses_it():
     from stable_baselines3.common.preprocessing import preprocess_obs
 
     env = EchoDigitDict()
@@ -544,6 +543,12 @@ def test_a_dict_of_multi_discrete_and_multi_binary_keys_learns_and_is_flattened_
     assert single and flat.tolist() == [torch.cat([sb3[k] for k in ("bits", "digits", "noise")], 1)[0].tolist()]
     assert layout.normalized_index() == [9]  # only the Box key is normalised: 3 bits and 6 one-hots come first
 
+
+@pytest.mark.slow  # the flat MultiDiscrete and MultiBinary tasks above learn in the quick suite
+def test_a_dict_of_multi_discrete_and_multi_binary_keys_learns(tmp_path):
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    obs = {"bits": np.array([1, 0, 1], np.int8), "digits": np.array([3, 1]), "noise": np.array([0.5], np.float32)}
     model = svpg.SVPG(EchoDigitDict, estimator="reinforce", samples_per_particle=400, lr=0.02, verbose=0)
     model.learn(8 * 1_600)
     mean, _ = evaluate_policy(model, EchoDigitDict(), n_eval_episodes=10, deterministic=True, warn=False)
