@@ -153,7 +153,10 @@ def sb3_vec_env(batched):
     from stable_baselines3.common.vec_env import VecEnv
 
     def numpy(tensor, raw):
-        return raw if raw is not None else tensor.detach().cpu().numpy()
+        if raw is None:
+            return tensor.detach().cpu().numpy()
+        # copies, as DummyVecEnv's: a Gymnasium vector env writes the next step into the same arrays
+        return {key: np.array(value) for key, value in raw.items()} if isinstance(raw, dict) else np.array(raw)
 
     def row(obs, i: int):
         return {key: value[i] for key, value in obs.items()} if isinstance(obs, dict) else obs[i]
