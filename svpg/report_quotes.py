@@ -929,6 +929,20 @@ register_quotes(
     | {
         f"halfcheetah-{agent}-to-4000": steps_to(4000, task="HalfCheetah-v5", agent=agent)
         for agent in ("s2vgd-sac", "svgd-sac", "sac")
+    }
+    | {
+        f"walker2d-{agent}-{key}": cell(OFF_POLICY_COLUMNS[key], "Walker2d-v5", agent=agent)
+        for agent, keys in (
+            ("s2vgd-sac", ("final", "particles", "wall")),
+            ("svgd-sac", ("final", "particles", "wall")),
+            ("sac", ("final", "wall", "seeds")),
+        )
+        for key in keys
+    }
+    | {
+        f"walker2d-{agent}-to-{level}": steps_to(level, task="Walker2d-v5", agent=agent)
+        for agent in ("s2vgd-sac", "svgd-sac", "sac")
+        for level in (1000, 2000)
     },
 )
 
