@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import asdict, dataclass, field
+from typing import cast
 
 import gymnasium as gym
 import numpy as np
@@ -213,9 +214,11 @@ class PolicySpec:
         the extractors' features. ``init_log_std``: the initial log σ of a Gaussian Box head (SB3's
         ``log_std_init``)."""
         encoding = ObsEncoding.from_space(obs_space, "the observation space")
-        if encoding is not None:  # the policies read the encoded vector; predict encodes raw observations
+        layout = ObsLayout.from_space(obs_space, "the observation space") if encoding is None else None
+        if encoding is not None or layout is not None:  # the MLP reads the encoded vector or the features
+            width = encoding.size if encoding is not None else feature_size(cast(ObsLayout, layout))
             spec = cls.for_spaces(
-                gym.spaces.Box(0.0, 1.0, (encoding.size,)),
+                gym.spaces.Box(0.0, 1.0, (width,)),
                 action_space,
                 network,
                 num_particles,
@@ -224,19 +227,9 @@ class PolicySpec:
                 deterministic,
                 init_log_std,
             )
-            return dataclasses.replace(spec, obs_encoding=encoding)
-        layout = ObsLayout.from_space(obs_space, "the observation space")
-        if layout is not None:
-            spec = cls.for_spaces(
-                gym.spaces.Box(0.0, 1.0, (feature_size(layout),)),
-                action_space,
-                network,
-                num_particles,
-                obs_scale,
-                squashed,
-                deterministic,
-                init_log_std,
-            )
+            if encoding is not None:  # predict encodes the env's own observations
+                return dataclasses.replace(spec, obs_encoding=encoding)
+            layout = cast(ObsLayout, layout)
             return dataclasses.replace(spec, obs_dim=layout.size, obs_layout=layout)
         if not isinstance(obs_space, gym.spaces.Box) or len(obs_space.shape) != 1:
             raise ValueError(
