@@ -130,7 +130,7 @@ class ObsEncoding:
         obs = np.asarray(obs)
         lead = obs.shape[: obs.ndim - len(self.raw_shape)]
         if self.kind in ("multi_binary", "box"):
-            return obs.reshape(*lead, -1).astype(np.float32)
+            return obs.reshape(*lead, -1).astype(np.float32, copy=False)  # no copy of float32 (every step)
         codes = obs.astype(np.int64).reshape(*lead, len(self.sizes)) - np.asarray(self.starts)
         return np.concatenate([np.eye(n, dtype=np.float32)[codes[..., i]] for i, n in enumerate(self.sizes)], axis=-1)
 

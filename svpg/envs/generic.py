@@ -76,12 +76,10 @@ class CheckObservations(gym.Wrapper):
             if isinstance(space, gym.spaces.Dict)
             else {}
         )
-        self._discrete = isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary))
-        self._shape = () if isinstance(space, gym.spaces.Discrete) else space.shape
-        self._kinds = "biu" if self._discrete else "biuf"
+        self._whole = None if self._keys is not None else CheckObservations._Part(space)
 
     class _Part:
-        """What one Dict key needs: its space, shape and dtype kinds."""
+        """What one observation (or one Dict key) needs: its space, shape and dtype kinds."""
 
         def __init__(self, space: gym.Space):
             self.space = space
@@ -113,20 +111,21 @@ class CheckObservations(gym.Wrapper):
     def _check(self, obs, call: str):
         if self._keys is not None:
             return self._check_dict(obs, call)
+        whole = cast(CheckObservations._Part, self._whole)
         arr = np.asarray(obs) if not isinstance(obs, (dict, tuple)) else np.empty((), object)
-        if arr.dtype.kind not in self._kinds:
+        if arr.dtype.kind not in whole.kinds:
             what = f"dtype {arr.dtype}" if arr.dtype != object else f"a {type(obs).__name__}"
-            need = "integers" if self._discrete else "numbers"
+            need = "integers" if whole.discrete else "numbers"
             raise ValueError(
                 f"{self.name}: {call} returned an observation of {what}, its observation_space "
                 f"{self.observation_space} needs {need}"
             )
-        if arr.shape != self._shape:
+        if arr.shape != whole.shape:
             raise ValueError(
                 f"{self.name}: {call} returned an observation of shape {arr.shape}, its observation_space "
-                f"{self.observation_space} has shape {self._shape}"
+                f"{self.observation_space} has shape {whole.shape}"
             )
-        if self._discrete and not self.observation_space.contains(obs):
+        if whole.discrete and not self.observation_space.contains(obs):
             raise ValueError(f"{self.name}: {call} returned the observation {obs}, outside {self.observation_space}")
         return obs
 

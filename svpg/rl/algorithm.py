@@ -733,13 +733,10 @@ class SVPG:
         """SB3's ``get_parameters``: ``{"policy": model.policy.state_dict(), "policy.optimizer": the SVGD
         optimizer's state, "estimator": the estimator's learned state}`` (its critics, targets, temperatures
         and their optimizers; never the replay buffer), copies on the model's device."""
-        estimator = self.estimator.state_dict()
         return {
             "policy": self.policy.state_dict(),
             "policy.optimizer": _copies(self.svgd.optimizer.state_dict()),
-            "estimator": {
-                key: _copies(value) for key, value in estimator.items() if key not in checkpoints.NOT_PARAMETERS
-            },
+            "estimator": _copies(self.estimator.parameters_state()),
         }
 
     def set_parameters(self, load_path_or_dict, exact_match: bool = True, device: str = "auto") -> None:
@@ -781,11 +778,13 @@ class SVPG:
             if "policy.optimizer" in params:
                 self.svgd.optimizer.load_state_dict(params["policy.optimizer"])
             if "estimator" in params:
-                self.estimator.load_state_dict({**self.estimator.state_dict(), **params["estimator"]})
+                self.estimator.load_parameters(
+                    {**before["estimator"], **params["estimator"]}
+                )  # exact_match=False: some
         except (KeyError, RuntimeError, ValueError) as e:
             self.policy.load_state_dict(before["policy"])
             self.svgd.optimizer.load_state_dict(before["policy.optimizer"])
-            self.estimator.load_state_dict({**self.estimator.state_dict(), **before["estimator"]})
+            self.estimator.load_parameters(before["estimator"])
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise ValueError(
                 f"set_parameters: these parameters do not fit this model ({first}); nothing was changed"

@@ -230,7 +230,7 @@ def read_parameters(path) -> dict[str, dict]:
         raise CheckpointError(f"{path} does not hold a whole training state ({e})") from None
 
 
-#: the estimators' state that is data, not parameters: left out of get_parameters, kept by set_parameters
+#: what a saved estimator state holds beyond ``Estimator.parameters_state``: data, not parameters
 NOT_PARAMETERS = ("buffer",)
 
 

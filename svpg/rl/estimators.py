@@ -121,6 +121,15 @@ class Estimator:
     def load_state_dict(self, state: dict) -> None:
         pass
 
+    def parameters_state(self) -> dict:
+        """What :meth:`state_dict` holds of learned parameters (critics, targets, temperatures, their
+        optimizers), without data such as a replay buffer: SB3's ``get_parameters``."""
+        return self.state_dict()
+
+    def load_parameters(self, state: dict) -> None:
+        """Load :meth:`parameters_state`'s keys, leaving the data as they are: SB3's ``set_parameters``."""
+        self.load_state_dict(state)
+
 
 #: name → estimator class: the one list that ``--estimator``, its help and the grids read
 ESTIMATORS: dict[str, type[Estimator]] = {}
@@ -708,19 +717,24 @@ class OffPolicyEstimator(Estimator):
 
     # -- checkpoints -----------------------------------------------------------------------------
     def state_dict(self) -> dict:
+        return {**self.parameters_state(), "buffer": self.buffer.state_dict(self.save_replay_buffer)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.load_parameters(state)
+        self.buffer.load_state_dict(state["buffer"])
+
+    def parameters_state(self) -> dict:
         return {
             "critic": self.critic.detach().cpu(),
             "target": self.target.cpu(),
             "critic_optimizer": self.critic_optimizer.state_dict(),
-            "buffer": self.buffer.state_dict(self.save_replay_buffer),
         }
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_parameters(self, state: dict) -> None:
         with torch.no_grad():
             self.critic.copy_(state["critic"])
             self.target.copy_(state["target"])
         self.critic_optimizer.load_state_dict(state["critic_optimizer"])
-        self.buffer.load_state_dict(state["buffer"])
 
 
 #: the diagnostics of an SVGD step (:meth:`svpg.SVPG.svgd_update`)
@@ -857,15 +871,15 @@ class SAC(OffPolicyEstimator):
         }
 
     # -- checkpoints -----------------------------------------------------------------------------
-    def state_dict(self) -> dict:
+    def parameters_state(self) -> dict:
         return {
-            **super().state_dict(),
+            **super().parameters_state(),
             "log_ent_coef": self.log_ent_coef.detach().cpu(),
             "ent_optimizer": self.ent_optimizer.state_dict(),
         }
 
-    def load_state_dict(self, state: dict) -> None:
-        super().load_state_dict(state)
+    def load_parameters(self, state: dict) -> None:
+        super().load_parameters(state)
         with torch.no_grad():
             self.log_ent_coef.copy_(state["log_ent_coef"])
         self.ent_optimizer.load_state_dict(state["ent_optimizer"])
@@ -982,15 +996,15 @@ class TD3(OffPolicyEstimator):
         }
 
     # -- checkpoints -----------------------------------------------------------------------------
-    def state_dict(self) -> dict:
+    def parameters_state(self) -> dict:
         return {
-            **super().state_dict(),
+            **super().parameters_state(),
             "target_theta": self.target_theta.cpu(),
             "critic_updates": torch.tensor([self.critic_updates], dtype=torch.int64),
         }
 
-    def load_state_dict(self, state: dict) -> None:
-        super().load_state_dict(state)
+    def load_parameters(self, state: dict) -> None:
+        super().load_parameters(state)
         self.target_theta.copy_(state["target_theta"])
         self.critic_updates = int(state["critic_updates"][0])
 
