@@ -777,10 +777,8 @@ class SVPG:
                 self.policy.load_state_dict(params["policy"], strict=exact_match)
             if "policy.optimizer" in params:
                 self.svgd.optimizer.load_state_dict(params["policy.optimizer"])
-            if "estimator" in params:
-                self.estimator.load_parameters(
-                    {**before["estimator"], **params["estimator"]}
-                )  # exact_match=False: some
+            if "estimator" in params:  # exact_match=False may give some keys: the others stay as they are
+                self.estimator.load_parameters({**before["estimator"], **params["estimator"]})
         except (KeyError, RuntimeError, ValueError) as e:
             self.policy.load_state_dict(before["policy"])
             self.svgd.optimizer.load_state_dict(before["policy.optimizer"])
