@@ -935,7 +935,7 @@ register_quotes(
         for agent, keys in (
             ("s2vgd-sac", ("final", "particles", "wall")),
             ("svgd-sac", ("final", "particles", "wall")),
-            ("sac", ("final", "wall", "seeds")),
+            ("sac", ("final", "wall")),
         )
         for key in keys
     }
