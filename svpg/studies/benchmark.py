@@ -984,8 +984,11 @@ def plot(curves: list[dict], path: Path, metadata: dict[str, str] | None = None)
             )
             mu, se = mean_se_rows(ys)
             label = f"svpg {agent} (best particle)" if agent in SVPG_AGENTS else f"SB3 {agent.upper()}"
-            (line,) = ax.plot(grid, mu, label=f"{label}, {len(ys)} seed{'' if len(ys) == 1 else 's'}", lw=1.5)
-            ax.fill_between(grid, mu - se, mu + se, color=line.get_color(), alpha=0.2, lw=0)
+            # one colour per agent in every panel; TD3's family dashed beside SAC's
+            color, style = f"C{agents.index(agent)}", "--" if agent.endswith("td3") else "-"
+            label = f"{label}, {len(ys)} seed{'' if len(ys) == 1 else 's'}"
+            ax.plot(grid, mu, label=label, lw=1.5, color=color, ls=style)
+            ax.fill_between(grid, mu - se, mu + se, color=color, alpha=0.2, lw=0)
         ax.set_title(task)
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x / 1000:g}k"))
         ax.set_xlabel("environment steps")
