@@ -48,7 +48,9 @@ def build_parser(prog: str = "evaluate.py") -> argparse.ArgumentParser:
         help="gym.make keyword arguments as a JSON object (default: the run's, or none with --env-id)",
     )
     p.add_argument(
-        "--stochastic", action="store_true", help="sample actions instead of the deterministic argmax / mean"
+        "--stochastic",
+        action="store_true",
+        help="sample actions instead of the deterministic argmax / mean (estimator td3: the same actions)",
     )
     p.add_argument("--horizon", type=int, default=0, help="episode time limit (default: the run's)")
     p.add_argument("--device", default="cpu", help="torch device (default: cpu)")
@@ -141,6 +143,8 @@ def main(argv: list[str] | None = None, prog: str = "evaluate.py") -> int:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     mode = "stochastic" if args.stochastic else "deterministic"
+    if args.stochastic and policy.spec.deterministic:
+        mode = "deterministic (TD3's head has no noise to sample, as SB3's TD3.predict)"
     print(f"{args.path}: {policy}\n{args.episodes} {mode} episodes per particle on {env_id}, seed {args.seed}\n")
     print(format_table(returns, particles))
     if args.gif:

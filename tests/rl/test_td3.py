@@ -61,6 +61,20 @@ def test_the_deterministic_head_predicts_its_mode_in_the_box_and_exports_it(tmp_
                               deterministic=True)
 
 
+def test_evaluate_py_says_its_stochastic_episodes_of_the_deterministic_head_are_deterministic(tmp_path, capsys):
+    from svpg.rl.evaluate_cli import main
+
+    path = tiny(hidden=(8,)).save(tmp_path / "td3")
+    outs = []
+    for flags in ([], ["--stochastic"]):
+        assert main([str(path), "--eval-episodes", "1", *flags]) == 0
+        outs.append(capsys.readouterr().out)
+    assert "1 deterministic episodes" in outs[0]
+    assert "1 deterministic (TD3's head has no noise to sample, as SB3's TD3.predict) episodes" in outs[1]
+    tables = [out[out.index("| particle") :] for out in outs]
+    assert tables[0] == tables[1] and "| 3 |" in tables[0]
+
+
 def test_exploration_adds_clipped_gaussian_noise_in_half_widths_of_the_box():
     model = tiny(action_noise=0.5)
     policy, est = model.policy, model.estimator
