@@ -943,6 +943,20 @@ register_quotes(
         f"walker2d-{agent}-to-{level}": steps_to(level, task="Walker2d-v5", agent=agent)
         for agent in ("s2vgd-sac", "svgd-sac", "sac")
         for level in (1000, 2000)
+    }
+    | {
+        f"hopper-{agent}-{key}": cell(OFF_POLICY_COLUMNS[key], "Hopper-v5", agent=agent)
+        for agent, keys in (("s2vgd-td3", ("final", "particles", "seeds", "wall")), ("td3", ("final", "seeds", "wall")))
+        for key in keys
+    }
+    | {
+        f"hopper-{agent}-to-1000": steps_to(1000, task="Hopper-v5", agent=agent)
+        for agent in ("s2vgd-td3", "td3", "s2vgd-sac")
+    }
+    | {
+        "hopper-s2vgd-td3-minus-td3": difference(
+            {"task": "Hopper-v5", "agent": "s2vgd-td3"}, {"task": "Hopper-v5", "agent": "td3"}
+        )
     },
 )
 
