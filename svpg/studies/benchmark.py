@@ -969,7 +969,7 @@ def plot(curves: list[dict], path: Path, metadata: dict[str, str] | None = None)
     agents = [a for a in AGENTS if any(c["agent"] == a for c in curves)]
     fig, axes = plt.subplots(1, max(1, len(tasks)), figsize=(5 * max(1, len(tasks)), 4), squeeze=False)
     for ax, task in zip(axes[0], tasks):
-        for agent in agents:
+        for colour, agent in enumerate(agents):
             runs: dict = {}
             for c in curves:
                 if c["task"] == task and c["agent"] == agent and math.isfinite(c["return"]):
@@ -985,10 +985,9 @@ def plot(curves: list[dict], path: Path, metadata: dict[str, str] | None = None)
             mu, se = mean_se_rows(ys)
             label = f"svpg {agent} (best particle)" if agent in SVPG_AGENTS else f"SB3 {agent.upper()}"
             # one colour per agent in every panel; TD3's family dashed beside SAC's
-            color, style = f"C{agents.index(agent)}", "--" if agent.endswith("td3") else "-"
-            label = f"{label}, {len(ys)} seed{'' if len(ys) == 1 else 's'}"
-            ax.plot(grid, mu, label=label, lw=1.5, color=color, ls=style)
-            ax.fill_between(grid, mu - se, mu + se, color=color, alpha=0.2, lw=0)
+            style = dict(color=f"C{colour}", ls="--" if agent.endswith("td3") else "-")
+            ax.plot(grid, mu, label=f"{label}, {len(ys)} seed{'' if len(ys) == 1 else 's'}", lw=1.5, **style)
+            ax.fill_between(grid, mu - se, mu + se, color=style["color"], alpha=0.2, lw=0)
         ax.set_title(task)
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x / 1000:g}k"))
         ax.set_xlabel("environment steps")
