@@ -946,17 +946,22 @@ register_quotes(
     }
     | {
         f"hopper-{agent}-{key}": cell(OFF_POLICY_COLUMNS[key], "Hopper-v5", agent=agent)
-        for agent, keys in (("s2vgd-td3", ("final", "particles", "seeds", "wall")), ("td3", ("final", "seeds", "wall")))
+        for agent, keys in (
+            ("s2vgd-td3", ("final", "particles", "seeds", "wall")),
+            ("svgd-td3", ("final", "particles", "seeds", "wall")),
+            ("td3", ("final", "seeds", "wall")),
+        )
         for key in keys
     }
     | {
         f"hopper-{agent}-to-1000": steps_to(1000, task="Hopper-v5", agent=agent)
-        for agent in ("s2vgd-td3", "td3", "s2vgd-sac")
+        for agent in ("s2vgd-td3", "svgd-td3", "td3", "s2vgd-sac")
     }
     | {
-        "hopper-s2vgd-td3-minus-td3": difference(
-            {"task": "Hopper-v5", "agent": "s2vgd-td3"}, {"task": "Hopper-v5", "agent": "td3"}
+        f"hopper-{agent}-minus-td3": difference(
+            {"task": "Hopper-v5", "agent": agent}, {"task": "Hopper-v5", "agent": "td3"}
         )
+        for agent in ("s2vgd-td3", "svgd-td3")
     },
 )
 

@@ -477,12 +477,29 @@ def _budget_rows(rows: list[dict], name: str) -> str:
     return render_table(header, table, "ll" + "r" * (len(header) - 2))
 
 
-def _budget_runs(name: str, seeds: int = 5) -> int:
-    """A budget's table's runs: every task × agent of ``--budget name`` on seeds 0–4."""
+def _budget_runs(name: str) -> int:
+    """A budget's table's runs: every task × agent of ``--budget name`` on its reported seeds."""
     from svpg.studies.benchmark import BUDGETS
 
+    return BUDGETS[name].planned_runs()
+
+
+def _budget_commands(name: str) -> list[str]:
+    """The harness commands of a budget's table: one for the agents on seeds 0–4 (all of them: no
+    ``--agents``) and one per shorter seed range."""
+    from svpg.studies.benchmark import BUDGETS, REPORTED_SEEDS
+
     budget = BUDGETS[name]
-    return len(budget.tasks) * len(budget.agents) * seeds
+    by_seeds: dict[int, list[str]] = {}
+    for agent in budget.agents:
+        by_seeds.setdefault(dict(budget.agent_seeds).get(agent, REPORTED_SEEDS), []).append(agent)
+    command = f"python -m svpg.studies.benchmark --budget {name} --tasks all"
+    if len(by_seeds) == 1:
+        return [f"{command} --seeds 0-{next(iter(by_seeds)) - 1}"]
+    return [
+        f"{command} --agents {','.join(agents)} --seeds 0-{n - 1}"
+        for n, agents in sorted(by_seeds.items(), reverse=True)
+    ]
 
 
 def _budget_compute(name: str):
@@ -496,8 +513,8 @@ for _budget, _file in (("off-policy", OFF_POLICY_FILE), ("spaces", SPACES_FILE))
             doc="docs/benchmarks.md",
             source=_file,
             build=_budget_table(_budget),
-            command=f"python -m svpg.studies.benchmark --budget {_budget} --tasks all --seeds 0-4 && "
-            f"python -m svpg.report gather runs/benchmark-{_budget} --into {_file}",
+            command=" && ".join(_budget_commands(_budget))
+            + f" && python -m svpg.report gather runs/benchmark-{_budget} --into {_file}",
             compute=_budget_compute(_budget),
         )
     )

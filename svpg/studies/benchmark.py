@@ -104,13 +104,15 @@ SB3_OFF_POLICY = sb3.OFF_POLICY  # with a replay buffer
 AGENTS = SVPG_AGENTS + SB3_AGENTS
 REFERENCE = "ppo"  # the paired differences of the on-policy comparison are svpg − this agent
 OFF_POLICY_STEPS = 300_000
+REPORTED_SEEDS = 5  # a table's seeds 0–4
 
 
 @dataclass(frozen=True)
 class Budget:
     """One comparison: its tasks (``--tasks all``), agents (``--agents all`` and the only ones it
     takes), the reference agent of the paired differences, and the environment steps of a run (None:
-    each task's own, :data:`TASK_BUDGETS`). ``auc``: its tables always show the area under the curve."""
+    each task's own, :data:`TASK_BUDGETS`). ``auc``: its tables always show the area under the curve.
+    ``agent_seeds``: the agents whose reported seeds stop short of 0–4 (how many each gets)."""
 
     name: str
     tasks: tuple[str, ...]
@@ -119,9 +121,15 @@ class Budget:
     total_steps: int | None = None
     auc: bool = False
     out: str = "runs/benchmark"
+    agent_seeds: tuple[tuple[str, int], ...] = ()
 
     def steps(self, task: str) -> int:
         return self.total_steps or TASK_BUDGETS[task]
+
+    def planned_runs(self) -> int:
+        """The runs of the whole table: every task × agent on its reported seeds."""
+        seeds = dict(self.agent_seeds)
+        return len(self.tasks) * sum(seeds.get(agent, REPORTED_SEEDS) for agent in self.agents)
 
 
 #: ``--budget``: the on-policy comparison (each task's budget) and the off-policy one (300,000 steps)
@@ -135,6 +143,7 @@ BUDGETS = {
         OFF_POLICY_STEPS,
         auc=True,
         out="runs/benchmark-off-policy",
+        agent_seeds=(("s2vgd-td3", 3), ("svgd-td3", 3)),  # about two core-hours a run
     ),
     "spaces": Budget("spaces", SPACES_TASKS, ("s2vgd", "ppo"), REFERENCE, auc=True, out="runs/benchmark-spaces"),
 }

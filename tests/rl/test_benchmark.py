@@ -166,6 +166,17 @@ def test_the_off_policy_budget_plans_300k_steps_of_its_own_agents(tmp_path):
     assert benchmark.SVPG_AGENT_SETTINGS["svgd-td3"] == ("svgd", "td3")
     assert {"s2vgd-td3", "svgd-td3"} <= set(budget.agents)
     assert benchmark.svpg_options("Hopper-v5", None, "s2vgd-td3") == {"estimator": "td3"}
+    # svpg's TD3 rows get seeds 0–2, the others 0–4: 3 tasks × (4 × 5 + 2 × 3) runs, and the table's
+    # command runs exactly those
+    assert budget.planned_runs() == 78 and benchmark.BUDGETS["spaces"].planned_runs() == 3 * 2 * 5
+    from svpg.report_tables import _budget_commands
+
+    run = "python -m svpg.studies.benchmark --budget off-policy --tasks all"
+    assert _budget_commands("off-policy") == [
+        f"{run} --agents s2vgd-sac,svgd-sac,sac,td3 --seeds 0-4",
+        f"{run} --agents s2vgd-td3,svgd-td3 --seeds 0-2",
+    ]
+    assert _budget_commands("spaces") == ["python -m svpg.studies.benchmark --budget spaces --tasks all --seeds 0-4"]
     # the on-policy budget is unchanged: each task's preset budget, Walker2d-v5 and Ant-v5 among them
     on = benchmark.plan(tmp_path, ["Walker2d-v5", "Ant-v5"], ["s2vgd", "ppo"], [0])
     assert {j["total_steps"] for j in on} == {1_000_000}
@@ -456,4 +467,4 @@ def test_the_off_policy_report_table(tmp_path):
     text = table.render(tmp_path)
     line = next(line for line in text.splitlines() if line.startswith("| Walker2d-v5 | s2vgd-sac |"))
     assert "| 1 | 300,000 | 3000.0 | 2500.0 | – | 1500.0 | – | 10.00 |" in line
-    assert "| Walker2d-v5 | sac | not measured yet |" in text and "1 of 90 runs, 0.2 core-hours" in text
+    assert "| Walker2d-v5 | sac | not measured yet |" in text and "1 of 78 runs, 0.2 core-hours" in text
