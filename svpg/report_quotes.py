@@ -962,6 +962,15 @@ register_quotes(
             {"task": "Hopper-v5", "agent": agent}, {"task": "Hopper-v5", "agent": "td3"}
         )
         for agent in ("s2vgd-td3", "svgd-td3")
+    }
+    | {
+        f"halfcheetah-td3-{key}": cell(OFF_POLICY_COLUMNS[key], "HalfCheetah-v5", agent="td3")
+        for key in ("final", "seeds", "wall")
+    }
+    | {
+        "halfcheetah-td3-minus-sac": difference(
+            {"task": "HalfCheetah-v5", "agent": "td3"}, {"task": "HalfCheetah-v5", "agent": "sac"}
+        )
     },
 )
 
