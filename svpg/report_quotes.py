@@ -964,13 +964,13 @@ register_quotes(
         for agent in ("s2vgd-td3", "svgd-td3")
     }
     | {
-        f"halfcheetah-td3-{key}": cell(OFF_POLICY_COLUMNS[key], "HalfCheetah-v5", agent="td3")
+        f"{slug}-td3-{key}": cell(OFF_POLICY_COLUMNS[key], task, agent="td3")
+        for slug, task in (("halfcheetah", "HalfCheetah-v5"), ("walker2d", "Walker2d-v5"))
         for key in ("final", "seeds", "wall")
     }
     | {
-        "halfcheetah-td3-minus-sac": difference(
-            {"task": "HalfCheetah-v5", "agent": "td3"}, {"task": "HalfCheetah-v5", "agent": "sac"}
-        )
+        f"{slug}-td3-minus-sac": difference({"task": task, "agent": "td3"}, {"task": task, "agent": "sac"})
+        for slug, task in (("halfcheetah", "HalfCheetah-v5"), ("walker2d", "Walker2d-v5"))
     },
 )
 
