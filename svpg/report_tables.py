@@ -477,33 +477,15 @@ def _budget_rows(rows: list[dict], name: str) -> str:
     return render_table(header, table, "ll" + "r" * (len(header) - 2))
 
 
-def _budget_runs(name: str) -> int:
-    """A budget's table's runs: every task × agent of ``--budget name`` on its reported seeds."""
+def _budget_plan(name: str):
+    """``--budget name``'s plan (imported here: the report imports no study at module level)."""
     from svpg.studies.benchmark import BUDGETS
 
-    return BUDGETS[name].planned_runs()
-
-
-def _budget_commands(name: str) -> list[str]:
-    """The harness commands of a budget's table: one for the agents on seeds 0–4 (all of them: no
-    ``--agents``) and one per shorter seed range."""
-    from svpg.studies.benchmark import BUDGETS, REPORTED_SEEDS
-
-    budget = BUDGETS[name]
-    by_seeds: dict[int, list[str]] = {}
-    for agent in budget.agents:
-        by_seeds.setdefault(dict(budget.agent_seeds).get(agent, REPORTED_SEEDS), []).append(agent)
-    command = f"python -m svpg.studies.benchmark --budget {name} --tasks all"
-    if len(by_seeds) == 1:
-        return [f"{command} --seeds 0-{next(iter(by_seeds)) - 1}"]
-    return [
-        f"{command} --agents {','.join(agents)} --seeds 0-{n - 1}"
-        for n, agents in sorted(by_seeds.items(), reverse=True)
-    ]
+    return BUDGETS[name]
 
 
 def _budget_compute(name: str):
-    return _task_compute(_budget_runs(name))
+    return _task_compute(_budget_plan(name).planned_runs())
 
 
 for _budget, _file in (("off-policy", OFF_POLICY_FILE), ("spaces", SPACES_FILE)):
@@ -513,7 +495,7 @@ for _budget, _file in (("off-policy", OFF_POLICY_FILE), ("spaces", SPACES_FILE))
             doc="docs/benchmarks.md",
             source=_file,
             build=_budget_table(_budget),
-            command=" && ".join(_budget_commands(_budget))
+            command=" && ".join(_budget_plan(_budget).commands())
             + f" && python -m svpg.report gather runs/benchmark-{_budget} --into {_file}",
             compute=_budget_compute(_budget),
         )
@@ -2228,7 +2210,7 @@ def _overview_budget(budget: str, reference: str):
                 text += f"; − {reference} {r[diff_column]}" + (f", {side}" if side else "")
             by_task.setdefault(r["task"], []).append(text + f"; minutes per run {r['wall-clock per run (min)']})")
         runs = sum(int(r["seeds"]) for r in cells)
-        planned = _budget_runs(budget)
+        planned = _budget_plan(budget).planned_runs()
         done = f"{runs} of {planned} runs so far: " if runs < planned else ""
         return done + "; ".join(f"{task}: {', '.join(parts)}" for task, parts in by_task.items()) if cells else NOT_YET
 

@@ -126,10 +126,27 @@ class Budget:
     def steps(self, task: str) -> int:
         return self.total_steps or TASK_BUDGETS[task]
 
+    def seeds(self, agent: str) -> int:
+        """How many reported seeds (from 0) ``agent`` gets in this table."""
+        return dict(self.agent_seeds).get(agent, REPORTED_SEEDS)
+
     def planned_runs(self) -> int:
         """The runs of the whole table: every task × agent on its reported seeds."""
-        seeds = dict(self.agent_seeds)
-        return len(self.tasks) * sum(seeds.get(agent, REPORTED_SEEDS) for agent in self.agents)
+        return len(self.tasks) * sum(self.seeds(agent) for agent in self.agents)
+
+    def commands(self) -> list[str]:
+        """The harness commands that run the whole table: one per seed range (no ``--agents`` when
+        every agent gets the same)."""
+        by_seeds: dict[int, list[str]] = {}
+        for agent in self.agents:
+            by_seeds.setdefault(self.seeds(agent), []).append(agent)
+        command = f"python -m svpg.studies.benchmark --budget {self.name} --tasks all"
+        if len(by_seeds) == 1:
+            return [f"{command} --seeds 0-{next(iter(by_seeds)) - 1}"]
+        return [
+            f"{command} --agents {','.join(agents)} --seeds 0-{n - 1}"
+            for n, agents in sorted(by_seeds.items(), reverse=True)
+        ]
 
 
 #: ``--budget``: the on-policy comparison (each task's budget) and the off-policy one (300,000 steps)

@@ -169,14 +169,12 @@ def test_the_off_policy_budget_plans_300k_steps_of_its_own_agents(tmp_path):
     # svpg's TD3 rows get seeds 0–2, the others 0–4: 3 tasks × (4 × 5 + 2 × 3) runs, and the table's
     # command runs exactly those
     assert budget.planned_runs() == 78 and benchmark.BUDGETS["spaces"].planned_runs() == 3 * 2 * 5
-    from svpg.report_tables import _budget_commands
-
     run = "python -m svpg.studies.benchmark --budget off-policy --tasks all"
-    assert _budget_commands("off-policy") == [
+    assert budget.commands() == [
         f"{run} --agents s2vgd-sac,svgd-sac,sac,td3 --seeds 0-4",
         f"{run} --agents s2vgd-td3,svgd-td3 --seeds 0-2",
     ]
-    assert _budget_commands("spaces") == ["python -m svpg.studies.benchmark --budget spaces --tasks all --seeds 0-4"]
+    assert benchmark.BUDGETS["spaces"].commands() == ["python -m svpg.studies.benchmark --budget spaces --tasks all --seeds 0-4"]
     # the on-policy budget is unchanged: each task's preset budget, Walker2d-v5 and Ant-v5 among them
     on = benchmark.plan(tmp_path, ["Walker2d-v5", "Ant-v5"], ["s2vgd", "ppo"], [0])
     assert {j["total_steps"] for j in on} == {1_000_000}
