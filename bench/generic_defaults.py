@@ -21,6 +21,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from svpg.cli import Parser
+from svpg.io import append_csv
 from svpg.stats import cell, convention, markdown_table, parse_range_list
 
 BASE = dict(estimator="ppo", num_particles=4, samples_per_particle=2048, hidden=(64, 64), lr=3e-4, anneal_lr=False,
@@ -109,12 +110,7 @@ def main() -> None:
         futures = [pool.submit(run, env, c, s, args.steps) for env, c, s in todo]
         for f in as_completed(futures):
             row = f.result()
-            new = not out.exists()
-            with open(out, "a", newline="") as fh:
-                writer = csv.DictWriter(fh, fieldnames=list(row))
-                if new:
-                    writer.writeheader()
-                writer.writerow(row)
+            append_csv(out, [row])
             print(row, flush=True)
     import pandas as pd
 

@@ -22,6 +22,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from svpg.cli import Parser
+from svpg.io import append_csv
 from svpg.runs import describe_machine, source_commit
 from svpg.stats import cell, convention, markdown_table, parse_range_list
 
@@ -74,12 +75,7 @@ def main() -> None:
         futures = [pool.submit(run, args.env_id, options, s, args.total_steps) for s in todo]
         for f in as_completed(futures):
             row = f.result()
-            new = not out.exists()
-            with open(out, "a", newline="") as fh:
-                writer = csv.DictWriter(fh, fieldnames=list(row))
-                if new:
-                    writer.writeheader()
-                writer.writerow(row)
+            append_csv(out, [row])
             print(row, flush=True)
     with open(out) as fh:
         rows = [r for r in csv.DictReader(fh) if r["env_id"] == args.env_id]

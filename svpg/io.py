@@ -70,6 +70,18 @@ def write_csv(path: str | Path, rows: list[dict]) -> None:
     atomic_write(path, lambda tmp: Path(tmp).write_text(buf.getvalue()))
 
 
+def append_csv(path: str | Path, rows: list[dict]) -> None:
+    """Append ``rows`` to the CSV file ``path``, its header (the first row's keys) first when the file is
+    new or empty: the rows of a resumable log or table, each kept as soon as it is written."""
+    path = Path(path)
+    new = not path.exists() or path.stat().st_size == 0
+    with open(path, "a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        if new:
+            writer.writeheader()
+        writer.writerows(rows)
+
+
 def _fsync_dir(folder: Path) -> None:
     try:
         fd = os.open(folder, os.O_RDONLY)

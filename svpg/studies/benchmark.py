@@ -63,7 +63,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from svpg.io import atomic_write, write_csv
+from svpg.io import append_csv, atomic_write, write_csv
 from svpg.rl.config import load_preset
 from svpg.stats import counted
 from svpg.studies import sb3
@@ -560,7 +560,7 @@ def _train_svpg(job: dict, folder: Path) -> dict:
             self.start, self.t0 = start, time.perf_counter()
 
         def _on_rollout_end(self) -> None:
-            sb3.append_rows(
+            append_csv(
                 folder / WALL,
                 [
                     {

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from svpg.io import atomic_write, write_csv
+from svpg.io import append_csv, atomic_write, write_csv
 from svpg.rl.config import PAPER_TASKS
 from svpg.runtime import torch_threads
 
@@ -114,16 +114,6 @@ def features_extractor(name: str) -> type:
 
 
 # -- progress files -----------------------------------------------------------------------------------
-def append_rows(path: Path, rows: list[dict]) -> None:
-    """Append ``rows`` to the CSV file ``path`` (its header first when it is new or empty)."""
-    new = not path.exists() or path.stat().st_size == 0
-    with open(path, "a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        if new:
-            w.writeheader()
-        w.writerows(rows)
-
-
 def read_rows(path: Path) -> list[dict]:
     """The complete rows of the CSV file ``path`` (none when it does not exist)."""
     if not path.exists():
@@ -138,7 +128,7 @@ def keep_rows(path: Path, up_to_step: int) -> float:
     rows = [r for r in read_rows(path) if int(r["total_steps"]) <= up_to_step]
     path.unlink(missing_ok=True)
     if rows:
-        append_rows(path, rows)
+        append_csv(path, rows)
     return float(rows[-1]["wall_s"]) if rows else 0.0
 
 
@@ -225,7 +215,7 @@ def train_resumably(
                 return
             self.last_row = self.num_timesteps
             mean = sum(self.returns) / len(self.returns) if self.returns else math.nan
-            append_rows(
+            append_csv(
                 folder / progress,
                 [
                     {

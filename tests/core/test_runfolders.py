@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from svpg.io import append_csv
 from svpg.runs import CONFIG_FILE, RunFolderInUse, RunFolders, RunLock, Writer
 
 
@@ -127,3 +128,11 @@ def test_the_source_commit_is_this_checkouts_and_none_inside_another_repository(
     assert source_commit().removesuffix("-dirty") == head.stdout.strip()
     # a copy installed somewhere inside another repository (a virtual environment in a project) has no commit
     assert source_commit.__wrapped__(SOURCE_ROOT / "svpg") == ""
+
+
+def test_appended_csv_rows_read_back_in_order_under_one_header(tmp_path):
+    path = tmp_path / "progress.csv"
+    path.touch()  # an empty file, as a kill between creating and writing leaves it, still gets the header
+    append_csv(path, [{"step": 1, "loss": 0.5}])
+    append_csv(path, [{"step": 2, "loss": 0.25}, {"step": 3, "loss": 0.125}])
+    assert path.read_text().splitlines() == ["step,loss", "1,0.5", "2,0.25", "3,0.125"]

@@ -289,8 +289,9 @@ class Interrupt:
     """Raises KeyboardInterrupt at the n-th row written to a run's ``name`` file, as a kill would."""
 
     def __init__(self, monkeypatch, name, n):
-        self.calls, self.name, self.n, self.write = 0, name, n, sb3.append_rows
-        monkeypatch.setattr(sb3, "append_rows", self)  # the benchmark's and the SB3 runner's rows
+        self.calls, self.name, self.n, self.write = 0, name, n, sb3.append_csv
+        for module in (benchmark, sb3):  # the benchmark's and the SB3 runner's rows
+            monkeypatch.setattr(module, "append_csv", self)
 
     def __call__(self, path, rows):
         if path.name == self.name:
