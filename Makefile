@@ -28,9 +28,9 @@ test: install
 test-all: install
 	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15
 
-# ruff lint on the package and the tests, ruff format and mypy on the package (pyproject.toml); the import graph's check
+# ruff lint on every Python file (package, tests, bench scripts, front ends), ruff format and mypy on the package (pyproject.toml); the import graph's check
 lint: install
-	$(PY) -m ruff check svpg tests
+	$(PY) -m ruff check svpg tests bench envs train.py evaluate.py
 	$(PY) -m ruff format --check svpg
 	$(PY) -m mypy
 	$(PY) tests/core/test_imports.py

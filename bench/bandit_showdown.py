@@ -27,7 +27,6 @@ from svpg.bandits import make_agent, make_problem, play  # noqa: E402
 from svpg.cli import Parser  # noqa: E402
 from svpg.runtime import DEFAULT_THREADS  # noqa: E402
 
-
 #: seconds for 50,000 rounds of one agent on one core
 TARGET_SECONDS = {"mushroom": 300}
 SHOWDOWN_TARGET_SECONDS = 120

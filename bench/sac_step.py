@@ -27,8 +27,9 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(1)
 
-    import svpg
     from stable_baselines3 import SAC
+
+    import svpg
 
     model = svpg.SVPG(args.env_id, estimator="sac", seed=0, verbose=0, learning_starts=10**9, threads=1)
     model.train_iteration()  # fills the buffer with one horizon of uniform actions, makes no update

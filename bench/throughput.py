@@ -88,9 +88,10 @@ def svpg_steps_per_second(env_id: str, variants: dict[str, dict], args) -> tuple
 
 
 def sb3_a2c_steps_per_second(env_id: str, steps: int) -> float:
-    from svpg import envs  # noqa: F401  (registers svpg/* ids)
     from stable_baselines3 import A2C
     from stable_baselines3.common.env_util import make_vec_env
+
+    from svpg import envs  # noqa: F401  (registers svpg/* ids)
 
     vec = make_vec_env(env_id, n_envs=8, seed=0)
     model = A2C("MlpPolicy", vec, device="cpu", seed=0, verbose=0)
@@ -171,8 +172,8 @@ def main() -> None:
 
 def compare_cells(parser, args) -> None:
     """Steps/s and seconds per iteration of ablation cells on the task's preset, in alternating blocks."""
-    from svpg.studies.ablation import parse_cells
     from svpg.rl.config import PRESETS, load_preset
+    from svpg.studies.ablation import parse_cells
 
     if args.task not in PRESETS:
         parser.error(f"--cells needs a task with a preset ({', '.join(PRESETS)}), not {args.task!r}")
