@@ -971,6 +971,15 @@ register_quotes(
     | {
         f"{slug}-td3-minus-sac": difference({"task": task, "agent": "td3"}, {"task": task, "agent": "sac"})
         for slug, task in (("halfcheetah", "HalfCheetah-v5"), ("walker2d", "Walker2d-v5"))
+    }
+    | {
+        f"{slug}-s2vgd-td3-{key}": cell(OFF_POLICY_COLUMNS[key], task, agent="s2vgd-td3")
+        for slug, task in (("halfcheetah", "HalfCheetah-v5"),)
+        for key in ("final", "particles", "seeds", "wall")
+    }
+    | {
+        f"{slug}-s2vgd-td3-minus-td3": difference({"task": task, "agent": "s2vgd-td3"}, {"task": task, "agent": "td3"})
+        for slug, task in (("halfcheetah", "HalfCheetah-v5"),)
     },
 )
 

@@ -241,7 +241,12 @@ def _benchmark_summary(rows: list[dict]) -> str:
             return f"{text}, solved {by_agent[agent]['solved']}" if task in SOLVED else text
 
         def wall(agent: str, by_agent=by_agent) -> str:
-            return by_agent[agent]["wall-clock per run (min)"].split(" ±")[0] if agent in by_agent else "–"
+            """The agent's mean minutes, with the machine only where the two ran on different machines."""
+            return re.sub(r" ± [\d.]+", "", by_agent[agent]["wall-clock per run (min)"]) if agent in by_agent else "–"
+
+        walls = [wall("s2vgd"), wall("ppo")]
+        if len({machine for text in walls for machine in re.findall(r" on ([^,]+)", text)}) <= 1:
+            walls = [re.sub(r" on [^,]+", "", text) for text in walls]
 
         steps = "1 M" if budget == 1_000_000 else f"{budget:,}"
         diff = by_agent.get("s2vgd", {}).get("− PPO (95 % CI)", "–")
@@ -252,7 +257,7 @@ def _benchmark_summary(rows: list[dict]) -> str:
                 final("ppo"),
                 _doc_cell(diff, by_agent["s2vgd"]["seeds"]),
                 final("a2c"),
-                f"{wall('s2vgd')} / {wall('ppo')}",
+                " / ".join(walls),
             ]
         )
     return render_table(header, table)
@@ -2113,7 +2118,7 @@ def _overview_benchmark(rows: list[dict]) -> str:
         a2c = r["SB3 A2C (rl-zoo3)"]
         parts.append(
             f"{task}: S²VGD {r['svpg S²VGD']}, PPO {r['SB3 PPO (rl-zoo3)']}{f', A2C {a2c}' if a2c != '–' else ''}; "
-            f"S²VGD − PPO {diff} ({_side(diff)}); {r['wall-clock per run, S²VGD / PPO (min)']} min per run"
+            f"S²VGD − PPO {diff} ({_side(diff)}); minutes per run, S²VGD / PPO: {r['wall-clock per run, S²VGD / PPO (min)']}"
         )
     missing = [task for task in BENCHMARK_TASKS if task not in shown]
     if missing:

@@ -877,15 +877,16 @@ def machine_label(machine: str | None) -> str:
     return " + ".join(re.sub(r" Processor| CPU", "", part).strip() for part in found)
 
 
-def wall_clock_cell(rows: list[dict]) -> str:
+def wall_clock_cell(rows: list[dict], name_machine: bool = False) -> str:
     """Minutes per run, mean ± standard error; the runs of each machine apart where they ran on more than
-    one, since wall-clock compares only within a machine."""
+    one, since wall-clock compares only within a machine, and the machine named also for one where
+    ``name_machine`` (a table whose other rows ran elsewhere)."""
     from svpg.stats import cell
 
     by_machine: dict[str, list[float]] = {}
     for r in rows:
         by_machine.setdefault(machine_label(r.get("machine")), []).append(r["wall_s"] / 60)
-    if len(by_machine) == 1:
+    if len(by_machine) == 1 and not name_machine:
         return cell(next(iter(by_machine.values())), digits=2)
     return ", ".join(f"{cell(minutes, digits=2)} on {label}" for label, minutes in sorted(by_machine.items()))
 
@@ -904,6 +905,7 @@ def task_table(results: list[dict], task: str, budget: str = "on-policy") -> tup
     reference = {r["seed"]: r["final"] for r in rows if r["agent"] == ref}
     with_auc = comparison.auc or any(math.isfinite(_auc(r)) for r in rows)
     reference_auc = {r["seed"]: _auc(r) for r in rows if r["agent"] == ref and math.isfinite(_auc(r))}
+    several_machines = len({machine_label(r.get("machine")) for r in rows}) > 1
     table: list[list] = []
     for agent in comparison.agents:
         own = [r for r in rows if r["agent"] == agent]
@@ -933,7 +935,7 @@ def task_table(results: list[dict], task: str, budget: str = "on-policy") -> tup
                 diff,
                 *solved,
                 *auc_cells,
-                wall_clock_cell(own),
+                wall_clock_cell(own, several_machines),
                 "{}, {:,}".format(*training_shape(agent, task, max(steps))),
             ]
         )

@@ -78,6 +78,19 @@ def test_wall_clock_gives_each_machines_runs_apart():
         "90.00 on Intel Xeon, 25.00 on Intel Xeon + NVIDIA H200")
 
 
+def test_table_names_each_rows_machine_when_its_rows_ran_on_several():
+    """A task whose agents ran on different machines names the machine in every wall-clock cell, so 79
+    minutes on one VM is not read against 115 on another; a task on one machine names none."""
+    amd, intel = "x86_64, 2 CPUs (AMD EPYC), Linux", "x86_64, 2 CPUs (Intel(R) Xeon(R) Processor), Linux"
+    results = [{"task": "Pendulum-v1", "agent": agent, "seed": 0, "env_steps": 1600, "final": -200.0,
+                "final_particle_mean": -210.0, "wall_s": wall, "machine": machine}
+               for agent, wall, machine in (("s2vgd", 4800.0, intel), ("ppo", 6900.0, amd))]
+    _, rows = benchmark.task_table(results, "Pendulum-v1")
+    assert [row[-2] for row in rows] == ["80.00 on Intel Xeon", "115.00 on AMD EPYC"]
+    same = [{**r, "machine": amd} for r in results]
+    assert [row[-2] for row in benchmark.task_table(same, "Pendulum-v1")[1]] == ["80.00", "115.00"]
+
+
 def read_csv(path):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
