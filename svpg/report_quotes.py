@@ -974,12 +974,12 @@ register_quotes(
     }
     | {
         f"{slug}-s2vgd-td3-{key}": cell(OFF_POLICY_COLUMNS[key], task, agent="s2vgd-td3")
-        for slug, task in (("halfcheetah", "HalfCheetah-v5"),)
+        for slug, task in (("halfcheetah", "HalfCheetah-v5"), ("walker2d", "Walker2d-v5"))
         for key in ("final", "particles", "seeds", "wall")
     }
     | {
         f"{slug}-s2vgd-td3-minus-td3": difference({"task": task, "agent": "s2vgd-td3"}, {"task": task, "agent": "td3"})
-        for slug, task in (("halfcheetah", "HalfCheetah-v5"),)
+        for slug, task in (("halfcheetah", "HalfCheetah-v5"), ("walker2d", "Walker2d-v5"))
     },
 )
 
