@@ -275,6 +275,11 @@ def test_a_paired_difference_over_fewer_seeds_than_its_row_says_how_many_paired(
     rows.append({**row, "agent": "ppo", "seed": 0, "final": 1000.0, "final_particle_mean": "", "auc": 800.0})
     write_rows(path, rows)
     assert "paired" not in _tables()["benchmark-walker2d"].render(tmp_path).split("Reproduce")[0]
+    # the summary's minutes (10.00 / 10.00 on one machine) name the machines once PPO's ran on another
+    assert "| 10.00 / 10.00 |" in _tables()["benchmark-summary"].render(tmp_path)
+    intel = "x86_64, 2 CPUs (Intel(R) Xeon(R) Processor), Linux"
+    write_rows(path, [{**r, "machine": intel} if r["agent"] == "ppo" else r for r in rows])
+    assert "| 10.00 on m / 10.00 on Intel Xeon |" in _tables()["benchmark-summary"].render(tmp_path)
 
 
 def test_the_defaults_screen_table_from_bench_generic_defaults_rows(tmp_path):
