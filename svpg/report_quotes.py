@@ -964,22 +964,17 @@ register_quotes(
         for agent in ("s2vgd-td3", "svgd-td3")
     }
     | {
-        f"{slug}-td3-{key}": cell(OFF_POLICY_COLUMNS[key], task, agent="td3")
+        f"{slug}-{agent}-{key}": cell(OFF_POLICY_COLUMNS[key], task, agent=agent)
         for slug, task in (("halfcheetah", "HalfCheetah-v5"), ("walker2d", "Walker2d-v5"))
-        for key in ("final", "seeds", "wall")
+        for agent, keys in (("td3", ("final", "seeds", "wall")), ("s2vgd-td3", ("final", "particles", "seeds", "wall")))
+        for key in keys
     }
     | {
-        f"{slug}-td3-minus-sac": difference({"task": task, "agent": "td3"}, {"task": task, "agent": "sac"})
+        f"{slug}-{agent}-minus-{reference}": difference(
+            {"task": task, "agent": agent}, {"task": task, "agent": reference}
+        )
         for slug, task in (("halfcheetah", "HalfCheetah-v5"), ("walker2d", "Walker2d-v5"))
-    }
-    | {
-        f"{slug}-s2vgd-td3-{key}": cell(OFF_POLICY_COLUMNS[key], task, agent="s2vgd-td3")
-        for slug, task in (("halfcheetah", "HalfCheetah-v5"), ("walker2d", "Walker2d-v5"))
-        for key in ("final", "particles", "seeds", "wall")
-    }
-    | {
-        f"{slug}-s2vgd-td3-minus-td3": difference({"task": task, "agent": "s2vgd-td3"}, {"task": task, "agent": "td3"})
-        for slug, task in (("halfcheetah", "HalfCheetah-v5"), ("walker2d", "Walker2d-v5"))
+        for agent, reference in (("td3", "sac"), ("s2vgd-td3", "td3"))
     },
 )
 

@@ -216,7 +216,7 @@ for _name, _tasks, _image, _what, _source, _out in (
 
 
 def _benchmark_summary(rows: list[dict]) -> str:
-    from svpg.studies.benchmark import SOLVED, TASK_BUDGETS, task_table
+    from svpg.studies.benchmark import SOLVED, TASK_BUDGETS, machines_differ, task_table, wall_clock_cell
 
     results = _benchmark_rows(rows)
     header = [
@@ -240,13 +240,12 @@ def _benchmark_summary(rows: list[dict]) -> str:
             text = doc_number(by_agent[agent]["final return"])
             return f"{text}, solved {by_agent[agent]['solved']}" if task in SOLVED else text
 
-        def wall(agent: str, by_agent=by_agent) -> str:
-            """The agent's mean minutes, with the machine only where the two ran on different machines."""
-            return re.sub(r" ± [\d.]+", "", by_agent[agent]["wall-clock per run (min)"]) if agent in by_agent else "–"
-
-        walls = [wall("s2vgd"), wall("ppo")]
-        if len({machine for text in walls for machine in re.findall(r" on ([^,]+)", text)}) <= 1:
-            walls = [re.sub(r" on [^,]+", "", text) for text in walls]
+        # mean minutes per run, each machine named only where S²VGD's and PPO's runs used different ones
+        pair = [r for r in results if r["task"] == task and r["agent"] in ("s2vgd", "ppo")]
+        walls = [
+            wall_clock_cell([r for r in pair if r["agent"] == agent], machines_differ(pair), spread=False)
+            for agent in ("s2vgd", "ppo")
+        ]
 
         steps = "1 M" if budget == 1_000_000 else f"{budget:,}"
         diff = by_agent.get("s2vgd", {}).get("− PPO (95 % CI)", "–")

@@ -877,18 +877,27 @@ def machine_label(machine: str | None) -> str:
     return " + ".join(re.sub(r" Processor| CPU", "", part).strip() for part in found)
 
 
-def wall_clock_cell(rows: list[dict], name_machine: bool = False) -> str:
-    """Minutes per run, mean ± standard error; the runs of each machine apart where they ran on more than
-    one, since wall-clock compares only within a machine, and the machine named also for one where
-    ``name_machine`` (a table whose other rows ran elsewhere)."""
+def wall_clock_cell(rows: list[dict], name_machine: bool = False, spread: bool = True) -> str:
+    """Minutes per run, mean ± standard error (the mean alone without ``spread``); the runs of each machine
+    apart where they ran on more than one, since wall-clock compares only within a machine, and the
+    machine named also for one where ``name_machine`` (a table whose other rows ran elsewhere)."""
     from svpg.stats import cell
 
     by_machine: dict[str, list[float]] = {}
     for r in rows:
         by_machine.setdefault(machine_label(r.get("machine")), []).append(r["wall_s"] / 60)
-    if len(by_machine) == 1 and not name_machine:
-        return cell(next(iter(by_machine.values())), digits=2)
-    return ", ".join(f"{cell(minutes, digits=2)} on {label}" for label, minutes in sorted(by_machine.items()))
+    cells = {
+        label: cell(minutes if spread else [sum(minutes) / len(minutes)], digits=2)
+        for label, minutes in sorted(by_machine.items())
+    }
+    if len(cells) == 1 and not name_machine:
+        return next(iter(cells.values()))
+    return ", ".join(f"{text} on {label}" for label, text in cells.items())
+
+
+def machines_differ(rows: list[dict]) -> bool:
+    """Whether ``rows`` ran on more than one machine, so each wall-clock cell of theirs names its machine."""
+    return len({machine_label(r.get("machine")) for r in rows}) > 1
 
 
 def task_table(results: list[dict], task: str, budget: str = "on-policy") -> tuple[list[str], list[list]]:
@@ -905,7 +914,6 @@ def task_table(results: list[dict], task: str, budget: str = "on-policy") -> tup
     reference = {r["seed"]: r["final"] for r in rows if r["agent"] == ref}
     with_auc = comparison.auc or any(math.isfinite(_auc(r)) for r in rows)
     reference_auc = {r["seed"]: _auc(r) for r in rows if r["agent"] == ref and math.isfinite(_auc(r))}
-    several_machines = len({machine_label(r.get("machine")) for r in rows}) > 1
     table: list[list] = []
     for agent in comparison.agents:
         own = [r for r in rows if r["agent"] == agent]
@@ -935,7 +943,7 @@ def task_table(results: list[dict], task: str, budget: str = "on-policy") -> tup
                 diff,
                 *solved,
                 *auc_cells,
-                wall_clock_cell(own, several_machines),
+                wall_clock_cell(own, machines_differ(rows)),
                 "{}, {:,}".format(*training_shape(agent, task, max(steps))),
             ]
         )
